@@ -1,0 +1,90 @@
+//! What a runner reports for one cell.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Cell;
+
+/// The outcome of one cell, printed by a runner as one JSON document on standard output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellResult {
+    /// The cell exactly as the runner received it.
+    pub cell: Cell,
+    /// `None` when the cell ran to completion; otherwise why it did not (runner crash, timeout, set-up error).
+    /// A failed cell still carries whatever was measured and its environment, if known.
+    pub failure: Option<String>,
+    /// Read operations (point reads, JOIN queries), counted after the warm-up.
+    pub reads: OpStats,
+    /// Write operations (inserts, updates), counted after the warm-up.
+    pub writes: OpStats,
+    /// For workloads with a paced writer (`multi-db`): writes expected from the pacing vs completed.
+    pub write_completion: Option<Completion>,
+    /// Operations that returned an error (not counted in `reads` / `writes`).
+    pub errors: u64,
+    /// The first few distinct error messages, for the report.
+    pub error_samples: Vec<String>,
+    /// Measured wall-clock time in seconds (excluding the warm-up).
+    pub wall_secs: f64,
+    /// User + system CPU time of the runner process during the measured window, in seconds.
+    pub cpu_secs: f64,
+    /// OS threads of the runner process at the end of the measured window.
+    pub threads: Option<u64>,
+    /// Resident memory of the runner process at the end of the measured window, in bytes.
+    pub rss_bytes: Option<u64>,
+    /// Where and with what the number was obtained.
+    pub env: Environment,
+}
+
+/// Throughput and latency of one kind of operation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpStats {
+    /// Operations completed successfully in the measured window.
+    pub ops: u64,
+    /// `ops / wall_secs`.
+    pub ops_per_sec: f64,
+    /// Mean latency in microseconds.
+    pub avg_us: f64,
+    /// Median latency in microseconds.
+    pub p50_us: f64,
+    /// 99th percentile latency in microseconds.
+    pub p99_us: f64,
+    /// Maximum latency in microseconds.
+    pub max_us: f64,
+}
+
+/// Writes a paced writer was expected to complete vs what it completed (seed 004's completion ratio).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    /// `duration / write_delay × databases`.
+    pub expected: u64,
+    /// Writes acknowledged in the window.
+    pub completed: u64,
+    /// `completed / expected`, capped at 1.0.
+    pub ratio: f64,
+}
+
+/// The settings and machine behind a number. A SQLite figure without these means nothing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// Runner program and version, e.g. `quicklite-runner 0.1.0`.
+    pub runner: String,
+    /// `sqlite_version()` of the linked SQLite.
+    pub sqlite_version: String,
+    /// `PRAGMA compile_options` of the linked SQLite.
+    pub compile_options: Vec<String>,
+    /// PRAGMAs in effect on the connection(s) used, read back from SQLite.
+    pub pragmas: BTreeMap<String, String>,
+    /// Versions of the crates under test (e.g. `tokio-rusqlite` → `0.8.0`, `rusqlite` → `0.41.1`).
+    pub crate_versions: BTreeMap<String, String>,
+    /// Whether SQLite memory statistics were actually off (not just requested), and how that was set.
+    pub memstatus: String,
+    /// CPU model name from `/proc/cpuinfo`.
+    pub cpu_model: String,
+    /// Logical CPUs available to the runner.
+    pub cpus: u32,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// UTC time the cell started, RFC 3339.
+    pub date: String,
+}
