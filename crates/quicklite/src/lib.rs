@@ -1,1 +1,87 @@
-//! x
+//! The fastest correct way to use SQLite from async Rust.
+//!
+//! A [`Database`] is a cheap, cloneable handle to one SQLite file, served by one writer thread and a pool of
+//! reader threads. Async code never blocks on SQLite: it queues a closure and awaits the answer.
+//!
+//! # Guide
+//!
+//! Open a database with [`Database::open`] (the [`Profile::Server`] PRAGMAs: WAL, `synchronous=NORMAL`, a real
+//! cache) or configure it with [`Database::builder`]. Then:
+//!
+//! - [`Database::read`] runs a closure on a reader's read-only connection;
+//! - [`Database::write`] runs a closure on the writer's connection inside a write transaction;
+//! - [`Database::execute`], [`Database::query_row`], [`Database::query_all`], [`Database::execute_many`] and
+//!   [`Database::execute_batch`] cover the one-liners, with prepared statements cached per connection;
+//! - [`Database::transaction`] and [`Database::with_write_connection`] run a write alone (migrations, `VACUUM`);
+//! - [`Database::close`] drains the queues, checkpoints and joins the threads.
+//!
+//! Closures take a [`&rusqlite::Connection`](rusqlite::Connection) and return `rusqlite::Result<T>`; the crate
+//! re-exports [`rusqlite`] so the versions always match. Errors come back as [`Error`]: SQLite's with their extended
+//! code, [`Error::Closed`], [`Error::Overloaded`], [`Error::Panic`] (a panicking closure does not kill its thread).
+//!
+//! # Design
+//!
+//! One writer thread owns the only read-write connection and commits whatever writes are queued together in one
+//! `BEGIN IMMEDIATE` transaction, each in its own savepoint (group commit: one commit, and one fsync, for many
+//! writes; a failing write rolls back alone). Reader threads pull from one shared bounded queue and serve every
+//! queued read inside one read transaction (read batching), starting a newer snapshot whenever a request was made
+//! after a commit the current snapshot may predate — so a caller always reads its own acknowledged writes.
+//!
+//! Before the first connection, the process set-up ([`sqlite_setup`]) turns off SQLite's memory statistics,
+//! whose global mutex every allocation would otherwise take; connections open `SQLITE_OPEN_NOMUTEX` because each
+//! belongs to exactly one thread. Queues are bounded: a full queue makes callers wait, or fail fast with
+//! [`Error::Overloaded`] ([`QueueFull`]).
+//!
+//! # Example
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> quicklite::Result<()> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let path = dir.path().join("app.db");
+//! use quicklite::Database;
+//!
+//! let db = Database::open(&path).await?;
+//! db.execute_batch("CREATE TABLE kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL)").await?;
+//!
+//! // Concurrent writes from many tasks are committed in groups.
+//! let mut tasks = Vec::new();
+//! for i in 0..100 {
+//!     let db = db.clone();
+//!     tasks.push(tokio::spawn(async move {
+//!         db.execute("INSERT INTO kv VALUES (?1, ?2)", (format!("key{i}"), i)).await
+//!     }));
+//! }
+//! for t in tasks {
+//!     t.await.unwrap()?;
+//! }
+//!
+//! let total: i64 = db.query_row("SELECT sum(v) FROM kv", [], |r| r.get(0)).await?;
+//! assert_eq!(total, (0..100).sum::<i64>());
+//! assert_eq!(db.pragmas()["journal_mode"], "wal");
+//! db.close().await?;
+//! # Ok(()) }
+//! ```
+
+#![deny(missing_docs)]
+
+mod builder;
+mod connection;
+mod database;
+mod error;
+mod metrics;
+mod profile;
+mod reader;
+mod request;
+mod setup;
+mod writer;
+
+pub use builder::{Builder, QueueFull};
+pub use database::Database;
+pub use error::{Error, Result};
+pub use metrics::{Distribution, MetricsSnapshot};
+pub use profile::Profile;
+pub use setup::{Setup, SetupReport, SqliteInfo, configure, sqlite_info, sqlite_setup};
+
+/// The rusqlite crate quicklite is built on, re-exported so closures use the same version.
+pub use rusqlite;

@@ -1,0 +1,302 @@
+//! Options for opening a [`Database`].
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::OpenFlags;
+
+use crate::connection::validate_pragma;
+use crate::{Database, Error, Profile, Result};
+
+/// What a request does when its queue is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueueFull {
+    /// Wait (asynchronously) for room. Memory stays bounded; callers slow down to the database's pace.
+    #[default]
+    Wait,
+    /// Fail at once with [`Error::Overloaded`], so a service can shed load (e.g. answer 503) instead of queueing.
+    Fail,
+}
+
+/// Builds a [`Database`] with non-default options. Made by [`Database::builder`].
+///
+/// ```no_run
+/// # async fn f() -> quicklite::Result<()> {
+/// use quicklite::{Database, Profile, QueueFull};
+/// let db = Database::builder("app.db")
+///     .profile(Profile::Durable)
+///     .readers(4)
+///     .pragma("cache_size", "-64000")
+///     .on_full(QueueFull::Fail)
+///     .open()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `open` is awaited"]
+pub struct Builder {
+    path: PathBuf,
+    profile: Profile,
+    readers: Option<usize>,
+    overrides: Vec<(String, String)>,
+    busy_timeout: Option<Duration>,
+    open_flags: OpenFlags,
+    write_queue_capacity: usize,
+    read_queue_capacity: usize,
+    on_full: QueueFull,
+    write_batch_max: usize,
+    write_linger: Duration,
+    read_batch_max: usize,
+    read_snapshot_max_age: Duration,
+    statement_cache_capacity: usize,
+}
+
+/// Validated settings, shared by the threads of one database.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) profile: Profile,
+    pub(crate) readers: usize,
+    /// The profile's PRAGMAs with the overrides applied, in application order.
+    pub(crate) pragmas: Vec<(String, String)>,
+    pub(crate) open_flags: OpenFlags,
+    pub(crate) write_queue_capacity: usize,
+    pub(crate) read_queue_capacity: usize,
+    pub(crate) on_full: QueueFull,
+    pub(crate) write_batch_max: usize,
+    pub(crate) write_linger: Duration,
+    pub(crate) read_batch_max: usize,
+    pub(crate) read_snapshot_max_age: Duration,
+    pub(crate) statement_cache_capacity: usize,
+}
+
+impl Builder {
+    pub(crate) fn new(path: &Path) -> Self {
+        Builder {
+            path: path.to_path_buf(),
+            profile: Profile::Server,
+            readers: None,
+            overrides: Vec::new(),
+            busy_timeout: None,
+            open_flags: OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            write_queue_capacity: 1024,
+            read_queue_capacity: 4096,
+            on_full: QueueFull::Wait,
+            write_batch_max: 256,
+            write_linger: Duration::ZERO,
+            read_batch_max: 256,
+            read_snapshot_max_age: Duration::from_millis(20),
+            statement_cache_capacity: 128,
+        }
+    }
+
+    /// The PRAGMA profile. By default, [`Profile::Server`].
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// Number of reader threads, each with its own read-only connection.
+    /// By default, the number of available cores.
+    pub fn readers(mut self, n: usize) -> Self {
+        self.readers = Some(n);
+        self
+    }
+
+    /// Sets any PRAGMA on every connection (database-wide ones such as `journal_mode` once, on the writer),
+    /// replacing the profile's value if it has one. Applied in the order given, after the profile's.
+    /// By default, only the profile's PRAGMAs.
+    pub fn pragma(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.overrides.push((name.into(), value.into()));
+        self
+    }
+
+    /// How long a connection waits for a lock held by another process before `SQLITE_BUSY`.
+    /// By default, the profile's (5 s for `Server` and `Durable`; rusqlite's 5 s for `SqliteDefault`).
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = Some(timeout);
+        self
+    }
+
+    /// Open flags of the writer's connection; readers use `READ_ONLY | URI` and the same mutex flag.
+    /// By default, `READ_WRITE | CREATE | URI | NO_MUTEX`: every connection belongs to one thread, so SQLite's
+    /// per-connection mutex (serialized mode) would only cost time.
+    pub fn open_flags(mut self, flags: OpenFlags) -> Self {
+        self.open_flags = flags;
+        self
+    }
+
+    /// Maximum number of write requests waiting for the writer. By default, 1024.
+    pub fn write_queue_capacity(mut self, n: usize) -> Self {
+        self.write_queue_capacity = n;
+        self
+    }
+
+    /// Maximum number of read requests waiting for a reader. By default, 4096.
+    pub fn read_queue_capacity(mut self, n: usize) -> Self {
+        self.read_queue_capacity = n;
+        self
+    }
+
+    /// What a request does when its queue is full. By default, [`QueueFull::Wait`].
+    pub fn on_full(mut self, on_full: QueueFull) -> Self {
+        self.on_full = on_full;
+        self
+    }
+
+    /// Maximum number of writes committed together in one transaction. By default, 256.
+    /// `1` turns group commit off (one transaction per write).
+    pub fn write_batch_max(mut self, n: usize) -> Self {
+        self.write_batch_max = n;
+        self
+    }
+
+    /// How long the writer waits for more writes to join a group before committing it.
+    /// By default, zero: the writer commits what is queued at once and never waits for stragglers; a group forms
+    /// by itself while the previous one commits.
+    pub fn write_linger(mut self, linger: Duration) -> Self {
+        self.write_linger = linger;
+        self
+    }
+
+    /// Maximum number of reads served inside one read transaction. By default, 256. `1` turns read batching off.
+    pub fn read_batch_max(mut self, n: usize) -> Self {
+        self.read_batch_max = n;
+        self
+    }
+
+    /// Maximum age of a reader's snapshot: a reader that has been serving queued reads in one read transaction for
+    /// this long ends it and starts another, so that a long stream of reads neither sees stale data nor holds the
+    /// WAL back from checkpointing. By default, 20 ms.
+    pub fn read_snapshot_max_age(mut self, age: Duration) -> Self {
+        self.read_snapshot_max_age = age;
+        self
+    }
+
+    /// Prepared statements kept per connection (`prepare_cached`). By default, 128.
+    pub fn statement_cache_capacity(mut self, n: usize) -> Self {
+        self.statement_cache_capacity = n;
+        self
+    }
+
+    /// Opens the database: runs the process set-up, opens the writer and the readers, and applies the PRAGMAs.
+    pub async fn open(self) -> Result<Database> {
+        let path = self.path.clone();
+        let config = self.into_config()?;
+        Database::start(path, config).await
+    }
+
+    fn into_config(self) -> Result<Config> {
+        let path = self.path.to_string_lossy();
+        if path.is_empty() || path == ":memory:" || path.contains("mode=memory") {
+            return Err(Error::InvalidConfig(format!(
+                "{path:?}: an in-memory database is private to one connection, so the readers would not see the \
+                 writer's data; use a file (a temporary one for tests)"
+            )));
+        }
+        let positive = [
+            ("readers", self.readers.unwrap_or(1)),
+            ("write_queue_capacity", self.write_queue_capacity),
+            ("read_queue_capacity", self.read_queue_capacity),
+            ("write_batch_max", self.write_batch_max),
+            ("read_batch_max", self.read_batch_max),
+            ("statement_cache_capacity", self.statement_cache_capacity),
+        ];
+        for (name, value) in positive {
+            if value == 0 {
+                return Err(Error::InvalidConfig(format!("{name} must be at least 1")));
+            }
+        }
+        let mutexes = OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_FULL_MUTEX;
+        if self.open_flags.contains(mutexes) {
+            return Err(Error::InvalidConfig(
+                "open flags ask for both NO_MUTEX and FULL_MUTEX".into(),
+            ));
+        }
+        let mut pragmas: Vec<(String, String)> = self
+            .profile
+            .pragmas()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let mut overrides = self.overrides;
+        if let Some(t) = self.busy_timeout {
+            overrides.push(("busy_timeout".into(), t.as_millis().to_string()));
+        }
+        for (name, value) in overrides {
+            validate_pragma(&name, &value)?;
+            let name = name.to_ascii_lowercase();
+            match pragmas.iter_mut().find(|(n, _)| *n == name) {
+                Some(slot) => slot.1 = value,
+                None => pragmas.push((name, value)),
+            }
+        }
+        let readers = self.readers.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        });
+        Ok(Config {
+            profile: self.profile,
+            readers,
+            pragmas,
+            open_flags: self.open_flags,
+            write_queue_capacity: self.write_queue_capacity,
+            read_queue_capacity: self.read_queue_capacity,
+            on_full: self.on_full,
+            write_batch_max: self.write_batch_max,
+            write_linger: self.write_linger,
+            read_batch_max: self.read_batch_max,
+            read_snapshot_max_age: self.read_snapshot_max_age,
+            statement_cache_capacity: self.statement_cache_capacity,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(b: Builder) -> Result<Config> {
+        b.into_config()
+    }
+
+    #[test]
+    fn overrides_replace_profile_values_in_place() {
+        let c = config(
+            Builder::new(Path::new("x.db"))
+                .pragma("SYNCHRONOUS", "FULL")
+                .pragma("user_version", "7")
+                .busy_timeout(Duration::from_millis(250)),
+        )
+        .unwrap();
+        let get = |n: &str| {
+            c.pragmas
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("synchronous"), Some("FULL"));
+        assert_eq!(get("busy_timeout"), Some("250"));
+        assert_eq!(get("user_version"), Some("7"));
+        assert_eq!(c.pragmas[0].0, "journal_mode");
+    }
+
+    #[test]
+    fn rejects_bad_settings() {
+        let bad = [
+            Builder::new(Path::new(":memory:")),
+            Builder::new(Path::new("")),
+            Builder::new(Path::new("x.db")).readers(0),
+            Builder::new(Path::new("x.db")).write_batch_max(0),
+            Builder::new(Path::new("x.db")).pragma("a;b", "1"),
+            Builder::new(Path::new("x.db"))
+                .open_flags(OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_FULL_MUTEX),
+        ];
+        for b in bad {
+            assert!(matches!(config(b), Err(Error::InvalidConfig(_))));
+        }
+    }
+}

@@ -1,0 +1,431 @@
+//! The database handle: queues in front of one writer thread and a pool of reader threads.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use async_channel::{Sender, TrySendError};
+use rusqlite::{Connection, Params, Row};
+use tokio::sync::{oneshot, watch};
+
+use crate::builder::{Builder, Config};
+use crate::connection::{self, TxGuard};
+use crate::metrics::{Metrics, MetricsSnapshot};
+use crate::reader::Reader;
+use crate::request::{Job, ReadRequest, WriteKind, WriteRequest};
+use crate::writer::Writer;
+use crate::{Error, Profile, QueueFull, Result};
+
+/// State shared by the handle and its threads.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    /// Number of transactions the writer has committed; readers compare it with a request's `min_seq`
+    /// (read-your-writes).
+    pub(crate) commit_seq: AtomicU64,
+    /// Live counters.
+    pub(crate) metrics: Metrics,
+}
+
+/// A handle to one SQLite database: a writer thread that commits concurrent writes together, and reader threads
+/// that serve queued reads in shared snapshots.
+///
+/// Cheap to clone (an `Arc`); all clones share the threads. Dropping the last clone closes the queues; the threads
+/// finish what is queued, checkpoint and exit in the background. [`Database::close`] does the same and waits.
+#[derive(Clone)]
+pub struct Database {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// Queue of the writer thread.
+    write_tx: Sender<WriteRequest>,
+    /// Queue shared by the reader threads (a slow read occupies one reader, not the queue).
+    read_tx: Sender<ReadRequest>,
+    state: Arc<State>,
+    config: Config,
+    path: PathBuf,
+    /// PRAGMAs read back from the writer's connection after set-up.
+    pragmas: BTreeMap<String, String>,
+    /// Number of threads still running; `close` waits for zero.
+    alive: watch::Receiver<usize>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing the queues lets the threads drain what is queued and exit; they are not joined here, so that
+        // dropping a handle never blocks an async runtime.
+        self.write_tx.close();
+        self.read_tx.close();
+    }
+}
+
+/// Decrements the live-thread count when a worker thread ends, however it ends.
+struct AliveGuard(Arc<watch::Sender<usize>>);
+
+impl Drop for AliveGuard {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("path", &self.inner.path)
+            .field("profile", &self.inner.config.profile)
+            .field("readers", &self.inner.config.readers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Database {
+    /// Opens (creating if needed) the database at `path` with the [`Profile::Server`] PRAGMAs and default options.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Database> {
+        Builder::new(path.as_ref()).open().await
+    }
+
+    /// Starts a [`Builder`] for the database at `path`.
+    pub fn builder(path: impl AsRef<Path>) -> Builder {
+        Builder::new(path.as_ref())
+    }
+
+    pub(crate) async fn start(path: PathBuf, config: Config) -> Result<Database> {
+        crate::setup::sqlite_setup();
+        let state = Arc::new(State::default());
+        let (write_tx, write_rx) = async_channel::bounded(config.write_queue_capacity);
+        let (read_tx, read_rx) = async_channel::bounded(config.read_queue_capacity);
+        let (alive_tx, alive) = watch::channel(0_usize);
+        let alive_tx = Arc::new(alive_tx);
+        let mut threads = Vec::with_capacity(config.readers + 1);
+
+        // The writer opens first: it creates the file, switches it to WAL and reads the PRAGMAs back; only then can
+        // the read-only connections open it.
+        let (ready, ready_rx) = oneshot::channel();
+        let writer_parts = (path.clone(), config.clone(), state.clone(), write_rx);
+        let guard = AliveGuard(alive_tx.clone());
+        alive_tx.send_modify(|n| *n += 1);
+        threads.push(spawn("quicklite-writer", move || {
+            let _alive = guard;
+            let (path, config, state, rx) = writer_parts;
+            let tx_guard = TxGuard::default();
+            let opened = connection::open_writer(&path, &config, &tx_guard).and_then(|conn| {
+                let pragmas = connection::read_back_pragmas(&conn, &config)?;
+                Ok((conn, pragmas))
+            });
+            let conn = match opened {
+                Ok((conn, pragmas)) => {
+                    let _ = ready.send(Ok(pragmas));
+                    conn
+                }
+                Err(e) => {
+                    let _ = ready.send(Err(e));
+                    return;
+                }
+            };
+            Writer {
+                conn,
+                guard: tx_guard,
+                rx,
+                state,
+                config,
+            }
+            .run();
+        })?);
+        let pragmas = ready_rx.await.map_err(|_| Error::Closed)??;
+
+        let mut readies = Vec::with_capacity(config.readers);
+        for i in 0..config.readers {
+            let (ready, ready_rx) = oneshot::channel::<Result<()>>();
+            readies.push(ready_rx);
+            let parts = (path.clone(), config.clone(), state.clone(), read_rx.clone());
+            let guard = AliveGuard(alive_tx.clone());
+            alive_tx.send_modify(|n| *n += 1);
+            threads.push(spawn(&format!("quicklite-reader-{i}"), move || {
+                let _alive = guard;
+                let (path, config, state, rx) = parts;
+                let tx_guard = TxGuard::default();
+                match connection::open_reader(&path, &config, &tx_guard) {
+                    Ok(conn) => {
+                        let _ = ready.send(Ok(()));
+                        Reader {
+                            conn,
+                            guard: tx_guard,
+                            rx,
+                            state,
+                            config,
+                        }
+                        .run();
+                    }
+                    Err(e) => {
+                        let _ = ready.send(Err(e));
+                    }
+                }
+            })?);
+        }
+        drop(read_rx);
+        let db = Database {
+            inner: Arc::new(Inner {
+                write_tx,
+                read_tx,
+                state,
+                config,
+                path,
+                pragmas,
+                alive,
+                threads: Mutex::new(threads),
+            }),
+        };
+        for ready in readies {
+            // On failure `db` is dropped: the queues close and the threads already started exit.
+            ready.await.map_err(|_| Error::Closed)??;
+        }
+        Ok(db)
+    }
+
+    /// Runs `f` on a reader thread with a read-only connection, inside a snapshot that contains every write this
+    /// process had acknowledged when `read` was called (read-your-writes).
+    ///
+    /// Other queued reads may share the snapshot. A write attempted here fails with `SQLITE_READONLY`; transaction
+    /// control (`BEGIN`, `COMMIT`, …) is refused with `SQLITE_AUTH`, because the reader manages the transaction.
+    pub async fn read<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (job, rx) = Job::new(f);
+        let req = ReadRequest {
+            min_seq: self.inner.state.commit_seq.load(Ordering::Acquire),
+            enqueued: Instant::now(),
+            job,
+        };
+        let sent = match self.inner.config.on_full {
+            QueueFull::Wait => self
+                .inner
+                .read_tx
+                .send(req)
+                .await
+                .map_err(|_| Error::Closed),
+            QueueFull::Fail => self.inner.read_tx.try_send(req).map_err(|e| match e {
+                TrySendError::Full(_) => {
+                    self.overloaded("read", self.inner.config.read_queue_capacity)
+                }
+                TrySendError::Closed(_) => Error::Closed,
+            }),
+        };
+        sent?;
+        rx.await.map_err(|_| Error::Closed)?
+    }
+
+    /// Runs `f` on the writer thread inside a write transaction (begun `IMMEDIATE`), possibly together with other
+    /// concurrent writes (group commit): `f` runs in a savepoint of its own, so if it fails (or panics) only its
+    /// own changes are rolled back. Returns once the transaction has committed.
+    ///
+    /// `f` must not control the transaction itself: `BEGIN`, `COMMIT` and `ROLLBACK` are refused with
+    /// `SQLITE_AUTH`; use [`Database::with_write_connection`] for that.
+    pub async fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.submit_write(WriteKind::Grouped, f).await
+    }
+
+    /// Runs `f` on the writer thread in a `BEGIN IMMEDIATE` … `COMMIT` transaction of its own, not grouped with other
+    /// writes: for long migrations or bulk loads. Committed if `f` returns `Ok`, rolled back otherwise.
+    pub async fn transaction<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.submit_write(WriteKind::Transaction, f).await
+    }
+
+    /// Runs `f` on the writer's connection in autocommit mode, alone, with transaction control allowed: for
+    /// `VACUUM`, PRAGMAs that cannot run inside a transaction, or code that manages its own transactions. A
+    /// transaction left open when `f` returns is rolled back and reported as [`Error::TransactionLeftOpen`].
+    pub async fn with_write_connection<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.submit_write(WriteKind::Unmanaged, f).await
+    }
+
+    async fn submit_write<T, F>(&self, kind: WriteKind, f: F) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (job, rx) = Job::new(f);
+        let req = WriteRequest {
+            kind,
+            enqueued: Instant::now(),
+            job,
+        };
+        let sent = match self.inner.config.on_full {
+            QueueFull::Wait => self
+                .inner
+                .write_tx
+                .send(req)
+                .await
+                .map_err(|_| Error::Closed),
+            QueueFull::Fail => self.inner.write_tx.try_send(req).map_err(|e| match e {
+                TrySendError::Full(_) => {
+                    self.overloaded("write", self.inner.config.write_queue_capacity)
+                }
+                TrySendError::Closed(_) => Error::Closed,
+            }),
+        };
+        sent?;
+        rx.await.map_err(|_| Error::Closed)?
+    }
+
+    fn overloaded(&self, queue: &'static str, capacity: usize) -> Error {
+        self.inner
+            .state
+            .metrics
+            .overloaded
+            .fetch_add(1, Ordering::Relaxed);
+        Error::Overloaded { queue, capacity }
+    }
+
+    /// Executes one statement with `params` as a grouped write (prepared once and cached); returns the number of
+    /// rows changed. `params` must own its values, e.g. a tuple `(1, "x".to_string())`.
+    pub async fn execute<P>(
+        &self,
+        sql: impl AsRef<str> + Send + 'static,
+        params: P,
+    ) -> Result<usize>
+    where
+        P: Params + Send + 'static,
+    {
+        self.write(move |c| c.prepare_cached(sql.as_ref())?.execute(params))
+            .await
+    }
+
+    /// Executes one statement once per parameter set, all in one grouped write (one savepoint, one commit);
+    /// returns the total number of rows changed.
+    pub async fn execute_many<P, I>(
+        &self,
+        sql: impl AsRef<str> + Send + 'static,
+        params: I,
+    ) -> Result<usize>
+    where
+        P: Params,
+        I: IntoIterator<Item = P> + Send + 'static,
+    {
+        self.write(move |c| {
+            let mut stmt = c.prepare_cached(sql.as_ref())?;
+            let mut changed = 0;
+            for p in params {
+                changed += stmt.execute(p)?;
+            }
+            Ok(changed)
+        })
+        .await
+    }
+
+    /// Executes a script of several statements as one grouped write (not cached: scripts are parsed each time).
+    pub async fn execute_batch(&self, sql: impl AsRef<str> + Send + 'static) -> Result<()> {
+        self.write(move |c| c.execute_batch(sql.as_ref())).await
+    }
+
+    /// Reads one row with a cached statement and maps it with `f`. A query that returns no row fails with
+    /// `rusqlite::Error::QueryReturnedNoRows`.
+    pub async fn query_row<T, P, F>(
+        &self,
+        sql: impl AsRef<str> + Send + 'static,
+        params: P,
+        f: F,
+    ) -> Result<T>
+    where
+        P: Params + Send + 'static,
+        F: FnOnce(&Row<'_>) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.read(move |c| c.prepare_cached(sql.as_ref())?.query_row(params, f))
+            .await
+    }
+
+    /// Reads every row of a query with a cached statement, mapping each with `f`.
+    pub async fn query_all<T, P, F>(
+        &self,
+        sql: impl AsRef<str> + Send + 'static,
+        params: P,
+        f: F,
+    ) -> Result<Vec<T>>
+    where
+        P: Params + Send + 'static,
+        F: FnMut(&Row<'_>) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.read(move |c| {
+            c.prepare_cached(sql.as_ref())?
+                .query_map(params, f)?
+                .collect()
+        })
+        .await
+    }
+
+    /// The PRAGMAs in effect, read back from SQLite after the profile and overrides were applied
+    /// (names in lower case; text values in lower case, e.g. `journal_mode` → `wal`).
+    pub fn pragmas(&self) -> BTreeMap<String, String> {
+        self.inner.pragmas.clone()
+    }
+
+    /// The profile the database was opened with.
+    pub fn profile(&self) -> Profile {
+        self.inner.config.profile
+    }
+
+    /// The path the database was opened with.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Number of reader threads.
+    pub fn readers(&self) -> usize {
+        self.inner.config.readers
+    }
+
+    /// A snapshot of the database's metrics.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.inner
+            .state
+            .metrics
+            .snapshot(self.inner.write_tx.len(), self.inner.read_tx.len())
+    }
+
+    /// Closes the database for every clone of this handle: new requests fail with [`Error::Closed`], queued ones
+    /// are served, the writer checkpoints the WAL into the database file, and the threads are joined.
+    pub async fn close(&self) -> Result<()> {
+        self.inner.write_tx.close();
+        self.inner.read_tx.close();
+        let mut alive = self.inner.alive.clone();
+        // The sender lives as long as any thread; an error means every thread is gone, which is what we wait for.
+        let _ = alive.wait_for(|n| *n == 0).await;
+        let handles = match self.inner.threads.lock() {
+            Ok(mut threads) => std::mem::take(&mut *threads),
+            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+        };
+        for h in handles {
+            // Each thread has already passed its last statement (the live count is zero), so this does not block.
+            if h.join().is_err() {
+                return Err(Error::Panic {
+                    message: "a quicklite worker thread panicked".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
+    Ok(std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(f)?)
+}

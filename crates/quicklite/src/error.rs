@@ -1,0 +1,146 @@
+//! The one error type of the crate.
+
+use rusqlite::ffi;
+
+/// Everything that can go wrong when using a [`Database`](crate::Database).
+///
+/// An error never poisons the handle: after any of these (except [`Error::Closed`]) the same handle keeps
+/// serving requests.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// SQLite (or rusqlite) reported an error; [`Error::sqlite_code`] and [`Error::extended_code`] give the
+    /// SQLite result codes when there are any.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+
+    /// The `COMMIT` of a group of writes failed, so none of them was committed. Every request of the group gets
+    /// this error (each its own copy); no write in the group is reported as committed.
+    #[error(
+        "commit failed, nothing in this group of {batch} writes was committed: {message} (extended code {extended_code})"
+    )]
+    CommitFailed {
+        /// SQLite's extended result code of the failed `COMMIT`.
+        extended_code: i32,
+        /// SQLite's message.
+        message: String,
+        /// Number of write requests in the failed group.
+        batch: usize,
+    },
+
+    /// This write ran and succeeded, but a later statement in the same group made SQLite roll back the whole
+    /// transaction (SQLite does so on some `SQLITE_FULL`, `SQLITE_IOERR`, `SQLITE_NOMEM` and `SQLITE_BUSY` errors),
+    /// so this write was *not* committed. It is safe to retry.
+    #[error("rolled back with its group: {reason}")]
+    RolledBack {
+        /// The error that made SQLite roll back the transaction.
+        reason: String,
+    },
+
+    /// A closure given to [`Database::with_write_connection`](crate::Database::with_write_connection) returned
+    /// with a transaction still open; the handle rolled it back.
+    #[error("the closure left a transaction open; it was rolled back")]
+    TransactionLeftOpen,
+
+    /// The database handle was closed (by [`Database::close`](crate::Database::close)) or its worker thread
+    /// stopped; the request was not run.
+    #[error("database is closed")]
+    Closed,
+
+    /// The queue was full and the handle was configured to fail fast
+    /// ([`QueueFull::Fail`](crate::QueueFull::Fail)); the request was not run.
+    #[error("{queue} queue is full ({capacity} requests waiting); try again later")]
+    Overloaded {
+        /// Which queue: `"write"` or `"read"`.
+        queue: &'static str,
+        /// The queue's capacity.
+        capacity: usize,
+    },
+
+    /// The closure panicked. Its work was rolled back (for writes: to its own savepoint); the worker thread and
+    /// the handle survive.
+    #[error("closure panicked: {message}")]
+    Panic {
+        /// The panic payload, when it was a string.
+        message: String,
+    },
+
+    /// A builder setting or the path is not usable; nothing was opened.
+    #[error("invalid configuration: {0}")]
+    InvalidConfig(String),
+
+    /// An I/O error outside SQLite (e.g. spawning a worker thread).
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl Error {
+    /// SQLite's primary result code, when the error came from SQLite.
+    pub fn sqlite_code(&self) -> Option<rusqlite::ErrorCode> {
+        match self {
+            Error::Sqlite(e) => sqlite_failure(e).map(|f| f.code),
+            Error::CommitFailed { extended_code, .. } => {
+                Some(ffi::Error::new(*extended_code & 0xff).code)
+            }
+            _ => None,
+        }
+    }
+
+    /// SQLite's extended result code (e.g. `SQLITE_CONSTRAINT_PRIMARYKEY` = 1555), when the error came from SQLite.
+    pub fn extended_code(&self) -> Option<i32> {
+        match self {
+            Error::Sqlite(e) => sqlite_failure(e).map(|f| f.extended_code),
+            Error::CommitFailed { extended_code, .. } => Some(*extended_code),
+            _ => None,
+        }
+    }
+}
+
+/// The SQLite error inside a rusqlite error, including the syntax errors rusqlite reports with their offset.
+fn sqlite_failure(e: &rusqlite::Error) -> Option<&ffi::Error> {
+    match e {
+        rusqlite::Error::SqlInputError { error, .. } => Some(error),
+        other => other.sqlite_error(),
+    }
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Turns a panic payload into a readable message.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commit_failed_exposes_codes() {
+        let e = Error::CommitFailed {
+            extended_code: ffi::SQLITE_IOERR_FSYNC,
+            message: "disk I/O error".into(),
+            batch: 3,
+        };
+        assert_eq!(e.extended_code(), Some(ffi::SQLITE_IOERR_FSYNC));
+        assert_eq!(e.sqlite_code(), Some(rusqlite::ErrorCode::SystemIoFailure));
+        assert!(e.to_string().contains("nothing in this group of 3 writes"));
+    }
+
+    #[test]
+    fn panic_message_reads_str_and_string() {
+        let a: Box<dyn std::any::Any + Send> = Box::new("boom");
+        let b: Box<dyn std::any::Any + Send> = Box::new(String::from("bang"));
+        let c: Box<dyn std::any::Any + Send> = Box::new(7_u8);
+        assert_eq!(panic_message(a.as_ref()), "boom");
+        assert_eq!(panic_message(b.as_ref()), "bang");
+        assert_eq!(panic_message(c.as_ref()), "non-string panic payload");
+    }
+}

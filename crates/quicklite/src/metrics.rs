@@ -1,0 +1,179 @@
+//! Counters and distributions the worker threads update without locks, and the snapshot users read.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+/// Number of power-of-two buckets: bucket `i` counts values in `[2^(i-1), 2^i)` (bucket 0 counts zeros), which
+/// covers batch sizes and microsecond waits up to ~35 minutes.
+const BUCKETS: usize = 32;
+
+/// A lock-free histogram with power-of-two buckets: cheap enough to record on every request.
+#[derive(Debug)]
+pub(crate) struct Log2Histogram {
+    buckets: [AtomicU64; BUCKETS],
+    sum: AtomicU64,
+    max: AtomicU64,
+}
+
+impl Default for Log2Histogram {
+    fn default() -> Self {
+        Log2Histogram {
+            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            sum: AtomicU64::new(0),
+            max: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Log2Histogram {
+    pub(crate) fn record(&self, value: u64) {
+        let bucket = (u64::BITS - value.leading_zeros()) as usize;
+        self.buckets[bucket.min(BUCKETS - 1)].fetch_add(1, Relaxed);
+        self.sum.fetch_add(value, Relaxed);
+        self.max.fetch_max(value, Relaxed);
+    }
+
+    pub(crate) fn record_duration(&self, d: Duration) {
+        self.record(u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+    }
+
+    fn snapshot(&self) -> Distribution {
+        let counts: Vec<u64> = self.buckets.iter().map(|b| b.load(Relaxed)).collect();
+        let last = counts.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
+        Distribution {
+            count: counts.iter().sum(),
+            sum: self.sum.load(Relaxed),
+            max: self.max.load(Relaxed),
+            buckets: counts[..last].to_vec(),
+        }
+    }
+}
+
+/// A distribution of values (batch sizes, or waits in microseconds).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Distribution {
+    /// Number of values recorded.
+    pub count: u64,
+    /// Sum of the values.
+    pub sum: u64,
+    /// Largest value recorded.
+    pub max: u64,
+    /// Power-of-two buckets: `buckets[0]` counts zeros, `buckets[i]` counts values in `[2^(i-1), 2^i)`.
+    /// Trailing empty buckets are left out.
+    pub buckets: Vec<u64>,
+}
+
+impl Distribution {
+    /// The mean value, or 0 when nothing was recorded.
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+}
+
+/// Live counters of one database, shared by its threads.
+#[derive(Debug, Default)]
+pub(crate) struct Metrics {
+    pub(crate) writes: AtomicU64,
+    pub(crate) write_errors: AtomicU64,
+    pub(crate) commits: AtomicU64,
+    pub(crate) failed_commits: AtomicU64,
+    pub(crate) rolled_back_groups: AtomicU64,
+    pub(crate) reads: AtomicU64,
+    pub(crate) read_errors: AtomicU64,
+    pub(crate) read_transactions: AtomicU64,
+    pub(crate) panics: AtomicU64,
+    pub(crate) overloaded: AtomicU64,
+    pub(crate) write_batch: Log2Histogram,
+    pub(crate) read_batch: Log2Histogram,
+    pub(crate) write_wait_us: Log2Histogram,
+    pub(crate) read_wait_us: Log2Histogram,
+    pub(crate) commit_us: Log2Histogram,
+}
+
+/// A point-in-time copy of a database's metrics ([`Database::metrics`](crate::Database::metrics)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MetricsSnapshot {
+    /// Write requests run (each `write`, `transaction`, `execute`, …).
+    pub writes: u64,
+    /// Write requests that returned an error (their own, or their group's).
+    pub write_errors: u64,
+    /// Transactions committed by the writer.
+    pub commits: u64,
+    /// `COMMIT`s that failed (every write of the group got the error).
+    pub failed_commits: u64,
+    /// Groups that SQLite rolled back by itself in the middle (I/O error, full disk).
+    pub rolled_back_groups: u64,
+    /// Read requests served.
+    pub reads: u64,
+    /// Read requests that returned an error.
+    pub read_errors: u64,
+    /// Read transactions begun by the readers (reads / read_transactions = reads per snapshot).
+    pub read_transactions: u64,
+    /// Closures that panicked (caught; the threads survive).
+    pub panics: u64,
+    /// Requests refused with [`Error::Overloaded`](crate::Error::Overloaded).
+    pub overloaded: u64,
+    /// Writes per committed group.
+    pub write_batch: Distribution,
+    /// Reads per read transaction.
+    pub read_batch: Distribution,
+    /// Time write requests waited in the queue, in microseconds.
+    pub write_queue_wait_us: Distribution,
+    /// Time read requests waited in the queue, in microseconds.
+    pub read_queue_wait_us: Distribution,
+    /// Duration of `COMMIT`, in microseconds.
+    pub commit_us: Distribution,
+    /// Write requests queued right now.
+    pub write_queue_depth: usize,
+    /// Read requests queued right now.
+    pub read_queue_depth: usize,
+}
+
+impl Metrics {
+    pub(crate) fn snapshot(&self, write_depth: usize, read_depth: usize) -> MetricsSnapshot {
+        MetricsSnapshot {
+            writes: self.writes.load(Relaxed),
+            write_errors: self.write_errors.load(Relaxed),
+            commits: self.commits.load(Relaxed),
+            failed_commits: self.failed_commits.load(Relaxed),
+            rolled_back_groups: self.rolled_back_groups.load(Relaxed),
+            reads: self.reads.load(Relaxed),
+            read_errors: self.read_errors.load(Relaxed),
+            read_transactions: self.read_transactions.load(Relaxed),
+            panics: self.panics.load(Relaxed),
+            overloaded: self.overloaded.load(Relaxed),
+            write_batch: self.write_batch.snapshot(),
+            read_batch: self.read_batch.snapshot(),
+            write_queue_wait_us: self.write_wait_us.snapshot(),
+            read_queue_wait_us: self.read_wait_us.snapshot(),
+            commit_us: self.commit_us.snapshot(),
+            write_queue_depth: write_depth,
+            read_queue_depth: read_depth,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_powers_of_two() {
+        let h = Log2Histogram::default();
+        for v in [0, 1, 2, 3, 4, 7, 8, 1000] {
+            h.record(v);
+        }
+        let d = h.snapshot();
+        assert_eq!(d.count, 8);
+        assert_eq!(d.sum, 1025);
+        assert_eq!(d.max, 1000);
+        // 0 | 1 | 2,3 | 4..7 | 8..15 | ... | 512..1023
+        assert_eq!(d.buckets, vec![1, 1, 2, 2, 1, 0, 0, 0, 0, 0, 1]);
+        assert!((d.mean() - 1025.0 / 8.0).abs() < 1e-9);
+    }
+}

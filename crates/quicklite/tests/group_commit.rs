@@ -1,0 +1,303 @@
+//! Group commit, batched snapshot reads and read-your-writes.
+
+mod common;
+
+use common::{hold_writer, temp_db, until_write_queue_holds};
+use futures::future::join_all;
+use quicklite::rusqlite::{self, ErrorCode};
+use quicklite::{Database, Error};
+
+async fn kv(path: &std::path::Path) -> Database {
+    let db = Database::open(path).await.unwrap();
+    db.execute_batch("CREATE TABLE kv (k INTEGER PRIMARY KEY, v INTEGER NOT NULL CHECK (v >= 0))")
+        .await
+        .unwrap();
+    db
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_write_in_a_group_rolls_back_alone() {
+    let t = temp_db();
+    let db = kv(&t.path).await;
+    let (release, blocker) = hold_writer(&db).await;
+    let mut pending = Vec::new();
+    for i in 0..9_i64 {
+        let db2 = db.clone();
+        // Request 4 violates the CHECK constraint after inserting a good row first: its whole closure must
+        // roll back, not just the failing statement.
+        pending.push(tokio::spawn(async move {
+            db2.write(move |c| {
+                c.execute("INSERT INTO kv VALUES (?1, 1)", (100 + i,))?;
+                let v = if i == 4 { -1 } else { i };
+                c.execute("INSERT INTO kv VALUES (?1, ?2)", (i, v))
+            })
+            .await
+        }));
+        until_write_queue_holds(&db, i as usize + 1).await;
+    }
+    release.send(()).unwrap();
+    blocker.await.unwrap();
+    let results: Vec<_> = join_all(pending)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    for (i, r) in results.iter().enumerate() {
+        if i == 4 {
+            let e = r.as_ref().unwrap_err();
+            assert_eq!(e.sqlite_code(), Some(ErrorCode::ConstraintViolation), "{e}");
+            assert_eq!(
+                e.extended_code(),
+                Some(rusqlite::ffi::SQLITE_CONSTRAINT_CHECK)
+            );
+        } else {
+            assert_eq!(*r.as_ref().unwrap(), 1, "request {i}");
+        }
+    }
+    let keys: Vec<i64> = db
+        .query_all("SELECT k FROM kv ORDER BY k", [], |r| r.get(0))
+        .await
+        .unwrap();
+    let expected: Vec<i64> = (0..9)
+        .filter(|&i| i != 4)
+        .chain((100..109).filter(|&i| i != 104))
+        .collect();
+    assert_eq!(keys, expected);
+    // The nine were one group: one commit for all of them.
+    let m = db.metrics();
+    assert_eq!(m.write_batch.max, 9, "{m:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_write_in_a_group_rolls_back_alone_and_the_writer_survives() {
+    let t = temp_db();
+    let db = kv(&t.path).await;
+    let (release, blocker) = hold_writer(&db).await;
+    let mut pending = Vec::new();
+    for i in 0..5_i64 {
+        let db2 = db.clone();
+        pending.push(tokio::spawn(async move {
+            db2.write(move |c| {
+                c.execute("INSERT INTO kv VALUES (?1, ?1)", (i,))?;
+                if i == 2 {
+                    panic!("request {i} panicked after writing");
+                }
+                Ok(())
+            })
+            .await
+        }));
+        until_write_queue_holds(&db, i as usize + 1).await;
+    }
+    release.send(()).unwrap();
+    blocker.await.unwrap();
+    let results: Vec<_> = join_all(pending)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    assert!(matches!(&results[2], Err(Error::Panic { message }) if message.contains("request 2")));
+    assert!(results.iter().enumerate().all(|(i, r)| i == 2 || r.is_ok()));
+    let keys: Vec<i64> = db
+        .query_all("SELECT k FROM kv ORDER BY k", [], |r| r.get(0))
+        .await
+        .unwrap();
+    assert_eq!(keys, vec![0, 1, 3, 4]);
+    db.execute("INSERT INTO kv VALUES (9, 9)", ())
+        .await
+        .unwrap();
+    assert_eq!(db.metrics().write_batch.max, 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_commit_fails_every_write_of_the_group() {
+    let t = temp_db();
+    let db = Database::open(&t.path).await.unwrap();
+    // A deferred foreign key is only checked at COMMIT: the group's COMMIT fails, so nobody in it committed.
+    db.execute_batch(
+        "CREATE TABLE parent (id INTEGER PRIMARY KEY);
+         CREATE TABLE child (id INTEGER PRIMARY KEY,
+             parent INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);",
+    )
+    .await
+    .unwrap();
+    let (release, blocker) = hold_writer(&db).await;
+    let mut pending = Vec::new();
+    for i in 0..4_i64 {
+        let db2 = db.clone();
+        let parent = if i == 3 { 999 } else { i };
+        pending.push(tokio::spawn(async move {
+            db2.write(move |c| {
+                c.execute("INSERT OR IGNORE INTO parent VALUES (?1)", (i,))?;
+                c.execute("INSERT INTO child VALUES (?1, ?2)", (i, parent))
+            })
+            .await
+        }));
+        until_write_queue_holds(&db, i as usize + 1).await;
+    }
+    release.send(()).unwrap();
+    blocker.await.unwrap();
+    for r in join_all(pending).await {
+        let e = r.unwrap().unwrap_err();
+        assert!(matches!(e, Error::CommitFailed { batch: 4, .. }), "{e:?}");
+        assert_eq!(e.sqlite_code(), Some(ErrorCode::ConstraintViolation));
+    }
+    let n: i64 = db
+        .query_row("SELECT count(*) FROM child", [], |r| r.get(0))
+        .await
+        .unwrap();
+    assert_eq!(n, 0);
+    assert_eq!(db.metrics().failed_commits, 1);
+    // The writer goes on.
+    db.execute("INSERT INTO parent VALUES (1)", ())
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_task_reads_its_own_writes() {
+    let t = temp_db();
+    let db = kv(&t.path).await;
+    let tasks = 48_i64;
+    let rounds = 200_i64;
+    let mut handles = Vec::new();
+    for task in 0..tasks {
+        let db = db.clone();
+        handles.push(tokio::spawn(async move {
+            for round in 1..=rounds {
+                db.execute("INSERT OR REPLACE INTO kv VALUES (?1, ?2)", (task, round))
+                    .await
+                    .unwrap();
+                let seen: i64 = db
+                    .query_row("SELECT v FROM kv WHERE k = ?1", (task,), |r| r.get(0))
+                    .await
+                    .unwrap();
+                assert_eq!(seen, round, "task {task} did not read its own write");
+            }
+        }));
+    }
+    // Readers that only read, keeping snapshots busy meanwhile.
+    for _ in 0..8 {
+        let db = db.clone();
+        handles.push(tokio::spawn(async move {
+            for _ in 0..500 {
+                let n: i64 = db
+                    .query_row("SELECT count(*) FROM kv", [], |r| r.get(0))
+                    .await
+                    .unwrap();
+                assert!(n <= tasks);
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    let m = db.metrics();
+    // Enough concurrency that both kinds of batching happened.
+    assert!(m.write_batch.max > 1, "{m:?}");
+    assert!(m.commits < (tasks * rounds) as u64, "{m:?}");
+    assert_eq!(m.reads, (tasks * rounds + 8 * 500) as u64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn counters_incremented_concurrently_end_exact() {
+    let t = temp_db();
+    let db = Database::builder(&t.path).readers(3).open().await.unwrap();
+    db.execute_batch("CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
+        .await
+        .unwrap();
+    db.execute_many(
+        "INSERT INTO counter VALUES (?1, 0)",
+        (0..8_i64).map(|i| (i,)).collect::<Vec<_>>(),
+    )
+    .await
+    .unwrap();
+    let (tasks, per_task) = (64_i64, 100_i64);
+    let mut handles = Vec::new();
+    for task in 0..tasks {
+        let db = db.clone();
+        handles.push(tokio::spawn(async move {
+            for i in 0..per_task {
+                // Read-modify-write inside one write closure is atomic: the writer is the only writer.
+                db.write(move |c| {
+                    let id = (task + i) % 8;
+                    let n: i64 =
+                        c.query_row("SELECT n FROM counter WHERE id = ?1", (id,), |r| r.get(0))?;
+                    c.execute("UPDATE counter SET n = ?1 WHERE id = ?2", (n + 1, id))
+                })
+                .await
+                .unwrap();
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    let counts: Vec<i64> = db
+        .query_all("SELECT n FROM counter ORDER BY id", [], |r| r.get(0))
+        .await
+        .unwrap();
+    assert_eq!(counts, vec![tasks * per_task / 8; 8]);
+    let m = db.metrics();
+    assert_eq!(m.writes, (tasks * per_task) as u64 + 2);
+    assert_eq!(m.write_errors, 0);
+    db.close().await.unwrap();
+    // Everything survives a reopen.
+    let db = Database::open(&t.path).await.unwrap();
+    let total: i64 = db
+        .query_row("SELECT sum(n) FROM counter", [], |r| r.get(0))
+        .await
+        .unwrap();
+    assert_eq!(total, tasks * per_task);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_reads_share_one_snapshot() {
+    let t = temp_db();
+    let db = Database::builder(&t.path)
+        .readers(1)
+        .read_snapshot_max_age(std::time::Duration::from_secs(600))
+        .open()
+        .await
+        .unwrap();
+    db.execute_batch("CREATE TABLE t (a); INSERT INTO t VALUES (1)")
+        .await
+        .unwrap();
+    // Hold the only reader until 20 reads are queued behind it.
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let blocker = {
+        let db = db.clone();
+        tokio::spawn(async move {
+            db.read(move |_| {
+                let _ = started_tx.send(());
+                let _ = release_rx.recv();
+                Ok(())
+            })
+            .await
+        })
+    };
+    started_rx.await.unwrap();
+    let before = db.metrics().read_transactions;
+    let mut reads = Vec::new();
+    for _ in 0..20 {
+        let db = db.clone();
+        reads.push(tokio::spawn(async move {
+            db.query_row("SELECT a FROM t", [], |r| r.get::<_, i64>(0))
+                .await
+        }));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while db.metrics().read_queue_depth < 20 {
+        assert!(std::time::Instant::now() < deadline);
+        tokio::task::yield_now().await;
+    }
+    release_tx.send(()).unwrap();
+    blocker.await.unwrap().unwrap();
+    for r in reads {
+        assert_eq!(r.await.unwrap().unwrap(), 1);
+    }
+    let m = db.metrics();
+    // The blocking read's transaction went on serving all 20 queued reads.
+    assert_eq!(m.read_transactions, before, "{m:?}");
+    assert_eq!(m.read_batch.max, 21, "{m:?}");
+}
