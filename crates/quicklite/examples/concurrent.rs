@@ -1,7 +1,7 @@
 //! Many tasks reading and writing one database at once; prints what happened.
 //!
 //! ```text
-//! cargo run --release -p quicklite --example concurrent
+//! cargo run --release -p quicklite --example concurrent [READERS]
 //! ```
 
 use std::sync::Arc;
@@ -17,7 +17,11 @@ const TASKS: usize = 64;
 async fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("example.db");
-    let db = Database::open(&path).await?;
+    let mut builder = Database::builder(&path);
+    if let Some(n) = std::env::args().nth(1) {
+        builder = builder.readers(n.parse()?);
+    }
+    let db = builder.open().await?;
     db.transaction(|c| {
         c.execute_batch(
             "CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL)",
