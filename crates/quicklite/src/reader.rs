@@ -32,18 +32,27 @@ impl Reader {
     pub(crate) fn run(self) {
         let metrics = &self.state.metrics;
         while let Ok(first) = self.rx.recv_blocking() {
+            let Ok(second) = self.rx.try_recv() else {
+                // Nothing else is queued: serve the request in autocommit mode. Its statement takes a fresh
+                // snapshot by itself, so the explicit BEGIN/COMMIT pair would only add two statements of latency.
+                metrics.read_transactions.fetch_add(1, Ordering::Relaxed);
+                self.serve(first, Instant::now());
+                metrics.read_batch.record(1);
+                continue;
+            };
             // Every commit numbered up to `snapshot` had returned before the transaction begins, so the snapshot
             // (taken lazily, at the first read) contains it.
             let mut snapshot = self.state.commit_seq.load(Ordering::Acquire);
             self.begin();
             let started = Instant::now();
-            let mut served = 0_u64;
+            let mut served = 0_usize;
             let mut next = Some(first);
+            let mut queued = Some(second);
             while let Some(req) = next.take() {
                 if req.min_seq > snapshot {
                     // Read-your-writes: this request was made after a commit our snapshot may predate.
                     if served > 0 {
-                        metrics.read_batch.record(served);
+                        metrics.read_batch.record(served as u64);
                     }
                     self.end();
                     snapshot = self.state.commit_seq.load(Ordering::Acquire);
@@ -51,28 +60,40 @@ impl Reader {
                     served = 0;
                 }
                 let now = Instant::now();
-                metrics.read_wait_us.record_duration(now - req.enqueued);
-                if !req.job.abandoned() {
-                    let (ok, panicked) = req.job.run(&self.conn);
-                    metrics.reads.fetch_add(1, Ordering::Relaxed);
-                    if !ok {
-                        metrics.read_errors.fetch_add(1, Ordering::Relaxed);
-                    }
-                    if panicked {
-                        metrics.panics.fetch_add(1, Ordering::Relaxed);
-                    }
-                    served += 1;
-                }
-                if served as usize >= self.config.read_batch_max
-                    || started.elapsed() >= self.config.read_snapshot_max_age
+                served += usize::from(self.serve(req, now));
+                if served >= self.config.read_batch_max
+                    || now - started >= self.config.read_snapshot_max_age
                 {
                     break;
                 }
-                next = self.rx.try_recv().ok();
+                next = queued.take().or_else(|| self.rx.try_recv().ok());
             }
-            metrics.read_batch.record(served);
+            if let Some(left) = queued {
+                // The batch ended before reaching the request taken to decide on a transaction: serve it alone.
+                self.end();
+                self.serve(left, Instant::now());
+            }
+            metrics.read_batch.record(served as u64);
             self.end();
         }
+    }
+
+    /// Runs one request unless its caller has gone away; returns whether it ran.
+    fn serve(&self, req: ReadRequest, now: Instant) -> bool {
+        let metrics = &self.state.metrics;
+        metrics.read_wait_us.record_duration(now - req.enqueued);
+        if req.job.abandoned() {
+            return false;
+        }
+        let (ok, panicked) = req.job.run(&self.conn);
+        metrics.reads.fetch_add(1, Ordering::Relaxed);
+        if !ok {
+            metrics.read_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        if panicked {
+            metrics.panics.fetch_add(1, Ordering::Relaxed);
+        }
+        true
     }
 
     fn begin(&self) {
