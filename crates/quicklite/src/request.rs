@@ -48,10 +48,12 @@ pub(crate) trait WriteJob: Send {
     fn panicked(&self) -> bool;
 }
 
-/// A read closure, answered as soon as it has run.
+/// A read closure: run, then answered (the reader may hold answers back briefly to hand them over together).
 pub(crate) trait ReadJob: Send {
-    /// Runs the closure (catching a panic) and answers the caller. Returns `(ok, panicked)`.
-    fn run(self: Box<Self>, conn: &Connection) -> (bool, bool);
+    /// Runs the closure (catching a panic) and keeps its result. Returns `(ok, panicked)`.
+    fn run(&mut self, conn: &Connection) -> (bool, bool);
+    /// Sends the kept result to the caller.
+    fn reply(self: Box<Self>);
     /// Whether the caller has stopped waiting (its future was dropped), so the read need not run.
     fn abandoned(&self) -> bool;
 }
@@ -134,11 +136,16 @@ where
     F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     T: Send + 'static,
 {
-    fn run(mut self: Box<Self>, conn: &Connection) -> (bool, bool) {
+    fn run(&mut self, conn: &Connection) -> (bool, bool) {
         let out = self.call(conn);
         let ok = out.is_ok();
-        let _ = self.reply.send(out);
+        self.out = Some(out);
         (ok, self.panicked)
+    }
+
+    fn reply(self: Box<Self>) {
+        let answer = self.out.unwrap_or(Err(Error::Closed));
+        let _ = self.reply.send(answer);
     }
 
     fn abandoned(&self) -> bool {
@@ -174,8 +181,11 @@ mod tests {
     #[test]
     fn panics_are_caught() {
         let conn = Connection::open_in_memory().unwrap();
-        let (job, mut rx) = Job::new(|_: &Connection| -> rusqlite::Result<()> { panic!("boom") });
-        assert_eq!(ReadJob::run(job, &conn), (false, true));
+        let (mut job, mut rx) =
+            Job::new(|_: &Connection| -> rusqlite::Result<()> { panic!("boom") });
+        assert_eq!(ReadJob::run(job.as_mut(), &conn), (false, true));
+        assert!(rx.try_recv().is_err(), "answered only on reply");
+        ReadJob::reply(job);
         match rx.try_recv().unwrap() {
             Err(Error::Panic { message }) => assert_eq!(message, "boom"),
             other => panic!("unexpected {other:?}"),

@@ -22,7 +22,6 @@ pub struct Setup {
     pub memory_statistics: bool,
 }
 
-
 /// The outcome of the process-wide set-up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetupReport {
