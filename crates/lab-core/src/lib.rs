@@ -1,13 +1,67 @@
-//! The lab's shared vocabulary, with no SQLite dependency.
+//! The lab's shared vocabulary and machinery, with no SQLite dependency.
 //!
 //! Every measured cell (workload × approach × settings) runs in a fresh *runner* process: the orchestrator
 //! (`quicklite bench`) writes a [`Cell`] as JSON to the runner's standard input, and the runner prints a
 //! [`CellResult`] as JSON on its standard output. Runners built against other rusqlite / libsqlite3-sys versions
 //! (peer crates) live in their own workspaces and depend on this crate by path, so every approach is measured
-//! through the same workload code.
+//! through the same workload code:
+//!
+//! - [`Workload`] and [`sql`] define the schema, the seed data and the statements, once;
+//! - an approach implements [`Approach`] (how to run each kind of operation);
+//! - [`drive`] runs the client tasks, the warm-up and the measured window, with HDR histograms;
+//! - [`run_runner_main`] is the whole `main` of a runner: stdin → runtime → [`Runner::run`] → stdout.
+//!
+//! ```no_run
+//! use quicklite_lab_core::{Cell, Environment, Measurement, Runner, run_runner_main};
+//!
+//! struct MyRunner;
+//!
+//! impl Runner for MyRunner {
+//!     fn name(&self) -> String {
+//!         "my-runner 0.1.0".into()
+//!     }
+//!     fn approaches(&self) -> Vec<&'static str> {
+//!         vec!["mine"]
+//!     }
+//!     async fn run(&self, cell: &Cell, env: &mut Environment) -> anyhow::Result<Measurement> {
+//!         // seed the database, open the approach, then:
+//!         // quicklite_lab_core::drive(cell, std::sync::Arc::new(approach)).await
+//!         # let _ = (cell, env);
+//!         # unimplemented!()
+//!     }
+//! }
+//!
+//! fn main() -> std::process::ExitCode {
+//!     run_runner_main(MyRunner)
+//! }
+//! ```
 
 mod cell;
+mod clients;
+mod data;
+mod driver;
+mod knobs;
+mod machine;
+pub mod process;
 mod result;
+mod rng;
+mod runner_main;
+pub mod sql;
+mod stats;
+#[cfg(test)]
+mod test_support;
+mod workload;
 
 pub use cell::{Cell, MultiDb};
+pub use data::{
+    Block, LEDGER_ACCOUNTS, LEDGER_SEED_BLOCKS, LedgerGenerator, NewItem, Param, Statement,
+    TRANSACTIONS_PER_BLOCK,
+};
+pub use driver::{Approach, Measurement, drive, failed_result};
+pub use knobs::{Knobs, MutexMode, Pragma, Profile, REPORTED_PRAGMAS, SERVER_PRAGMAS};
+pub use machine::{cpu_model, rfc3339_utc};
 pub use result::{CellResult, Completion, Environment, OpStats};
+pub use rng::Rng;
+pub use runner_main::{Runner, run_runner_main};
+pub use stats::{MAX_ERROR_SAMPLES, OpKind, TaskStats};
+pub use workload::{MIXED_READ_PERCENT, Workload, multi_db_settings};

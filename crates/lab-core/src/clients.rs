@@ -1,0 +1,163 @@
+//! The client tasks the driver spawns: closed-loop loops of operations, timed into per-task statistics.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::data::{self, LedgerGenerator, NewItem};
+use crate::driver::Approach;
+use crate::rng::Rng;
+use crate::stats::{OpKind, TaskStats};
+use crate::workload::{MIXED_READ_PERCENT, Workload};
+
+/// The measured window, fixed before the first task starts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Window {
+    /// End of the warm-up; operations completing before it are not counted.
+    pub(crate) measure_start: Instant,
+    /// End of the measurement; tasks stop issuing operations at this instant.
+    pub(crate) end: Instant,
+}
+
+impl Window {
+    /// Whether an operation completing at `done` is counted.
+    fn counts(&self, done: Instant) -> bool {
+        done >= self.measure_start && done < self.end
+    }
+}
+
+/// Awaits an operation and tells whether it completed on its first poll, i.e. without ever giving its worker
+/// thread back to the runtime (the direct-blocking approach).
+async fn observe<F: Future>(operation: F) -> (F::Output, bool) {
+    let mut operation = std::pin::pin!(operation);
+    let mut polls = 0u32;
+    let output = std::future::poll_fn(|cx| {
+        polls += 1;
+        operation.as_mut().poll(cx)
+    })
+    .await;
+    (output, polls == 1)
+}
+
+/// Gives the worker thread back to the runtime before the next operation if the previous one never did.
+///
+/// In a service every request is its own task and ends after one operation; a client loop that never awaits
+/// anything pending would instead keep its worker for the whole run and hide the queueing that blocking calls
+/// cause. The yield happens after the next operation's clock started, so the wait for a worker counts in its
+/// latency, as a request's wait for a worker does. Approaches that await a reply already yielded, so they pay
+/// nothing here.
+async fn yield_if_never_pending(ready_at_once: bool) {
+    if ready_at_once {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Records the outcome of one operation that started at `started`, if it completed inside the window.
+fn record(
+    stats: &Mutex<TaskStats>,
+    window: &Window,
+    kind: OpKind,
+    started: Instant,
+    outcome: Result<()>,
+) {
+    let done = Instant::now();
+    if !window.counts(done) {
+        return;
+    }
+    // Each task owns its statistics; the lock is only shared with the final merge.
+    let mut stats = stats.lock().unwrap_or_else(PoisonError::into_inner);
+    match outcome {
+        Ok(()) => stats.record(kind, (done - started).as_nanos() as u64),
+        Err(e) => stats.record_error(format!("{e:#}")),
+    }
+}
+
+/// A client of `point-read`, `insert` or `mixed`: operations back to back until the window ends.
+pub(crate) async fn client<A: Approach>(
+    approach: Arc<A>,
+    workload: Workload,
+    rows: u64,
+    mut rng: Rng,
+    window: Window,
+    stats: Arc<Mutex<TaskStats>>,
+) {
+    let rows = rows.max(1) as i64;
+    let mut ready = false;
+    loop {
+        let started = Instant::now();
+        if started >= window.end {
+            return;
+        }
+        // Waiting for the worker is part of this operation's latency, as a request waits for one.
+        yield_if_never_pending(ready).await;
+        let ((outcome, ready_now), kind) = match workload {
+            Workload::PointRead => (
+                observe(approach.point_read(rng.between(1, rows))).await,
+                OpKind::Read,
+            ),
+            Workload::Insert => (
+                observe(approach.insert(NewItem::random(&mut rng))).await,
+                OpKind::Write,
+            ),
+            _ if rng.percent(MIXED_READ_PERCENT) => (
+                observe(approach.point_read(rng.between(1, rows))).await,
+                OpKind::Read,
+            ),
+            _ => {
+                let (id, delta) = (rng.between(1, rows), rng.between(-100, 100));
+                (observe(approach.update(id, delta)).await, OpKind::Write)
+            }
+        };
+        record(&stats, &window, kind, started, outcome);
+        ready = ready_now;
+    }
+}
+
+/// The `multi-db` writer of database `db`: one block after another, each holding the write for `delay`.
+pub(crate) async fn paced_writer<A: Approach>(
+    approach: Arc<A>,
+    db: usize,
+    mut generator: LedgerGenerator,
+    delay: Duration,
+    window: Window,
+    stats: Arc<Mutex<TaskStats>>,
+) {
+    let mut ready = false;
+    loop {
+        let started = Instant::now();
+        if started >= window.end {
+            return;
+        }
+        // Waiting for the worker is part of this operation's latency, as a request waits for one.
+        yield_if_never_pending(ready).await;
+        let (outcome, ready_now) =
+            observe(approach.paced_write(db, generator.next_block(), delay)).await;
+        record(&stats, &window, OpKind::Write, started, outcome);
+        ready = ready_now;
+    }
+}
+
+/// A `multi-db` reader of database `db`: the account-history JOIN in a loop, random accounts.
+pub(crate) async fn ledger_reader<A: Approach>(
+    approach: Arc<A>,
+    db: usize,
+    mut rng: Rng,
+    window: Window,
+    stats: Arc<Mutex<TaskStats>>,
+) {
+    let mut ready = false;
+    loop {
+        let started = Instant::now();
+        if started >= window.end {
+            return;
+        }
+        // Waiting for the worker is part of this operation's latency, as a request waits for one.
+        yield_if_never_pending(ready).await;
+        let account = rng.between(1, data::LEDGER_ACCOUNTS);
+        let (outcome, ready_now) = observe(approach.join_read(db, account)).await;
+        record(&stats, &window, OpKind::Read, started, outcome);
+        ready = ready_now;
+    }
+}

@@ -1,0 +1,414 @@
+//! The driver: runs a cell's client tasks against an [`Approach`] and measures them.
+//!
+//! Every approach is measured through this one piece of code, so differences in the results come from the
+//! approaches, not from how each was driven. Clients are closed-loop: each task issues its next operation
+//! when the previous one returns. Operations that *complete* inside the measured window count; the warm-up
+//! before it warms caches, connections and thread pools.
+//!
+//! The window is kept by a plain OS thread, not a tokio timer: the `direct-blocking` approach blocks every
+//! worker thread, which would also stop the runtime's timers (and that is exactly the effect being measured).
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::clients::{Window, client, ledger_reader, paced_writer};
+use crate::data::{Block, LedgerGenerator, NewItem};
+use crate::rng::Rng;
+use crate::stats::{OpKind, TaskStats};
+use crate::workload::{Workload, multi_db_settings};
+use crate::{Cell, CellResult, Completion, Environment, OpStats, process};
+
+/// One way of using SQLite from async Rust, as measured by the lab.
+///
+/// A runner opens the approach's connections (after seeding, before the warm-up) and hands it to
+/// [`drive`]. Single-database workloads use database 0; `multi-db` passes the database index.
+/// Implementations run exactly the statements in [`crate::sql`].
+pub trait Approach: Send + Sync + 'static {
+    /// `point-read`: [`crate::sql::POINT_READ`] for `id`, reading every column.
+    fn point_read(&self, id: i64) -> impl Future<Output = Result<()>> + Send;
+
+    /// `insert`: [`crate::sql::INSERT_ITEM`], one logical write.
+    fn insert(&self, item: NewItem) -> impl Future<Output = Result<()>> + Send;
+
+    /// `mixed`'s write: [`crate::sql::UPDATE_ITEM`] for `id`.
+    fn update(&self, id: i64, delta: i64) -> impl Future<Output = Result<()>> + Send;
+
+    /// `multi-db`'s read: [`crate::sql::ACCOUNT_HISTORY`] for `account` in database `db`, reading every row.
+    fn join_read(&self, db: usize, account: i64) -> impl Future<Output = Result<()>> + Send;
+
+    /// `multi-db`'s write: append `block` to database `db` in one transaction, and before committing block
+    /// the calling thread for `delay` with `std::thread::sleep` *inside* the database operation (inside the
+    /// closure the approach sends to its thread, or directly on the caller's thread for approaches that have
+    /// none) — the slow writer of seed 004.
+    fn paced_write(
+        &self,
+        db: usize,
+        block: Block,
+        delay: Duration,
+    ) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// What [`drive`] measured; becomes a [`CellResult`] once the runner adds its environment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Measurement {
+    /// Reads in the window.
+    pub reads: OpStats,
+    /// Writes in the window.
+    pub writes: OpStats,
+    /// Paced writes expected vs completed (`multi-db` only).
+    pub write_completion: Option<Completion>,
+    /// Failed operations in the window.
+    pub errors: u64,
+    /// The first distinct error messages.
+    pub error_samples: Vec<String>,
+    /// Length of the measured window in seconds.
+    pub wall_secs: f64,
+    /// Process CPU time (user + system) spent in the window, in seconds.
+    pub cpu_secs: f64,
+    /// OS threads of the process at the end of the window.
+    pub threads: Option<u64>,
+    /// Resident memory at the end of the window, in bytes.
+    pub rss_bytes: Option<u64>,
+}
+
+impl Measurement {
+    /// The result of a cell that ran to completion.
+    pub fn into_result(self, cell: Cell, env: Environment) -> CellResult {
+        CellResult {
+            cell,
+            failure: None,
+            reads: self.reads,
+            writes: self.writes,
+            write_completion: self.write_completion,
+            errors: self.errors,
+            error_samples: self.error_samples,
+            wall_secs: self.wall_secs,
+            cpu_secs: self.cpu_secs,
+            threads: self.threads,
+            rss_bytes: self.rss_bytes,
+            env,
+        }
+    }
+}
+
+/// The result of a cell that could not run (unknown approach, set-up error), with the environment known so far.
+pub fn failed_result(cell: Cell, env: Environment, failure: String) -> CellResult {
+    let mut result = Measurement::default().into_result(cell, env);
+    result.failure = Some(failure);
+    result
+}
+
+/// Samples of the process taken at the edges of the window by the timekeeper thread.
+struct Edges {
+    /// CPU seconds used during the window.
+    cpu_secs: f64,
+    /// Threads at the end.
+    threads: Option<u64>,
+    /// RSS at the end.
+    rss_bytes: Option<u64>,
+}
+
+/// Runs `cell` against `approach`: spawns the client tasks, waits out the warm-up and the window, and returns
+/// what was measured. Tasks still inside an operation at the end are left to finish on their own; the runner
+/// exits without waiting for them.
+pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measurement> {
+    let workload = Workload::of_cell(cell)?;
+    let start = Instant::now();
+    let measure_start = start + Duration::from_millis(cell.warmup_ms);
+    let window = Window {
+        measure_start,
+        end: measure_start + Duration::from_millis(cell.duration_ms),
+    };
+
+    let (edges_tx, edges_rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("lab-timekeeper".into())
+        .spawn(move || {
+            sleep_until(window.measure_start);
+            let cpu_start = process::cpu_time();
+            sleep_until(window.end);
+            let cpu_end = process::cpu_time();
+            let _ = edges_tx.send(Edges {
+                cpu_secs: (cpu_end - cpu_start).as_secs_f64(),
+                threads: process::threads(),
+                rss_bytes: process::rss_bytes(),
+            });
+        })
+        .context("cannot start the timekeeper thread")?;
+
+    // One statistics block per task, merged when the window closes.
+    let mut all_stats = Vec::new();
+    let mut new_stats = || {
+        let stats = Arc::new(Mutex::new(TaskStats::new()));
+        all_stats.push(stats.clone());
+        stats
+    };
+
+    let mut expected_writes = None;
+    if workload == Workload::MultiDb {
+        let settings = multi_db_settings(cell)?;
+        let delay = Duration::from_millis(settings.write_delay_ms);
+        // Without a delay the writer is not paced, and there is no expected count to compare with.
+        expected_writes = cell
+            .duration_ms
+            .checked_div(settings.write_delay_ms)
+            .map(|per_db| per_db * u64::from(settings.num_databases));
+        for db in 0..settings.num_databases as usize {
+            let generator = LedgerGenerator::writing(cell.seed, db);
+            tokio::spawn(paced_writer(
+                approach.clone(),
+                db,
+                generator,
+                delay,
+                window,
+                new_stats(),
+            ));
+            for reader in 0..settings.readers {
+                let rng = Rng::derive(cell.seed, ((db as u64) << 20) | u64::from(reader));
+                tokio::spawn(ledger_reader(
+                    approach.clone(),
+                    db,
+                    rng,
+                    window,
+                    new_stats(),
+                ));
+            }
+        }
+    } else {
+        for task in 0..cell.concurrency {
+            let rng = Rng::derive(cell.seed, u64::from(task));
+            tokio::spawn(client(
+                approach.clone(),
+                workload,
+                cell.rows,
+                rng,
+                window,
+                new_stats(),
+            ));
+        }
+    }
+
+    let edges = edges_rx
+        .await
+        .context("the timekeeper thread stopped early")?;
+
+    let mut total = TaskStats::new();
+    for stats in &all_stats {
+        total.merge(&stats.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+    let wall_secs = window
+        .end
+        .duration_since(window.measure_start)
+        .as_secs_f64();
+    let write_completion = expected_writes.map(|expected| {
+        let completed = total.count(OpKind::Write);
+        Completion {
+            expected,
+            completed,
+            ratio: if expected == 0 {
+                1.0
+            } else {
+                (completed as f64 / expected as f64).min(1.0)
+            },
+        }
+    });
+    Ok(Measurement {
+        reads: total.op_stats(OpKind::Read, wall_secs),
+        writes: total.op_stats(OpKind::Write, wall_secs),
+        write_completion,
+        errors: total.errors(),
+        error_samples: total.error_samples().to_vec(),
+        wall_secs,
+        cpu_secs: edges.cpu_secs,
+        threads: edges.threads,
+        rss_bytes: edges.rss_bytes,
+    })
+}
+
+/// Sleeps the current OS thread until `deadline`.
+fn sleep_until(deadline: Instant) {
+    let now = Instant::now();
+    if deadline > now {
+        std::thread::sleep(deadline - now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use anyhow::bail;
+
+    use super::*;
+    use crate::data;
+    use crate::test_support::sample_cell;
+
+    /// An in-memory approach: deterministic, no SQLite, records what it was asked to do.
+    #[derive(Default)]
+    struct Fake {
+        /// `items` rows by id.
+        items: Mutex<BTreeMap<i64, i64>>,
+        /// Databases that saw a JOIN read.
+        joined: Mutex<BTreeSet<usize>>,
+        /// Block indexes written, per database.
+        blocks: Mutex<BTreeMap<usize, Vec<i64>>>,
+        /// Fail every operation, alternating between two messages.
+        failing: bool,
+    }
+
+    impl Fake {
+        fn seeded(rows: i64) -> Self {
+            let fake = Fake::default();
+            fake.items
+                .lock()
+                .unwrap()
+                .extend((1..=rows).map(|id| (id, 0)));
+            fake
+        }
+
+        fn check(&self, id: i64) -> Result<()> {
+            if self.failing {
+                bail!("injected failure {}", id % 2);
+            }
+            Ok(())
+        }
+    }
+
+    impl Approach for Fake {
+        async fn point_read(&self, id: i64) -> Result<()> {
+            self.check(id)?;
+            match self.items.lock().unwrap().get(&id) {
+                Some(_) => Ok(()),
+                None => bail!("no row {id}"),
+            }
+        }
+
+        async fn insert(&self, item: NewItem) -> Result<()> {
+            let mut items = self.items.lock().unwrap();
+            let id = items.len() as i64 + 1;
+            items.insert(id, item.value);
+            Ok(())
+        }
+
+        async fn update(&self, id: i64, delta: i64) -> Result<()> {
+            match self.items.lock().unwrap().get_mut(&id) {
+                Some(v) => *v += delta,
+                None => bail!("no row {id}"),
+            }
+            Ok(())
+        }
+
+        async fn join_read(&self, db: usize, account: i64) -> Result<()> {
+            assert!((1..=data::LEDGER_ACCOUNTS).contains(&account));
+            self.joined.lock().unwrap().insert(db);
+            Ok(())
+        }
+
+        async fn paced_write(&self, db: usize, block: Block, delay: Duration) -> Result<()> {
+            std::thread::sleep(delay);
+            self.blocks
+                .lock()
+                .unwrap()
+                .entry(db)
+                .or_default()
+                .push(block.idx);
+            Ok(())
+        }
+    }
+
+    async fn run(cell: &Cell, fake: Fake) -> (Measurement, Arc<Fake>) {
+        let fake = Arc::new(fake);
+        let m = drive(cell, fake.clone()).await.unwrap();
+        (m, fake)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn point_read_counts_only_reads() {
+        let cell = sample_cell("point-read", "fake");
+        let (m, _) = run(&cell, Fake::seeded(200)).await;
+        assert!(m.reads.ops > 0);
+        assert_eq!(m.writes.ops, 0);
+        assert_eq!(m.errors, 0, "{:?}", m.error_samples);
+        assert_eq!(m.wall_secs, 0.06);
+        assert!(m.reads.p50_us <= m.reads.p99_us && m.reads.p99_us <= m.reads.max_us);
+        assert!(m.write_completion.is_none());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn mixed_does_mostly_reads_and_some_updates() {
+        let cell = sample_cell("mixed", "fake");
+        let (m, _) = run(&cell, Fake::seeded(200)).await;
+        assert!(m.writes.ops > 0);
+        assert!(m.reads.ops > m.writes.ops);
+        assert_eq!(m.errors, 0, "{:?}", m.error_samples);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn insert_adds_rows() {
+        let cell = sample_cell("insert", "fake");
+        let (m, fake) = run(&cell, Fake::seeded(200)).await;
+        assert!(m.writes.ops > 0);
+        assert_eq!(m.reads.ops, 0);
+        assert!(fake.items.lock().unwrap().len() as u64 >= 200 + m.writes.ops);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn multi_db_writes_consecutive_blocks_to_every_database() {
+        let cell = sample_cell("multi-db", "fake");
+        let (m, fake) = run(&cell, Fake::default()).await;
+        let completion = m
+            .write_completion
+            .expect("multi-db reports write completion");
+        // 60 ms window / 5 ms delay × 3 databases.
+        assert_eq!(completion.expected, 36);
+        assert_eq!(completion.completed, m.writes.ops);
+        assert!(completion.ratio <= 1.0);
+        assert_eq!(*fake.joined.lock().unwrap(), BTreeSet::from([0, 1, 2]));
+        let blocks = fake.blocks.lock().unwrap();
+        assert_eq!(blocks.keys().copied().collect::<Vec<_>>(), vec![0, 1, 2]);
+        for written in blocks.values() {
+            let expected: Vec<i64> = (0..written.len() as i64)
+                .map(|i| data::LEDGER_SEED_BLOCKS + i)
+                .collect();
+            assert_eq!(*written, expected);
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn errors_are_counted_with_distinct_samples() {
+        let cell = sample_cell("point-read", "fake");
+        let fake = Fake {
+            failing: true,
+            ..Fake::seeded(200)
+        };
+        let (m, _) = run(&cell, fake).await;
+        assert_eq!(m.reads.ops, 0);
+        assert!(m.errors > 0);
+        let mut samples = m.error_samples.clone();
+        samples.sort();
+        assert_eq!(samples, vec!["injected failure 0", "injected failure 1"]);
+    }
+
+    #[tokio::test]
+    async fn unknown_workload_is_an_error() {
+        let cell = sample_cell("point-reads", "fake");
+        let err = drive(&cell, Arc::new(Fake::default())).await.unwrap_err();
+        assert!(err.to_string().contains("unknown workload"), "{err}");
+    }
+
+    #[test]
+    fn failed_result_carries_the_message() {
+        let cell = sample_cell("point-read", "nope");
+        let result = failed_result(
+            cell.clone(),
+            Environment::default(),
+            "unknown approach".into(),
+        );
+        assert_eq!(result.failure.as_deref(), Some("unknown approach"));
+        assert_eq!(result.cell, cell);
+        assert_eq!(result.reads.ops, 0);
+    }
+}

@@ -1,0 +1,162 @@
+//! The `main` of every runner program: read a cell, run it, print one result.
+//!
+//! Protocol: the orchestrator writes one [`Cell`] as JSON on standard input; the runner prints exactly one
+//! [`CellResult`] as JSON on standard output and exits 0, also when the cell fails (its `failure` says why).
+//! Logs go to standard error. `--approaches` prints the JSON list of approach names the runner supports.
+
+use std::future::Future;
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use crate::driver::{Measurement, failed_result};
+use crate::{Cell, CellResult, Environment};
+
+/// A runner program: the approaches it implements and how it runs a cell.
+pub trait Runner {
+    /// Program name and version, e.g. `quicklite-runner 0.1.0`.
+    fn name(&self) -> String;
+
+    /// Names of the approaches this runner implements.
+    fn approaches(&self) -> Vec<&'static str>;
+
+    /// Runs `cell` (already checked to name one of [`Runner::approaches`]) inside the runner's tokio runtime:
+    /// process set-up, seeding, opening the approach, [`crate::drive`]. Fills the SQLite fields of `env`
+    /// as they become known, so a failure still reports them.
+    fn run(&self, cell: &Cell, env: &mut Environment) -> impl Future<Output = Result<Measurement>>;
+}
+
+/// Runs a runner program: handles `--approaches`, reads the cell from standard input, builds the tokio
+/// runtime the cell asks for, runs it and prints the result.
+pub fn run_runner_main(runner: impl Runner) -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [] => {}
+        [flag] if flag == "--approaches" => {
+            return print_json(&runner.approaches());
+        }
+        _ => {
+            eprintln!(
+                "usage: {} [--approaches]\n  reads one cell as JSON on standard input, prints its result as JSON",
+                runner.name()
+            );
+            return ExitCode::from(2);
+        }
+    }
+
+    let cell = match read_cell() {
+        Ok(cell) => cell,
+        Err(e) => {
+            eprintln!("{}: {e:#}", runner.name());
+            return ExitCode::from(2);
+        }
+    };
+    let result = run_cell(&runner, cell);
+    print_json(&result)
+}
+
+/// Runs one cell and always returns a result; a failure is recorded in it.
+fn run_cell(runner: &impl Runner, cell: Cell) -> CellResult {
+    let mut env = Environment::for_machine(runner.name());
+    if !runner.approaches().contains(&cell.approach.as_str()) {
+        let message = format!(
+            "unknown approach `{}` for {} (supported: {})",
+            cell.approach,
+            runner.name(),
+            runner.approaches().join(", ")
+        );
+        return failed_result(cell, env, message);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cell.worker_threads.max(1) as usize)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return failed_result(cell, env, format!("cannot build the tokio runtime: {e}")),
+    };
+    eprintln!(
+        "{}: {} / {} for {} ms after {} ms warm-up",
+        runner.name(),
+        cell.workload,
+        cell.approach,
+        cell.duration_ms,
+        cell.warmup_ms
+    );
+    let outcome = runtime.block_on(runner.run(&cell, &mut env));
+    // Operations still in flight (e.g. a writer inside its simulated delay) are not waited for: the window
+    // is closed and the process is about to exit.
+    runtime.shutdown_background();
+    match outcome {
+        Ok(measurement) => measurement.into_result(cell, env),
+        Err(e) => failed_result(cell, env, format!("{e:#}")),
+    }
+}
+
+/// Reads and parses the cell from standard input.
+fn read_cell() -> Result<Cell> {
+    let mut input = String::new();
+    std::io::stdin()
+        .read_to_string(&mut input)
+        .context("cannot read the cell from standard input")?;
+    serde_json::from_str(&input).context("standard input is not a valid cell (JSON)")
+}
+
+/// Prints `value` as one JSON document on standard output.
+fn print_json(value: &impl serde::Serialize) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    let written = serde_json::to_writer(&mut out, value)
+        .map_err(anyhow::Error::from)
+        .and_then(|()| Ok(writeln!(out)?))
+        .and_then(|()| Ok(out.flush()?));
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cannot write the result to standard output: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::sample_cell;
+
+    struct NoOp;
+
+    impl Runner for NoOp {
+        fn name(&self) -> String {
+            "noop-runner 0".into()
+        }
+
+        fn approaches(&self) -> Vec<&'static str> {
+            vec!["noop"]
+        }
+
+        async fn run(&self, _cell: &Cell, env: &mut Environment) -> Result<Measurement> {
+            env.sqlite_version = "3.0.0".into();
+            anyhow::bail!("set-up failed: disk on fire")
+        }
+    }
+
+    #[test]
+    fn unknown_approach_is_a_failed_result() {
+        let result = run_cell(&NoOp, sample_cell("point-read", "other"));
+        let failure = result.failure.unwrap();
+        assert!(failure.contains("unknown approach `other`"), "{failure}");
+        assert!(failure.contains("noop"), "{failure}");
+        assert_eq!(result.env.runner, "noop-runner 0");
+    }
+
+    #[test]
+    fn set_up_error_keeps_the_environment_known_so_far() {
+        let result = run_cell(&NoOp, sample_cell("point-read", "noop"));
+        assert_eq!(
+            result.failure.as_deref(),
+            Some("set-up failed: disk on fire")
+        );
+        assert_eq!(result.env.sqlite_version, "3.0.0");
+    }
+}

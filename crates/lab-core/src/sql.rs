@@ -1,0 +1,76 @@
+//! The SQL text of every workload, written once and executed verbatim by every runner.
+//!
+//! Plain SQLite SQL with numbered parameters (`?1`), which rusqlite, sqlx and other languages' drivers all
+//! accept, so every approach runs exactly the same statements.
+
+/// Schema of the single-database workloads (`point-read`, `insert`, `mixed`).
+pub const ITEMS_SCHEMA: &str = "\
+CREATE TABLE IF NOT EXISTS items (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    value INTEGER NOT NULL,
+    payload TEXT NOT NULL
+);";
+
+/// Seeds one row with an explicit id (`?1` id, `?2` name, `?3` value, `?4` payload).
+pub const SEED_ITEM: &str = "INSERT INTO items (id, name, value, payload) VALUES (?1, ?2, ?3, ?4)";
+
+/// `point-read`: one row by primary key (`?1` id).
+pub const POINT_READ: &str = "SELECT id, name, value, payload FROM items WHERE id = ?1";
+
+/// `insert`: one new row, id chosen by SQLite (`?1` name, `?2` value, `?3` payload).
+pub const INSERT_ITEM: &str = "INSERT INTO items (name, value, payload) VALUES (?1, ?2, ?3)";
+
+/// `mixed`'s write: update one row by primary key (`?1` id, `?2` delta).
+pub const UPDATE_ITEM: &str = "UPDATE items SET value = value + ?2 WHERE id = ?1";
+
+/// Schema of each `multi-db` database: a small ledger in the shape of ICRC Rosetta's (seed 004) —
+/// blocks, the transactions they carry, and the balance history of the accounts they touch.
+pub const LEDGER_SCHEMA: &str = "\
+CREATE TABLE IF NOT EXISTS blocks (
+    idx INTEGER PRIMARY KEY,
+    hash BLOB NOT NULL,
+    parent_hash BLOB,
+    timestamp INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS transactions (
+    block_idx INTEGER NOT NULL REFERENCES blocks (idx),
+    tx_index INTEGER NOT NULL,
+    from_account INTEGER NOT NULL,
+    to_account INTEGER NOT NULL,
+    amount INTEGER NOT NULL,
+    memo TEXT,
+    PRIMARY KEY (block_idx, tx_index)
+);
+CREATE INDEX IF NOT EXISTS transactions_by_from ON transactions (from_account, block_idx);
+CREATE TABLE IF NOT EXISTS account_balances (
+    account INTEGER NOT NULL,
+    block_idx INTEGER NOT NULL,
+    balance INTEGER NOT NULL,
+    PRIMARY KEY (account, block_idx)
+) WITHOUT ROWID;";
+
+/// Appends a block (`?1` idx, `?2` hash, `?3` parent hash, `?4` timestamp).
+pub const INSERT_BLOCK: &str =
+    "INSERT INTO blocks (idx, hash, parent_hash, timestamp) VALUES (?1, ?2, ?3, ?4)";
+
+/// Appends a transaction of a block (`?1` block, `?2` index in block, `?3` from, `?4` to, `?5` amount,
+/// `?6` memo).
+pub const INSERT_TRANSACTION: &str = "INSERT INTO transactions \
+    (block_idx, tx_index, from_account, to_account, amount, memo) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+
+/// Records an account's balance after a block (`?1` account, `?2` block, `?3` balance); a second
+/// transaction of the same account in the same block replaces the first one's balance.
+pub const UPSERT_BALANCE: &str =
+    "INSERT OR REPLACE INTO account_balances (account, block_idx, balance) VALUES (?1, ?2, ?3)";
+
+/// `multi-db`'s read: an account's most recent transactions with their block data and the balance after
+/// each (`?1` account) — the shape of Rosetta's `/search/transactions` query.
+pub const ACCOUNT_HISTORY: &str = "\
+SELECT t.block_idx, t.tx_index, t.to_account, t.amount, b.hash, b.timestamp, ab.balance
+FROM transactions AS t
+JOIN blocks AS b ON b.idx = t.block_idx
+LEFT JOIN account_balances AS ab ON ab.account = t.from_account AND ab.block_idx = t.block_idx
+WHERE t.from_account = ?1
+ORDER BY t.block_idx DESC
+LIMIT 20";

@@ -1,0 +1,168 @@
+//! Per-task counters and HDR histograms, merged into [`OpStats`] at the end of a cell.
+
+use hdrhistogram::Histogram;
+
+use crate::OpStats;
+
+/// Distinct error messages kept for the report; more would only repeat the same failure.
+pub const MAX_ERROR_SAMPLES: usize = 5;
+
+/// Which histogram an operation belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    /// Point reads and JOIN queries.
+    Read,
+    /// Inserts, updates and ledger blocks.
+    Write,
+}
+
+/// What one client task measured. Each task owns one, so recording never contends; they are merged at the end.
+#[derive(Debug, Clone)]
+pub struct TaskStats {
+    /// Read latencies in nanoseconds.
+    reads: Histogram<u64>,
+    /// Write latencies in nanoseconds.
+    writes: Histogram<u64>,
+    /// Operations that returned an error in the measured window.
+    errors: u64,
+    /// The first distinct error messages.
+    samples: Vec<String>,
+}
+
+impl Default for TaskStats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TaskStats {
+    /// Empty statistics.
+    pub fn new() -> Self {
+        // Three significant figures, auto-resizing: nanosecond precision for microsecond reads without
+        // allocating the full range up front for each of (possibly) hundreds of tasks.
+        let histogram =
+            || Histogram::new(3).expect("3 significant figures is a valid histogram precision");
+        Self {
+            reads: histogram(),
+            writes: histogram(),
+            errors: 0,
+            samples: Vec::new(),
+        }
+    }
+
+    /// Records a successful operation that took `nanos`.
+    pub fn record(&mut self, kind: OpKind, nanos: u64) {
+        let histogram = match kind {
+            OpKind::Read => &mut self.reads,
+            OpKind::Write => &mut self.writes,
+        };
+        // `record` grows an auto-resizing histogram as needed (`saturating_record` would clamp instead);
+        // it can only fail on a value no latency reaches.
+        let _ = histogram.record(nanos.max(1));
+    }
+
+    /// Records a failed operation.
+    pub fn record_error(&mut self, message: String) {
+        self.errors += 1;
+        if self.samples.len() < MAX_ERROR_SAMPLES && !self.samples.contains(&message) {
+            self.samples.push(message);
+        }
+    }
+
+    /// Adds `other`'s measurements to these.
+    pub fn merge(&mut self, other: &TaskStats) {
+        // Both histograms auto-resize, so adding cannot fail for range reasons.
+        let _ = self.reads.add(&other.reads);
+        let _ = self.writes.add(&other.writes);
+        self.errors += other.errors;
+        for message in &other.samples {
+            if self.samples.len() < MAX_ERROR_SAMPLES && !self.samples.contains(message) {
+                self.samples.push(message.clone());
+            }
+        }
+    }
+
+    /// Successful operations of `kind`.
+    pub fn count(&self, kind: OpKind) -> u64 {
+        match kind {
+            OpKind::Read => self.reads.len(),
+            OpKind::Write => self.writes.len(),
+        }
+    }
+
+    /// Failed operations.
+    pub fn errors(&self) -> u64 {
+        self.errors
+    }
+
+    /// The first distinct error messages.
+    pub fn error_samples(&self) -> &[String] {
+        &self.samples
+    }
+
+    /// Throughput and latency of `kind` over `wall_secs`.
+    pub fn op_stats(&self, kind: OpKind, wall_secs: f64) -> OpStats {
+        let h = match kind {
+            OpKind::Read => &self.reads,
+            OpKind::Write => &self.writes,
+        };
+        if h.is_empty() {
+            return OpStats::default();
+        }
+        let us = |nanos: u64| nanos as f64 / 1_000.0;
+        OpStats {
+            ops: h.len(),
+            ops_per_sec: if wall_secs > 0.0 {
+                h.len() as f64 / wall_secs
+            } else {
+                0.0
+            },
+            avg_us: h.mean() / 1_000.0,
+            p50_us: us(h.value_at_quantile(0.50)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            max_us: us(h.max()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_adds_counts_and_keeps_distinct_samples() {
+        let mut a = TaskStats::new();
+        let mut b = TaskStats::new();
+        for ns in [1_000, 2_000, 3_000] {
+            a.record(OpKind::Read, ns);
+        }
+        b.record(OpKind::Read, 4_000);
+        b.record(OpKind::Write, 10_000);
+        a.record_error("busy".into());
+        b.record_error("busy".into());
+        for i in 0..10 {
+            b.record_error(format!("error {i}"));
+        }
+        a.merge(&b);
+        assert_eq!(a.count(OpKind::Read), 4);
+        assert_eq!(a.count(OpKind::Write), 1);
+        assert_eq!(a.errors(), 12);
+        assert_eq!(a.error_samples().len(), MAX_ERROR_SAMPLES);
+        assert_eq!(a.error_samples()[0], "busy");
+
+        let reads = a.op_stats(OpKind::Read, 2.0);
+        assert_eq!(reads.ops, 4);
+        assert_eq!(reads.ops_per_sec, 2.0);
+        assert!((reads.avg_us - 2.5).abs() < 0.01, "{reads:?}");
+        assert!((reads.max_us - 4.0).abs() < 0.01, "{reads:?}");
+        assert_eq!(a.op_stats(OpKind::Write, 0.0).ops_per_sec, 0.0);
+    }
+
+    #[test]
+    fn empty_stats_are_zero() {
+        assert_eq!(
+            TaskStats::new().op_stats(OpKind::Read, 1.0),
+            OpStats::default()
+        );
+    }
+}

@@ -1,0 +1,67 @@
+//! `spawn-blocking`: the same shared connections as `direct-blocking`, each call moved to tokio's blocking
+//! thread pool with `tokio::task::spawn_blocking`, so the workers stay free while SQLite runs.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use quicklite_lab_core::{Approach, Block, Cell, Environment, Knobs, NewItem, Workload};
+use rusqlite::Connection;
+
+use super::shared::{Shared, SharedConnections, with};
+use crate::sqlite::ops;
+
+/// Shared connections, called on the blocking pool.
+pub struct SpawnBlocking {
+    /// One connection per database (read + write connections for `multi-db`).
+    conns: SharedConnections,
+}
+
+impl SpawnBlocking {
+    /// Opens the connections and describes them into `env`.
+    pub fn open(
+        cell: &Cell,
+        workload: Workload,
+        knobs: &Knobs,
+        env: &mut Environment,
+    ) -> Result<Self> {
+        let conns = SharedConnections::open(cell, workload, knobs)?;
+        conns.describe(env)?;
+        Ok(Self { conns })
+    }
+}
+
+/// Runs `f` on `shared`'s connection on the blocking pool.
+async fn blocking<F>(shared: &Shared, f: F) -> Result<()>
+where
+    F: FnOnce(&Connection) -> rusqlite::Result<()> + Send + 'static,
+{
+    let shared = shared.clone();
+    tokio::task::spawn_blocking(move || with(&shared, f))
+        .await
+        .context("the blocking task failed")?
+}
+
+impl Approach for SpawnBlocking {
+    async fn point_read(&self, id: i64) -> Result<()> {
+        blocking(self.conns.reader(0)?, move |c| ops::point_read(c, id)).await
+    }
+
+    async fn insert(&self, item: NewItem) -> Result<()> {
+        blocking(self.conns.writer(0)?, move |c| ops::insert(c, &item)).await
+    }
+
+    async fn update(&self, id: i64, delta: i64) -> Result<()> {
+        blocking(self.conns.writer(0)?, move |c| ops::update(c, id, delta)).await
+    }
+
+    async fn join_read(&self, db: usize, account: i64) -> Result<()> {
+        blocking(self.conns.reader(db)?, move |c| ops::join_read(c, account)).await
+    }
+
+    async fn paced_write(&self, db: usize, block: Block, delay: Duration) -> Result<()> {
+        blocking(self.conns.writer(db)?, move |c| {
+            ops::paced_write(c, &block, delay)
+        })
+        .await
+    }
+}

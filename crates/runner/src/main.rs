@@ -1,0 +1,93 @@
+//! `quicklite-runner`: runs one lab cell for the approaches built on rusqlite 0.41 (direct-blocking,
+//! spawn-blocking, per-request, async-sqlite, quicklite) and prints its result.
+//!
+//! Protocol (see `quicklite_lab_core::run_runner_main`): a cell as JSON on standard input, one result as JSON
+//! on standard output; `--approaches` lists the approach names.
+
+mod approaches;
+mod sqlite;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Result;
+use quicklite_lab_core::{
+    Approach, Cell, Environment, Knobs, Measurement, Runner, Workload, drive,
+};
+
+use approaches::async_sqlite::AsyncSqlite;
+use approaches::direct_blocking::DirectBlocking;
+use approaches::per_request::PerRequest;
+use approaches::quicklite::Quicklite;
+use approaches::spawn_blocking::SpawnBlocking;
+use sqlite::{report, seed};
+
+fn main() -> ExitCode {
+    quicklite_lab_core::run_runner_main(QuickliteRunner)
+}
+
+/// The runner of this crate's approaches.
+struct QuickliteRunner;
+
+impl Runner for QuickliteRunner {
+    fn name(&self) -> String {
+        format!("quicklite-runner {}", env!("CARGO_PKG_VERSION"))
+    }
+
+    fn approaches(&self) -> Vec<&'static str> {
+        approaches::NAMES.to_vec()
+    }
+
+    async fn run(&self, cell: &Cell, env: &mut Environment) -> Result<Measurement> {
+        let knobs = Knobs::from_cell(cell)?;
+        let workload = Workload::of_cell(cell)?;
+
+        // Process-wide, before the first connection of the process (seeding included).
+        let is_quicklite = cell.approach == "quicklite";
+        let memstatus_request = if is_quicklite {
+            env.memstatus = approaches::quicklite::configure(&knobs);
+            None
+        } else {
+            Some(report::configure_memstatus(knobs.memstatus))
+        };
+
+        seed::seed_databases(cell, workload, &knobs)?;
+
+        match cell.approach.as_str() {
+            "direct-blocking" => {
+                let approach = DirectBlocking::open(cell, workload, &knobs, env)?;
+                measure(cell, env, memstatus_request, approach).await
+            }
+            "spawn-blocking" => {
+                let approach = SpawnBlocking::open(cell, workload, &knobs, env)?;
+                measure(cell, env, memstatus_request, approach).await
+            }
+            "per-request" => {
+                let approach = PerRequest::open(cell, workload, &knobs, env)?;
+                measure(cell, env, memstatus_request, approach).await
+            }
+            "async-sqlite" => {
+                let approach = AsyncSqlite::open(cell, workload, &knobs, env).await?;
+                measure(cell, env, memstatus_request, approach).await
+            }
+            "quicklite" => {
+                let approach = Quicklite::open(cell, workload, &knobs, env).await?;
+                measure(cell, env, memstatus_request, approach).await
+            }
+            other => anyhow::bail!("approach `{other}` is listed but not wired up"),
+        }
+    }
+}
+
+/// Records the memory-statistics outcome (now that connections are open), then drives the cell.
+async fn measure<A: Approach>(
+    cell: &Cell,
+    env: &mut Environment,
+    memstatus_request: Option<report::MemstatusRequest>,
+    approach: A,
+) -> Result<Measurement> {
+    if let Some(request) = memstatus_request {
+        env.memstatus = report::memstatus_outcome(request);
+    }
+    drive(cell, Arc::new(approach)).await
+}

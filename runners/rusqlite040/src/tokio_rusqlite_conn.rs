@@ -1,0 +1,118 @@
+//! `tokio-rusqlite`: the real `tokio-rusqlite` 0.8 crate — one background thread per `Connection`, every
+//! operation sent to it as a closure through `call`.
+//!
+//! Single-database workloads use one `Connection`, as the crate is meant to be used. For `multi-db` each
+//! database gets a write connection and a read connection (two threads): with a single one, every read would
+//! queue behind the writer's simulated delay, which would measure that sharing rather than the crate.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use quicklite_lab_core::{Approach, Block, Cell, Environment, Knobs, NewItem, Workload};
+use tokio_rusqlite::Connection;
+
+use crate::sqlite::report::SqliteFacts;
+use crate::sqlite::{connect, ops};
+
+/// The connections of one database.
+struct DbConnections {
+    /// Serves reads.
+    reader: Connection,
+    /// Serves writes (the same handle as `reader` outside `multi-db`).
+    writer: Connection,
+}
+
+/// tokio-rusqlite connections, per database.
+pub struct TokioRusqlite {
+    /// Indexed by database.
+    dbs: Vec<DbConnections>,
+}
+
+impl TokioRusqlite {
+    /// Opens the connections with the cell's flags and PRAGMAs and describes database 0 into `env`.
+    pub async fn open(
+        cell: &Cell,
+        workload: Workload,
+        knobs: &Knobs,
+        env: &mut Environment,
+    ) -> Result<Self> {
+        let mut dbs = Vec::new();
+        for db in 0..workload.databases(cell) {
+            let writer = open_one(cell, workload, knobs, db).await?;
+            let reader = if workload == Workload::MultiDb {
+                open_one(cell, workload, knobs, db).await?
+            } else {
+                writer.clone()
+            };
+            dbs.push(DbConnections { reader, writer });
+        }
+        let facts = dbs[0]
+            .reader
+            .call(|c| Ok::<_, rusqlite::Error>(SqliteFacts::read(c).map_err(|e| format!("{e:#}"))))
+            .await?;
+        facts.map_err(anyhow::Error::msg)?.fill(env);
+        Ok(Self { dbs })
+    }
+
+    fn db(&self, db: usize) -> Result<&DbConnections> {
+        self.dbs
+            .get(db)
+            .with_context(|| format!("no database {db}"))
+    }
+}
+
+async fn open_one(cell: &Cell, workload: Workload, knobs: &Knobs, db: usize) -> Result<Connection> {
+    let path = workload.database_path(cell, db);
+    let conn = Connection::open_with_flags(&path, connect::open_flags(knobs.mutex))
+        .await
+        .with_context(|| format!("cannot open {} with tokio-rusqlite", path.display()))?;
+    let pragmas = knobs.connection_pragmas();
+    conn.call(move |c| {
+        Ok::<_, rusqlite::Error>(connect::apply(c, &pragmas).map_err(|e| format!("{e:#}")))
+    })
+    .await?
+    .map_err(anyhow::Error::msg)?;
+    Ok(conn)
+}
+
+impl Approach for TokioRusqlite {
+    async fn point_read(&self, id: i64) -> Result<()> {
+        Ok(self
+            .db(0)?
+            .reader
+            .call(move |c| ops::point_read(c, id))
+            .await?)
+    }
+
+    async fn insert(&self, item: NewItem) -> Result<()> {
+        Ok(self
+            .db(0)?
+            .writer
+            .call(move |c| ops::insert(c, &item))
+            .await?)
+    }
+
+    async fn update(&self, id: i64, delta: i64) -> Result<()> {
+        Ok(self
+            .db(0)?
+            .writer
+            .call(move |c| ops::update(c, id, delta))
+            .await?)
+    }
+
+    async fn join_read(&self, db: usize, account: i64) -> Result<()> {
+        Ok(self
+            .db(db)?
+            .reader
+            .call(move |c| ops::join_read(c, account))
+            .await?)
+    }
+
+    async fn paced_write(&self, db: usize, block: Block, delay: Duration) -> Result<()> {
+        Ok(self
+            .db(db)?
+            .writer
+            .call(move |c| ops::paced_write(c, &block, delay))
+            .await?)
+    }
+}

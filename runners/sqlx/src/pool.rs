@@ -1,0 +1,190 @@
+//! `sqlx`: the real sqlx 0.9 `SqlitePool` with its default size (10 connections, each served by sqlx's own
+//! worker thread), connect options set from the cell's profile.
+//!
+//! For `multi-db` each database gets its own pool; the writer shares it with the readers, as an application
+//! using sqlx would.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use quicklite_lab_core::{
+    Approach, Block, Cell, Environment, Knobs, MutexMode, NewItem, Param, Profile,
+    REPORTED_PRAGMAS, Workload, sql,
+};
+use sqlx::query::Query;
+use sqlx::sqlite::{
+    SqliteArguments, SqliteConnectOptions, SqlitePool, SqlitePoolOptions, SqliteRow,
+};
+use sqlx::{AssertSqlSafe, Row, Sqlite};
+
+use crate::ffi;
+
+/// One pool per database.
+pub struct SqlxPool {
+    /// Indexed by database.
+    pools: Vec<SqlitePool>,
+}
+
+/// sqlx connect options for `path` carrying the cell's knobs.
+///
+/// sqlx has opinions of its own: it turns `foreign_keys` on and sets a 5 s busy timeout unless told otherwise.
+/// For `sqlite-default` foreign keys go back to SQLite's default (off); the busy timeout stays, as rusqlite's
+/// does for the other approaches (both are read back into the results).
+pub fn connect_options(path: &Path, knobs: &Knobs) -> SqliteConnectOptions {
+    let mut options = SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .serialized(knobs.mutex == MutexMode::FullMutex);
+    if knobs.profile == Profile::SqliteDefault {
+        options = options.foreign_keys(false);
+    }
+    for pragma in knobs.pragmas() {
+        options = match pragma.name {
+            "busy_timeout" => match pragma.value.parse::<u64>() {
+                Ok(ms) => options.busy_timeout(Duration::from_millis(ms)),
+                Err(_) => options.pragma(pragma.name, pragma.value.clone()),
+            },
+            "foreign_keys" => options.foreign_keys(pragma.value.eq_ignore_ascii_case("ON")),
+            _ => options.pragma(pragma.name, pragma.value.clone()),
+        };
+    }
+    options
+}
+
+/// A sqlx query for one lab-core statement, parameters bound in order.
+pub fn bound(sql: &'static str, params: &[Param]) -> Query<'static, Sqlite, SqliteArguments> {
+    params.iter().fold(sqlx::query(sql), |q, p| match p {
+        Param::Int(v) => q.bind(*v),
+        Param::Text(v) => q.bind(v.clone()),
+        Param::Blob(v) => q.bind(v.clone()),
+    })
+}
+
+impl SqlxPool {
+    /// Opens a pool per database and describes database 0 into `env`.
+    pub async fn open(
+        cell: &Cell,
+        workload: Workload,
+        knobs: &Knobs,
+        env: &mut Environment,
+    ) -> Result<Self> {
+        let mut pools = Vec::new();
+        for db in 0..workload.databases(cell) {
+            let path = workload.database_path(cell, db);
+            let pool = SqlitePoolOptions::new()
+                .after_connect(|conn, _meta| {
+                    Box::pin(async move {
+                        let mut handle = conn.lock_handle().await?;
+                        // SAFETY: the locked handle is open and exclusively ours until it is dropped.
+                        unsafe { ffi::register_sleep(handle.as_raw_handle()) }
+                            .map_err(|e| sqlx::Error::Configuration(e.into()))
+                    })
+                })
+                .connect_with(connect_options(&path, knobs))
+                .await
+                .with_context(|| format!("cannot open a sqlx pool on {}", path.display()))?;
+            pools.push(pool);
+        }
+        describe(&pools[0], env).await?;
+        Ok(Self { pools })
+    }
+
+    fn pool(&self, db: usize) -> Result<&SqlitePool> {
+        self.pools
+            .get(db)
+            .with_context(|| format!("no database {db}"))
+    }
+}
+
+/// Fills the SQLite fields of `env` from a pooled connection.
+async fn describe(pool: &SqlitePool, env: &mut Environment) -> Result<()> {
+    env.sqlite_version = sqlx::query_scalar("SELECT sqlite_version()")
+        .fetch_one(pool)
+        .await?;
+    env.compile_options = sqlx::query_scalar("PRAGMA compile_options")
+        .fetch_all(pool)
+        .await?;
+    // One connection for all PRAGMAs, so they describe the same connection.
+    let mut conn = pool.acquire().await?;
+    for name in REPORTED_PRAGMAS {
+        let row: SqliteRow = sqlx::query(AssertSqlSafe(format!("PRAGMA {name}")))
+            .fetch_one(&mut *conn)
+            .await
+            .with_context(|| format!("cannot read PRAGMA {name}"))?;
+        let value = match row.try_get::<i64, _>(0) {
+            Ok(i) => i.to_string(),
+            Err(_) => row.try_get::<String, _>(0)?,
+        };
+        env.pragmas.insert((*name).to_string(), value);
+    }
+    Ok(())
+}
+
+impl Approach for SqlxPool {
+    async fn point_read(&self, id: i64) -> Result<()> {
+        let row = sqlx::query(sql::POINT_READ)
+            .bind(id)
+            .fetch_one(self.pool(0)?)
+            .await?;
+        let (_id, _name, _value, _payload): (i64, String, i64, String) = (
+            row.try_get(0)?,
+            row.try_get(1)?,
+            row.try_get(2)?,
+            row.try_get(3)?,
+        );
+        Ok(())
+    }
+
+    async fn insert(&self, item: NewItem) -> Result<()> {
+        sqlx::query(sql::INSERT_ITEM)
+            .bind(item.name)
+            .bind(item.value)
+            .bind(item.payload)
+            .execute(self.pool(0)?)
+            .await?;
+        Ok(())
+    }
+
+    async fn update(&self, id: i64, delta: i64) -> Result<()> {
+        sqlx::query(sql::UPDATE_ITEM)
+            .bind(id)
+            .bind(delta)
+            .execute(self.pool(0)?)
+            .await?;
+        Ok(())
+    }
+
+    async fn join_read(&self, db: usize, account: i64) -> Result<()> {
+        let rows = sqlx::query(sql::ACCOUNT_HISTORY)
+            .bind(account)
+            .fetch_all(self.pool(db)?)
+            .await?;
+        for row in rows {
+            let _block: i64 = row.try_get(0)?;
+            let _tx: i64 = row.try_get(1)?;
+            let _to: i64 = row.try_get(2)?;
+            let _amount: i64 = row.try_get(3)?;
+            let _hash: Vec<u8> = row.try_get(4)?;
+            let _timestamp: i64 = row.try_get(5)?;
+            let _balance: Option<i64> = row.try_get(6)?;
+        }
+        Ok(())
+    }
+
+    async fn paced_write(&self, db: usize, block: Block, delay: Duration) -> Result<()> {
+        let mut tx = self.pool(db)?.begin_with("BEGIN IMMEDIATE").await?;
+        for statement in &block.statements {
+            bound(statement.sql, &statement.params)
+                .execute(&mut *tx)
+                .await?;
+        }
+        // The slow writer's delay, on sqlx's worker thread inside the transaction (see `ffi::register_sleep`).
+        sqlx::query("SELECT lab_sleep(?1)")
+            .bind(delay.as_millis() as i64)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}
