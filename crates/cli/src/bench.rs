@@ -1,0 +1,197 @@
+//! `quicklite bench`: options → matrix → runners → cells → files and terminal summary.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use quicklite_lab::{
+    BenchOptions, ExecOptions, ExportFormat, ResultStore, RunnerRegistry, RunnerSetup,
+    build_matrix, catalog, now_compact, run_all,
+};
+
+use crate::cli::{BenchArgs, OnOff};
+use crate::progress::Progress;
+
+/// Process start-up, seeding and tear-down per cell, on top of warm-up + duration (for the estimate only).
+const CELL_OVERHEAD: Duration = Duration::from_millis(700);
+
+/// Validates everything, prepares the runners, runs every cell, prints the summary. Exits 1 when a cell
+/// failed (its reason is in the results), after writing everything.
+pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let options = options(&args)?;
+    check_baseline(&args.baseline)?;
+    // Everything about the input is checked before anything is built, created or run.
+    let cells = build_matrix(&options)?;
+    let exec = ExecOptions {
+        timeout: args.timeout.map(|s| seconds("--timeout", s)).transpose()?,
+        db_root: args.db_dir.clone(),
+    };
+    if let Some(timeout) = exec.timeout
+        && timeout.is_zero()
+    {
+        bail!("invalid --timeout: must be greater than zero");
+    }
+    if let Some(dir) = &exec.db_root
+        && !dir.is_dir()
+    {
+        bail!("invalid --db-dir: {} is not a directory", dir.display());
+    }
+
+    let dir = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(now_compact()));
+    let existed = dir.exists();
+    let mut store = ResultStore::create(&dir, &args.baseline)?;
+
+    let approaches = unique(&cells.iter().map(|c| c.approach.clone()).collect::<Vec<_>>());
+    let setup = RunnerSetup {
+        programs: args.runners.clone(),
+        build: !args.no_build,
+        repo_root: args.repo_root.clone(),
+    };
+    let registry = match RunnerRegistry::resolve(&approaches, &setup) {
+        Ok(registry) => registry,
+        Err(err) => {
+            if !existed {
+                // Nothing ran: leave no empty results directory behind (remove_dir only removes an empty one).
+                let _ = std::fs::remove_dir(&dir);
+            }
+            return Err(err).context("preparing the runners");
+        }
+    };
+
+    let estimate: Duration = cells
+        .iter()
+        .map(|c| Duration::from_millis(c.warmup_ms + c.duration_ms) + CELL_OVERHEAD)
+        .sum();
+    eprintln!(
+        "Running {} cells (about {}), results in {}",
+        cells.len(),
+        minutes(estimate),
+        dir.display()
+    );
+    let mut progress = Progress::new(cells.len());
+    let outcome = run_all(&cells, &registry, &exec, &mut store, &mut progress);
+    progress.finish();
+    outcome.with_context(|| format!("writing results to {}", dir.display()))?;
+
+    let ascii = ExportFormat::Ascii.serialize(store.results(), &args.baseline)?;
+    println!("{}", String::from_utf8_lossy(&ascii).trim_end());
+    println!();
+    println!("Results in {}:", dir.display());
+    for format in ExportFormat::ALL {
+        println!("  {}", store.path(format).display());
+    }
+    let failed = store
+        .results()
+        .iter()
+        .filter(|r| r.failure.is_some())
+        .count();
+    if failed > 0 {
+        eprintln!(
+            "{failed} of {} cells failed; their reasons are in the summary.",
+            cells.len()
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The lab's options: `--quick` or the full defaults, overridden by every flag given.
+fn options(args: &BenchArgs) -> anyhow::Result<BenchOptions> {
+    let mut o = if args.quick {
+        BenchOptions::quick()
+    } else {
+        BenchOptions::default()
+    };
+    if let Some(v) = &args.workloads {
+        o.workloads = v.clone();
+    }
+    if let Some(v) = &args.approaches {
+        o.approaches = v.clone();
+    }
+    if let Some(s) = args.duration {
+        o.duration_ms = millis(seconds("--duration", s)?);
+    }
+    if let Some(s) = args.warmup {
+        o.warmup_ms = millis(seconds("--warmup", s)?);
+    }
+    if let Some(v) = &args.concurrency {
+        o.concurrency = v.clone();
+    }
+    if let Some(v) = &args.workers {
+        o.worker_threads = v.clone();
+    }
+    if let Some(v) = &args.profiles {
+        o.profiles = v.clone();
+    }
+    if let Some(v) = &args.synchronous {
+        o.synchronous = v
+            .iter()
+            .map(|s| (s != "default").then(|| s.clone()))
+            .collect();
+    }
+    if let Some(v) = &args.memstatus {
+        o.memstatus = v.iter().map(|m| *m == OnOff::On).collect();
+    }
+    if let Some(v) = &args.mutex {
+        o.mutex = v.clone();
+    }
+    if let Some(v) = args.rows {
+        o.rows = v;
+    }
+    if let Some(v) = args.readers {
+        o.readers = v;
+    }
+    if let Some(v) = &args.write_delays {
+        o.write_delays_ms = v.clone();
+    }
+    if let Some(v) = &args.num_databases {
+        o.num_databases = v.clone();
+    }
+    if let Some(v) = args.seed {
+        o.seed = v;
+    }
+    Ok(o)
+}
+
+/// Ratios need a baseline the lab knows (it may still be absent from a run: the slowest row stands in).
+pub fn check_baseline(baseline: &str) -> anyhow::Result<()> {
+    if !catalog::APPROACHES.contains(&baseline) {
+        bail!(
+            "unknown --baseline `{baseline}` (valid approaches: {})",
+            catalog::list(catalog::APPROACHES)
+        );
+    }
+    Ok(())
+}
+
+fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(value)
+        .map_err(|_| anyhow::anyhow!("invalid {flag}: `{value}` is not a number of seconds ≥ 0"))
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn minutes(duration: Duration) -> String {
+    let secs = duration.as_secs();
+    if secs < 90 {
+        format!("{secs} s")
+    } else {
+        format!("{} min {} s", secs / 60, secs % 60)
+    }
+}
+
+fn unique(list: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for item in list {
+        if !out.contains(item) {
+            out.push(item.clone());
+        }
+    }
+    out
+}

@@ -1,0 +1,152 @@
+//! The command line, declared with clap's derive API. Flag names follow seed 004's `run_benchmark.sh`
+//! (`--duration`, `--workers`, `--readers`, `--write-delays`, `--num-databases`, `--output`, `--quick`).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use quicklite_lab::catalog::DEFAULT_BASELINE;
+
+/// Measure the ways a tokio service can use SQLite, side by side, with every number's settings.
+#[derive(Debug, Parser)]
+#[command(name = "quicklite", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the benchmark matrix: every cell in a fresh runner process, results written after every cell.
+    Bench(Box<BenchArgs>),
+    /// Regenerate the Markdown, HTML and ASCII reports from a results CSV.
+    Report(ReportArgs),
+}
+
+/// `quicklite bench`. Lists are comma-separated; each list is one axis of the matrix.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// A run of about 2 minutes: every approach on point-read, insert and a 10-database multi-db, 2 s per cell
+    /// after 0.5 s of warm-up, plus memory-statistics and mutex variants. Other flags override its choices.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Workloads to run [default: point-read,insert,mixed,multi-db].
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub workloads: Option<Vec<String>>,
+
+    /// Approaches to compare [default: all].
+    #[arg(short, long, value_delimiter = ',', value_name = "NAMES")]
+    pub approaches: Option<Vec<String>>,
+
+    /// Measured seconds per cell, after the warm-up [default: 10].
+    #[arg(short, long, value_name = "SECS")]
+    pub duration: Option<f64>,
+
+    /// Warm-up seconds per cell, not measured [default: 2].
+    #[arg(long, value_name = "SECS")]
+    pub warmup: Option<f64>,
+
+    /// Concurrent client tasks (not used by multi-db) [default: 64].
+    #[arg(short, long, value_delimiter = ',', value_name = "N,N")]
+    pub concurrency: Option<Vec<u32>>,
+
+    /// Tokio worker threads in the runner [default: 4].
+    #[arg(
+        short,
+        long,
+        visible_alias = "worker-threads",
+        value_delimiter = ',',
+        value_name = "N,N"
+    )]
+    pub workers: Option<Vec<u32>>,
+
+    /// PRAGMA profiles: server, sqlite-default [default: server].
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub profiles: Option<Vec<String>>,
+
+    /// `synchronous`: default (the profile's), off, normal, full, extra [default: default].
+    #[arg(long, value_delimiter = ',', value_name = "MODES")]
+    pub synchronous: Option<Vec<String>>,
+
+    /// SQLite memory statistics (SQLITE_CONFIG_MEMSTATUS) [default: off].
+    #[arg(long, value_delimiter = ',', value_name = "on,off")]
+    pub memstatus: Option<Vec<OnOff>>,
+
+    /// Connection mutex mode: nomutex, fullmutex [default: nomutex].
+    #[arg(long, value_delimiter = ',', value_name = "MODES")]
+    pub mutex: Option<Vec<String>>,
+
+    /// Rows in the seeded table [default: 10000].
+    #[arg(long, value_name = "N")]
+    pub rows: Option<u64>,
+
+    /// multi-db: reader tasks per database [default: 3].
+    #[arg(short, long, visible_alias = "readers-per-db", value_name = "N")]
+    pub readers: Option<u32>,
+
+    /// multi-db: milliseconds each database's writer spends per write [default: 100,1000,10000].
+    #[arg(long, value_delimiter = ',', value_name = "MS,MS")]
+    pub write_delays: Option<Vec<u64>>,
+
+    /// multi-db: numbers of databases [default: 1,10,50,100].
+    #[arg(long, value_delimiter = ',', value_name = "N,N")]
+    pub num_databases: Option<Vec<u32>>,
+
+    /// Seed of the operation mix and key choice [default: 4].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// Approach the "N× faster than" ratios compare with (the slowest row stands in where it did not run).
+    #[arg(long, value_name = "APPROACH", default_value = DEFAULT_BASELINE)]
+    pub baseline: String,
+
+    /// Results directory [default: results/<UTC timestamp>].
+    #[arg(short, long, visible_alias = "output-dir", value_name = "DIR")]
+    pub output: Option<PathBuf>,
+
+    /// Use the runners from the last release build instead of building them.
+    #[arg(long)]
+    pub no_build: bool,
+
+    /// A runner program to use as is (repeatable); it provides the approaches its `--approaches` names.
+    #[arg(long = "runner", value_name = "PROGRAM")]
+    pub runners: Vec<PathBuf>,
+
+    /// Kill a cell's runner after this many seconds [default: (warm-up + duration) × 3 + 30].
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+
+    /// Where each cell's fresh database directory is created [default: the system temporary directory].
+    #[arg(long, value_name = "DIR")]
+    pub db_dir: Option<PathBuf>,
+
+    /// The quicklite source tree to build runners from [default: found from the working directory].
+    #[arg(long, value_name = "DIR")]
+    pub repo_root: Option<PathBuf>,
+}
+
+/// `on` / `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
+}
+
+/// `quicklite report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A `results.csv` written by `quicklite bench`.
+    pub csv: PathBuf,
+
+    /// Where to write summary.md, report.html and charts.txt [default: the CSV's directory].
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+
+    /// Approach the "N× faster than" ratios compare with.
+    #[arg(long, value_name = "APPROACH", default_value = DEFAULT_BASELINE)]
+    pub baseline: String,
+}

@@ -1,0 +1,137 @@
+//! Bad input exits non-zero with a message that says what to do, before anything is built or written.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn quicklite() -> Command {
+    Command::cargo_bin("quicklite").expect("the quicklite binary is built for its tests")
+}
+
+/// Runs `bench` with `args` into a fresh directory and checks that it fails with `message` and leaves no
+/// results directory behind.
+///
+/// The runner named is a program that does not exist, so input the lab wrongly accepted fails fast (on the
+/// runner) instead of building and running a whole benchmark.
+fn rejects(args: &[&str], message: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    quicklite()
+        .arg("bench")
+        .args(args)
+        .args(["--no-build", "--runner", "/nonexistent/runner", "--output"])
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(message));
+    assert!(!out.exists(), "{args:?} created {}", out.display());
+}
+
+#[test]
+fn unknown_approach_lists_the_valid_ones() {
+    rejects(
+        &["--approaches", "quicklite,tokio-sqlite"],
+        "unknown approach `tokio-sqlite` (valid approaches: direct-blocking, spawn-blocking, per-request, \
+         tokio-rusqlite, deadpool-sqlite, async-sqlite, sqlx, quicklite)",
+    );
+}
+
+#[test]
+fn unknown_workload_lists_the_valid_ones() {
+    rejects(
+        &["--workloads", "reads"],
+        "unknown workload `reads` (valid workloads: point-read, insert, mixed, multi-db)",
+    );
+}
+
+#[test]
+fn contradictory_options_name_the_option() {
+    rejects(
+        &["--quick", "--readers", "0"],
+        "invalid --readers: multi-db needs at least one reader",
+    );
+    rejects(
+        &["--duration", "0"],
+        "invalid --duration: must be greater than zero",
+    );
+    rejects(&["--duration", "-1"], "error");
+    rejects(&["--workers", "0"], "invalid --workers");
+    rejects(&["--num-databases", "0"], "invalid --num-databases");
+    rejects(
+        &["--profiles", "fast"],
+        "unknown value `fast` (valid: server, sqlite-default)",
+    );
+    rejects(&["--synchronous", "extra-full"], "invalid --synchronous");
+    rejects(&["--mutex", "none"], "invalid --mutex");
+    rejects(&["--memstatus", "maybe"], "invalid value 'maybe'");
+    rejects(&["--baseline", "tokio"], "unknown --baseline `tokio`");
+    rejects(&["--timeout", "0"], "invalid --timeout");
+}
+
+#[test]
+fn an_unwritable_results_directory_is_reported_before_any_cell_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    quicklite()
+        .args([
+            "bench",
+            "--quick",
+            "--no-build",
+            "--runner",
+            "/nonexistent/runner",
+            "--output",
+        ])
+        .arg(file.join("run"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("is not writable"));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a directory");
+}
+
+#[test]
+fn a_missing_runner_program_leaves_no_results_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    quicklite()
+        .args([
+            "bench",
+            "--approaches",
+            "quicklite",
+            "--runner",
+            "/nonexistent/runner",
+            "--output",
+        ])
+        .arg(&out)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("cannot start it"));
+    assert!(!out.exists());
+}
+
+#[test]
+fn report_on_a_missing_csv_says_which_file() {
+    quicklite()
+        .args(["report", "/nonexistent/results.csv"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("/nonexistent/results.csv"));
+}
+
+#[test]
+fn report_on_a_malformed_csv_names_the_record_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("results.csv");
+    std::fs::write(&csv, "workload,approach\npoint-read,quicklite\n").unwrap();
+    quicklite()
+        .arg("report")
+        .arg(&csv)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("record 1"));
+    let files: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert_eq!(files.len(), 1, "only the CSV itself");
+    assert!(Path::new(&csv).exists());
+}

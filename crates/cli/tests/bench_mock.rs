@@ -1,0 +1,73 @@
+//! `quicklite bench` end to end against the shell mock runner of the lab's tests: every file written, one row
+//! per cell, and a crashing cell recorded without stopping the run.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn mock_runner() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../lab/tests/support/mock-runner.sh")
+}
+
+fn bench(out: &Path, approaches: &str) -> assert_cmd::assert::Assert {
+    Command::cargo_bin("quicklite")
+        .unwrap()
+        .args([
+            "bench",
+            "--workloads",
+            "point-read",
+            "--duration",
+            "0.1",
+            "--warmup",
+            "0",
+            "--approaches",
+        ])
+        .arg(approaches)
+        .arg("--runner")
+        .arg(mock_runner())
+        .arg("--output")
+        .arg(out)
+        .assert()
+}
+
+#[test]
+fn bench_writes_every_file_with_one_row_per_cell() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    bench(&out, "direct-blocking,quicklite")
+        .success()
+        .stdout(predicate::str::contains(
+            "quicklite is 5.00× faster than direct-blocking",
+        ));
+    for file in [
+        "results.csv",
+        "results.json",
+        "summary.md",
+        "report.html",
+        "charts.txt",
+    ] {
+        assert!(out.join(file).is_file(), "{file} missing");
+    }
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "header + 2 rows:\n{csv}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(json.as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn a_crashing_cell_is_recorded_and_the_exit_code_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    bench(&out, "spawn-blocking,quicklite")
+        .failure()
+        .stderr(predicate::str::contains("1 of 2 cells failed"));
+    let markdown = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        markdown.contains("spawn-blocking failed:** runner exited with exit status: 101"),
+        "{markdown}"
+    );
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3);
+}

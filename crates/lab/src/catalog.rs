@@ -1,0 +1,39 @@
+//! The names the lab knows: workloads, approaches, profiles and knob values.
+//!
+//! Kept here rather than derived from the runners so that a typo is rejected before anything is built or run,
+//! with the list of valid names in the message.
+
+/// Workloads, in the order the matrix runs them.
+pub const WORKLOADS: &[&str] = &["point-read", "insert", "mixed", "multi-db"];
+
+/// The workload with many databases, paced writers and JOIN readers (seed 004).
+pub const MULTI_DB: &str = "multi-db";
+
+/// Approaches, in the order the matrix runs them (the blocking patterns first, quicklite last).
+pub const APPROACHES: &[&str] = &[
+    "direct-blocking",
+    "spawn-blocking",
+    "per-request",
+    "tokio-rusqlite",
+    "deadpool-sqlite",
+    "async-sqlite",
+    "sqlx",
+    "quicklite",
+];
+
+/// PRAGMA profiles a runner understands.
+pub const PROFILES: &[&str] = &["server", "sqlite-default"];
+
+/// `synchronous` values; `default` on the command line means "keep the profile's value".
+pub const SYNCHRONOUS: &[&str] = &["off", "normal", "full", "extra"];
+
+/// Connection mutex modes (`SQLITE_OPEN_NOMUTEX`, `SQLITE_OPEN_FULLMUTEX`).
+pub const MUTEX_MODES: &[&str] = &["nomutex", "fullmutex"];
+
+/// The approach ratios are computed against unless the user names another: the most widely used async wrapper.
+pub const DEFAULT_BASELINE: &str = "tokio-rusqlite";
+
+/// `a, b, c` — for error messages listing valid names.
+pub fn list(names: &[&str]) -> String {
+    names.join(", ")
+}

@@ -1,0 +1,98 @@
+//! The columns of a summary table as text, shared by the Markdown, HTML and ASCII reports so they agree.
+
+use crate::format;
+use crate::summary::Table;
+
+/// One rendered table: headers, whether each column is numeric (right-aligned), and cell text.
+pub struct Columns {
+    /// Column headings.
+    pub headers: Vec<String>,
+    /// `true` for numeric columns.
+    pub numeric: Vec<bool>,
+    /// One entry per row, one string per column.
+    pub cells: Vec<Vec<String>>,
+}
+
+/// Renders `table`, leaving out columns no row has a value for.
+pub fn columns(table: &Table) -> Columns {
+    let mut headers: Vec<(String, bool)> = vec![("approach".to_owned(), false)];
+    let has_errors = table.rows.iter().any(|r| r.result.errors > 0);
+    if table.has_reads {
+        for h in ["reads/s", "read p50", "read p99", "read max"] {
+            headers.push((h.to_owned(), true));
+        }
+    }
+    if table.has_writes {
+        for h in ["writes/s", "write p50", "write p99"] {
+            headers.push((h.to_owned(), true));
+        }
+    }
+    if table.has_completion {
+        headers.push(("write completion".to_owned(), true));
+    }
+    if has_errors {
+        headers.push(("errors".to_owned(), true));
+    }
+    headers.push(("CPU".to_owned(), true));
+    if let Some(baseline) = &table.baseline {
+        headers.push((format!("vs {}", baseline.label), false));
+    }
+    let cells = table
+        .rows
+        .iter()
+        .map(|row| {
+            let r = &row.result;
+            let mut cells = vec![row.label.clone()];
+            if table.has_reads {
+                cells.push(format::ops(r.reads.ops_per_sec));
+                cells.push(format::latency_us(r.reads.p50_us));
+                cells.push(format::latency_us(r.reads.p99_us));
+                cells.push(format::latency_us(r.reads.max_us));
+            }
+            if table.has_writes {
+                cells.push(format::ops(r.writes.ops_per_sec));
+                cells.push(format::latency_us(r.writes.p50_us));
+                cells.push(format::latency_us(r.writes.p99_us));
+            }
+            if table.has_completion {
+                cells.push(
+                    r.write_completion
+                        .as_ref()
+                        .map(|c| {
+                            format!(
+                                "{} ({}/{})",
+                                format::percent(c.ratio),
+                                c.completed,
+                                c.expected
+                            )
+                        })
+                        .unwrap_or_default(),
+                );
+            }
+            if has_errors {
+                cells.push(r.errors.to_string());
+            }
+            cells.push(format!("{:.1} s", r.cpu_secs));
+            if table.baseline.is_some() {
+                cells.push(row.ratio_short());
+            }
+            cells
+        })
+        .collect();
+    let (headers, numeric) = headers.into_iter().unzip();
+    Columns {
+        headers,
+        numeric,
+        cells,
+    }
+}
+
+/// The settings as one line: `concurrency 64 tasks · profile server · …`.
+pub fn settings_line(table: &Table) -> String {
+    table
+        .settings
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}

@@ -1,0 +1,254 @@
+//! The HTML report: one self-contained page with inline CSS and inline SVG charts. It loads nothing: no script,
+//! no font, no stylesheet from anywhere, so it opens the same offline, from a mail attachment, or in CI.
+
+use std::fmt::Write as _;
+
+use quicklite_lab_core::CellResult;
+
+use super::Exporter;
+use super::columns::{columns, settings_line};
+use super::svg::{Bar, bar_chart, escape};
+use crate::environment::EnvSummary;
+use crate::error::Result;
+use crate::format;
+use crate::summary::{Summary, Table};
+
+/// `report.html`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct HtmlExporter;
+
+const STYLE: &str = "
+body { font-family: system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', sans-serif; margin: 2rem auto; max-width: 1100px; color: #1f2933; padding: 0 1rem; }
+h1 { font-size: 1.8rem; } h2 { margin-top: 2.5rem; border-bottom: 1px solid #d9e2ec; padding-bottom: .3rem; }
+.settings { color: #52606d; font-size: .9rem; }
+table { border-collapse: collapse; margin: 1rem 0; font-size: .85rem; }
+th, td { white-space: nowrap; padding: .3rem .6rem; border-bottom: 1px solid #e4e7eb; text-align: left; vertical-align: top; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.baseline td { background: #f0f4f8; }
+td.wrap { white-space: normal; min-width: 12rem; }
+.chart { display: block; margin: 1rem 0; max-width: 100%; height: auto; }
+.chart-title { font-size: 15px; font-weight: 600; fill: #1f2933; }
+.label, .value { font-size: 13px; fill: #323f4b; }
+.bar { fill: #2680c2; } .bar.baseline { fill: #9aa5b1; }
+.failure { color: #ab091e; }
+.headline { font-size: 1.1rem; font-weight: 600; }
+code { background: #f0f4f8; padding: 0 .2rem; font-size: .8rem; word-break: break-all; }
+";
+
+impl Exporter for HtmlExporter {
+    fn serialize(&self, results: &[CellResult], baseline: &str) -> Result<Vec<u8>> {
+        let summary = Summary::new(results, baseline);
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = write!(
+            out,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>quicklite bench</title><style>{STYLE}</style></head><body>\n"
+        );
+        let failed = results.iter().filter(|r| r.failure.is_some()).count();
+        let _ = writeln!(
+            out,
+            "<h1>quicklite bench</h1><p>{} cells, {failed} failed. Throughput is reads + writes per second after the warm-up; \
+             ratios compare throughput with <b>{}</b> in the same table (or with the slowest row when it did not run). \
+             Grey bars mark the baseline.</p>",
+            results.len(),
+            escape(baseline)
+        );
+        for table in &summary.tables {
+            section(&mut out, table, baseline);
+        }
+        environment(&mut out, &EnvSummary::new(results));
+        out.push_str("</body></html>\n");
+        Ok(out.into_bytes())
+    }
+}
+
+fn section(out: &mut String, table: &Table, baseline: &str) {
+    let _ = writeln!(out, "<h2>{}</h2>", escape(&table.title));
+    let _ = writeln!(
+        out,
+        "<p class=\"settings\">Settings: {}</p>",
+        escape(&settings_line(table))
+    );
+    if let Some(b) = table.baseline.as_ref().filter(|b| !b.requested) {
+        let _ = writeln!(
+            out,
+            "<p class=\"settings\">{} did not run here; ratios are against the slowest, {}.</p>",
+            escape(baseline),
+            escape(&b.label)
+        );
+    }
+    if !table.rows.is_empty() {
+        let throughput: Vec<Bar> = table
+            .rows
+            .iter()
+            .map(|r| Bar {
+                label: r.label.clone(),
+                value: r.throughput,
+                text: format!("{}/s", format::ops(r.throughput)),
+                baseline: r.is_baseline,
+            })
+            .collect();
+        if let Some(headline) = table.headline() {
+            let _ = writeln!(out, "<p class=\"headline\">{}</p>", escape(&headline));
+        }
+        out.push_str(&bar_chart(
+            "Throughput (operations/s, higher is better)",
+            &throughput,
+        ));
+        let (kind, pick): (&str, fn(&CellResult) -> f64) = if table.has_reads {
+            ("read", |r| r.reads.p99_us)
+        } else {
+            ("write", |r| r.writes.p99_us)
+        };
+        let latency: Vec<Bar> = table
+            .rows
+            .iter()
+            .map(|r| Bar {
+                label: r.label.clone(),
+                value: pick(&r.result),
+                text: format::latency_us(pick(&r.result)),
+                baseline: r.is_baseline,
+            })
+            .collect();
+        let title = format!("p99 {kind} latency (lower is better)");
+        out.push_str(&bar_chart(&title, &latency));
+        if table.has_completion {
+            let completion: Vec<Bar> = table
+                .rows
+                .iter()
+                .map(|r| {
+                    let ratio = r.result.write_completion.as_ref().map_or(0.0, |c| c.ratio);
+                    Bar {
+                        label: r.label.clone(),
+                        value: ratio,
+                        text: format::percent(ratio),
+                        baseline: r.is_baseline,
+                    }
+                })
+                .collect();
+            out.push_str(&bar_chart(
+                "Write completion (paced writes done, higher is better)",
+                &completion,
+            ));
+        }
+        let cols = columns(table);
+        out.push_str("<table><thead><tr>");
+        for (h, &numeric) in cols.headers.iter().zip(&cols.numeric) {
+            let _ = write!(out, "<th{}>{}</th>", num_class(numeric), escape(h));
+        }
+        out.push_str("</tr></thead><tbody>\n");
+        for (row, cells) in table.rows.iter().zip(&cols.cells) {
+            let class = if row.is_baseline {
+                " class=\"baseline\""
+            } else {
+                ""
+            };
+            let _ = write!(out, "<tr{class}>");
+            for (c, &numeric) in cells.iter().zip(&cols.numeric) {
+                let _ = write!(out, "<td{}>{}</td>", num_class(numeric), escape(c));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody></table>\n");
+    } else {
+        out.push_str("<p>No cell succeeded.</p>\n");
+    }
+    for failure in &table.failures {
+        let _ = writeln!(
+            out,
+            "<p class=\"failure\"><b>{} failed:</b> {}</p>",
+            escape(&failure.label),
+            escape(&failure.message)
+        );
+    }
+}
+
+fn num_class(numeric: bool) -> &'static str {
+    if numeric { " class=\"num\"" } else { "" }
+}
+
+fn environment(out: &mut String, env: &EnvSummary) {
+    out.push_str("<h2>Environment</h2>\n<table>");
+    let dates = match &env.dates {
+        Some((a, b)) if a == b => a.clone(),
+        Some((a, b)) => format!("{a} to {b}"),
+        None => "unknown".to_owned(),
+    };
+    for (k, v) in [
+        ("CPU", env.cpus.join("; ")),
+        ("Kernel", env.kernels.join("; ")),
+        ("Date", dates),
+    ] {
+        let _ = write!(out, "<tr><th>{k}</th><td>{}</td></tr>", escape(&v));
+    }
+    out.push_str("</table>\n");
+    if !env.runners.is_empty() {
+        out.push_str("<h3>Runners</h3><table><thead><tr><th>runner</th><th>approaches</th><th>SQLite</th><th>crates</th><th>compile options</th></tr></thead><tbody>\n");
+        for r in &env.runners {
+            let crates: Vec<String> = r
+                .crate_versions
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"wrap\">{}</td><td class=\"wrap\"><code>{}</code></td></tr>",
+                escape(&r.runner),
+                escape(&r.approaches.join(", ")),
+                escape(&r.sqlite_versions.join(", ")),
+                escape(&crates.join(", ")),
+                escape(&r.compile_options.join(" ")),
+            );
+        }
+        out.push_str("</tbody></table>\n");
+    }
+    if !env.memstatus.is_empty() {
+        out.push_str("<h3>Memory statistics, as the runners report them</h3><table><tbody>\n");
+        for (approach, report) in &env.memstatus {
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td class=\"wrap\">{}</td></tr>",
+                escape(approach),
+                escape(report)
+            );
+        }
+        out.push_str("</tbody></table>\n");
+    }
+    for profile in &env.profiles {
+        let _ = write!(
+            out,
+            "<h3>PRAGMAs, profile {}</h3><table><thead><tr><th>PRAGMA</th>",
+            escape(&profile.profile)
+        );
+        for (approaches, _) in &profile.groups {
+            let _ = write!(out, "<th>{}</th>", escape(&approaches.join(", ")));
+        }
+        out.push_str("</tr></thead><tbody>\n");
+        let mut names: Vec<&String> = profile.groups.iter().flat_map(|(_, p)| p.keys()).collect();
+        names.sort_unstable();
+        names.dedup();
+        for name in names {
+            let _ = write!(out, "<tr><td>{}</td>", escape(name));
+            for (_, pragmas) in &profile.groups {
+                let value = pragmas.get(name).map(String::as_str).unwrap_or("");
+                let _ = write!(out, "<td>{}</td>", escape(value));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody></table>\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    #[test]
+    fn html_snapshot() {
+        let bytes = HtmlExporter
+            .serialize(&fixtures::results(), "tokio-rusqlite")
+            .unwrap();
+        insta::assert_snapshot!(String::from_utf8(bytes).unwrap());
+    }
+}

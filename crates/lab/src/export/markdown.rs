@@ -1,0 +1,173 @@
+//! The Markdown summary: per table its settings, rows ranked with "N× faster than", failures, environment.
+
+use std::fmt::Write as _;
+
+use quicklite_lab_core::CellResult;
+
+use super::Exporter;
+use super::columns::{columns, settings_line};
+use crate::environment::EnvSummary;
+use crate::error::Result;
+use crate::summary::Summary;
+
+/// `summary.md`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MarkdownExporter;
+
+impl Exporter for MarkdownExporter {
+    fn serialize(&self, results: &[CellResult], baseline: &str) -> Result<Vec<u8>> {
+        let summary = Summary::new(results, baseline);
+        let mut out = String::new();
+        // Writing to a String cannot fail; the results are ignored through `let _`.
+        let _ = writeln!(out, "# quicklite bench\n");
+        let _ = writeln!(
+            out,
+            "{} cells, {} failed. Throughput is reads + writes per second after the warm-up; ratios compare \
+             throughput with `{baseline}` in the same table (or with the slowest row when `{baseline}` did not run).\n",
+            results.len(),
+            results.iter().filter(|r| r.failure.is_some()).count(),
+        );
+        for table in &summary.tables {
+            let _ = writeln!(out, "## {}\n", table.title);
+            let _ = writeln!(out, "Settings: {}\n", settings_line(table));
+            if let Some(b) = table.baseline.as_ref().filter(|b| !b.requested) {
+                let _ = writeln!(
+                    out,
+                    "`{baseline}` did not run here; ratios are against the slowest, `{}`.\n",
+                    b.label
+                );
+            }
+            if table.rows.is_empty() {
+                let _ = writeln!(out, "No cell succeeded.\n");
+            } else {
+                let cols = columns(table);
+                let _ = writeln!(out, "| {} |", cols.headers.join(" | "));
+                let align: Vec<&str> = cols
+                    .numeric
+                    .iter()
+                    .map(|&n| if n { "---:" } else { "---" })
+                    .collect();
+                let _ = writeln!(out, "|{}|", align.join("|"));
+                for row in &cols.cells {
+                    let cells: Vec<String> = row.iter().map(|c| escape(c)).collect();
+                    let _ = writeln!(out, "| {} |", cells.join(" | "));
+                }
+                out.push('\n');
+                if let Some(headline) = table.headline() {
+                    let _ = writeln!(out, "**{}**\n", escape(&headline));
+                }
+            }
+            for failure in &table.failures {
+                let _ = writeln!(
+                    out,
+                    "- **{} failed:** {}",
+                    escape(&failure.label),
+                    escape(&failure.message)
+                );
+            }
+            if !table.failures.is_empty() {
+                out.push('\n');
+            }
+        }
+        environment(&mut out, &EnvSummary::new(results));
+        Ok(out.into_bytes())
+    }
+}
+
+fn environment(out: &mut String, env: &EnvSummary) {
+    let _ = writeln!(out, "## Environment\n");
+    let _ = writeln!(out, "- CPU: {}", or_unknown(&env.cpus.join("; ")));
+    let _ = writeln!(out, "- Kernel: {}", or_unknown(&env.kernels.join("; ")));
+    match &env.dates {
+        Some((first, last)) if first == last => {
+            let _ = writeln!(out, "- Date: {first}");
+        }
+        Some((first, last)) => {
+            let _ = writeln!(out, "- Date: {first} to {last}");
+        }
+        None => {
+            let _ = writeln!(out, "- Date: unknown");
+        }
+    }
+    out.push('\n');
+    if !env.runners.is_empty() {
+        let _ = writeln!(out, "### Runners\n");
+        let _ = writeln!(
+            out,
+            "| runner | approaches | SQLite | crates | memory statistics |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|");
+        for r in &env.runners {
+            let crates: Vec<String> = r
+                .crate_versions
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                escape(&r.runner),
+                r.approaches.join(", "),
+                r.sqlite_versions.join(", "),
+                escape(&crates.join(", ")),
+            );
+        }
+        out.push('\n');
+        for r in &env.runners {
+            let _ = writeln!(
+                out,
+                "Compile options of `{}`: `{}`\n",
+                r.runner,
+                r.compile_options.join(" ")
+            );
+        }
+    }
+    if !env.memstatus.is_empty() {
+        let _ = writeln!(out, "### Memory statistics, as the runners report them\n");
+        for (approach, report) in &env.memstatus {
+            let _ = writeln!(out, "- `{approach}`: {}", escape(report));
+        }
+        out.push('\n');
+    }
+    for profile in &env.profiles {
+        let _ = writeln!(out, "### PRAGMAs, profile `{}`\n", profile.profile);
+        let mut names: Vec<&String> = profile.groups.iter().flat_map(|(_, p)| p.keys()).collect();
+        names.sort_unstable();
+        names.dedup();
+        let heads: Vec<String> = profile.groups.iter().map(|(a, _)| a.join(", ")).collect();
+        let _ = writeln!(out, "| PRAGMA | {} |", heads.join(" | "));
+        let _ = writeln!(out, "|---|{}|", vec!["---"; heads.len()].join("|"));
+        for name in names {
+            let values: Vec<String> = profile
+                .groups
+                .iter()
+                .map(|(_, p)| escape(p.get(name).map(String::as_str).unwrap_or("")))
+                .collect();
+            let _ = writeln!(out, "| {name} | {} |", values.join(" | "));
+        }
+        out.push('\n');
+    }
+}
+
+fn or_unknown(text: &str) -> &str {
+    if text.is_empty() { "unknown" } else { text }
+}
+
+/// Keeps a cell on one line and its pipes from splitting it.
+fn escape(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    #[test]
+    fn markdown_snapshot() {
+        let bytes = MarkdownExporter
+            .serialize(&fixtures::results(), "tokio-rusqlite")
+            .unwrap();
+        insta::assert_snapshot!(String::from_utf8(bytes).unwrap());
+    }
+}

@@ -1,0 +1,77 @@
+//! Horizontal bar charts as inline SVG, so the HTML report needs no script and fetches nothing.
+
+use std::fmt::Write as _;
+
+/// One bar.
+pub struct Bar {
+    /// Row label, left of the bar.
+    pub label: String,
+    /// Length of the bar, relative to the longest.
+    pub value: f64,
+    /// Text right of the bar (the formatted value).
+    pub text: String,
+    /// Drawn in the baseline colour.
+    pub baseline: bool,
+}
+
+const WIDTH: f64 = 960.0;
+const LABEL_WIDTH: f64 = 270.0;
+const VALUE_WIDTH: f64 = 150.0;
+const BAR_HEIGHT: f64 = 22.0;
+const GAP: f64 = 8.0;
+const TOP: f64 = 34.0;
+
+/// An SVG bar chart titled `title`, one bar per entry, in the given order.
+pub fn bar_chart(title: &str, bars: &[Bar]) -> String {
+    let max = bars.iter().map(|b| b.value).fold(0.0, f64::max);
+    let height = TOP + bars.len() as f64 * (BAR_HEIGHT + GAP) + GAP;
+    let span = WIDTH - LABEL_WIDTH - VALUE_WIDTH;
+    let mut svg = String::new();
+    // Writing to a String cannot fail.
+    let _ = write!(
+        svg,
+        r#"<svg class="chart" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" aria-label="{t}">"#,
+        t = escape(title)
+    );
+    let _ = write!(
+        svg,
+        r#"<text x="0" y="20" class="chart-title">{}</text>"#,
+        escape(title)
+    );
+    for (i, bar) in bars.iter().enumerate() {
+        let y = TOP + i as f64 * (BAR_HEIGHT + GAP);
+        let length = if max > 0.0 {
+            (bar.value / max * span).max(1.0)
+        } else {
+            1.0
+        };
+        let class = if bar.baseline { "bar baseline" } else { "bar" };
+        let _ = write!(
+            svg,
+            r#"<text x="{lx}" y="{ty}" class="label" text-anchor="end">{label}</text><rect x="{LABEL_WIDTH}" y="{y}" width="{length:.1}" height="{BAR_HEIGHT}" class="{class}" rx="3"/><text x="{vx:.1}" y="{ty}" class="value">{text}</text>"#,
+            lx = LABEL_WIDTH - 10.0,
+            ty = y + BAR_HEIGHT * 0.72,
+            label = escape(&bar.label),
+            vx = LABEL_WIDTH + length + 8.0,
+            text = escape(&bar.text),
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// Escapes text for XML and HTML.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}

@@ -1,0 +1,192 @@
+//! A fixed set of fake results, for the exporters' snapshot tests and the CSV round-trip test.
+
+use std::collections::BTreeMap;
+
+use quicklite_lab_core::{Cell, CellResult, Completion, Environment, MultiDb, OpStats};
+
+fn cell(workload: &str, approach: &str) -> Cell {
+    Cell {
+        workload: workload.to_owned(),
+        approach: approach.to_owned(),
+        duration_ms: 2_000,
+        warmup_ms: 500,
+        concurrency: 64,
+        worker_threads: 4,
+        profile: "server".to_owned(),
+        synchronous: None,
+        memstatus: false,
+        mutex: "nomutex".to_owned(),
+        rows: 10_000,
+        multi_db: None,
+        dir: "/tmp/quicklite-cell-x".to_owned(),
+        seed: 4,
+    }
+}
+
+fn env(runner: &str, crates: &[(&str, &str)], journal: &str) -> Environment {
+    let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    };
+    Environment {
+        runner: runner.to_owned(),
+        sqlite_version: "3.50.4".to_owned(),
+        compile_options: vec!["DEFAULT_MEMSTATUS=0".to_owned(), "THREADSAFE=1".to_owned()],
+        pragmas: map(&[("journal_mode", journal), ("synchronous", "1")]),
+        crate_versions: map(crates),
+        memstatus: "off (sqlite3_config)".to_owned(),
+        cpu_model: "Test CPU @ 3.0GHz".to_owned(),
+        cpus: 2,
+        kernel: "6.1.0-test".to_owned(),
+        date: "2026-11-21T22:00:00Z".to_owned(),
+    }
+}
+
+fn ops(ops_per_sec: f64, p50_us: f64) -> OpStats {
+    OpStats {
+        ops: (ops_per_sec * 2.0) as u64,
+        ops_per_sec,
+        avg_us: p50_us * 1.25,
+        p50_us,
+        p99_us: p50_us * 6.0,
+        max_us: p50_us * 40.0,
+    }
+}
+
+fn ok(cell: Cell, reads: OpStats, writes: OpStats, env: Environment) -> CellResult {
+    CellResult {
+        cell,
+        failure: None,
+        reads,
+        writes,
+        write_completion: None,
+        errors: 0,
+        error_samples: Vec::new(),
+        wall_secs: 2.0,
+        cpu_secs: 3.5,
+        threads: Some(9),
+        rss_bytes: Some(24_000_000),
+        env,
+    }
+}
+
+/// Point reads (with a memory-statistics variant and a crashed runner), inserts without the baseline approach,
+/// and a two-approach multi-db table with write completion.
+pub fn results() -> Vec<CellResult> {
+    let main = || {
+        env(
+            "quicklite-runner 0.1.0",
+            &[("rusqlite", "0.41.1"), ("quicklite", "0.1.0")],
+            "wal",
+        )
+    };
+    let peer = || {
+        env(
+            "runner-rusqlite040 0.1.0",
+            &[("rusqlite", "0.40.0"), ("tokio-rusqlite", "0.8.0")],
+            "wal",
+        )
+    };
+    let none = OpStats::default;
+    let mut out = vec![
+        ok(
+            cell("point-read", "direct-blocking"),
+            ops(310_000.0, 3.1),
+            none(),
+            main(),
+        ),
+        ok(
+            cell("point-read", "tokio-rusqlite"),
+            ops(240_000.0, 250.0),
+            none(),
+            peer(),
+        ),
+        ok(
+            cell("point-read", "quicklite"),
+            ops(1_420_000.0, 40.0),
+            none(),
+            main(),
+        ),
+        ok(
+            Cell {
+                memstatus: true,
+                ..cell("point-read", "quicklite")
+            },
+            ops(1_100_000.0, 52.0),
+            none(),
+            main(),
+        ),
+        CellResult {
+            failure: Some(
+                "runner exited with exit status: 101; stderr: thread 'main' panicked".to_owned(),
+            ),
+            env: Environment::default(),
+            cpu_secs: 0.0,
+            wall_secs: 0.0,
+            threads: None,
+            rss_bytes: None,
+            ..ok(
+                cell("point-read", "spawn-blocking"),
+                none(),
+                none(),
+                Environment::default(),
+            )
+        },
+        ok(
+            cell("insert", "direct-blocking"),
+            none(),
+            ops(48_000.0, 1_300.0),
+            main(),
+        ),
+        ok(
+            cell("insert", "per-request"),
+            none(),
+            ops(6_100.0, 10_400.0),
+            main(),
+        ),
+        ok(
+            cell("insert", "quicklite"),
+            none(),
+            ops(330_000.0, 180.0),
+            main(),
+        ),
+    ];
+    let multi = |approach: &str| Cell {
+        concurrency: 40,
+        multi_db: Some(MultiDb {
+            num_databases: 10,
+            readers: 3,
+            write_delay_ms: 100,
+        }),
+        ..cell("multi-db", approach)
+    };
+    let mut blocking = ok(
+        multi("direct-blocking"),
+        ops(16.0, 180_000.0),
+        ops(5.4, 100_200.0),
+        main(),
+    );
+    blocking.write_completion = Some(Completion {
+        expected: 200,
+        completed: 54,
+        ratio: 0.27,
+    });
+    blocking.errors = 2;
+    blocking.error_samples = vec!["database is locked".to_owned()];
+    let mut tokio_rusqlite = ok(
+        multi("tokio-rusqlite"),
+        ops(30.0, 1_000.0),
+        ops(20.0, 100_100.0),
+        peer(),
+    );
+    tokio_rusqlite.write_completion = Some(Completion {
+        expected: 200,
+        completed: 200,
+        ratio: 1.0,
+    });
+    out.push(blocking);
+    out.push(tokio_rusqlite);
+    out
+}

@@ -1,0 +1,89 @@
+//! Human-readable numbers for reports: throughput with SI suffixes, latency with units.
+
+/// `1.42M`, `420k`, `9.95k`, `812`.
+pub fn ops(value: f64) -> String {
+    let abs = value.abs();
+    if abs >= 1e9 {
+        format!("{:.2}G", value / 1e9)
+    } else if abs >= 1e6 {
+        format!("{:.2}M", value / 1e6)
+    } else if abs >= 1e4 {
+        format!("{:.0}k", value / 1e3)
+    } else if abs >= 1e3 {
+        format!("{:.2}k", value / 1e3)
+    } else if abs >= 10.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.1}")
+    }
+}
+
+/// A latency given in microseconds: `0.52 µs`, `3.3 µs`, `250 µs`, `1.30 ms`, `2.10 s`.
+pub fn latency_us(us: f64) -> String {
+    if us >= 1e6 {
+        format!("{:.2} s", us / 1e6)
+    } else if us >= 1e3 {
+        format!("{:.2} ms", us / 1e3)
+    } else if us >= 100.0 {
+        format!("{us:.0} µs")
+    } else if us >= 1.0 {
+        format!("{us:.1} µs")
+    } else {
+        format!("{us:.2} µs")
+    }
+}
+
+/// A duration given in milliseconds: `500 ms`, `2 s`, `2.5 s`.
+pub fn duration_ms(ms: u64) -> String {
+    if ms < 1_000 {
+        format!("{ms} ms")
+    } else if ms.is_multiple_of(1_000) {
+        format!("{} s", ms / 1_000)
+    } else {
+        format!("{:.1} s", ms as f64 / 1e3)
+    }
+}
+
+/// A ratio to the baseline: `5.92× faster than tokio-rusqlite`, `1.30× slower than …`.
+pub fn ratio(ratio: f64, baseline: &str) -> String {
+    if ratio >= 1.0 {
+        format!("{ratio:.2}× faster than {baseline}")
+    } else if ratio > 0.0 {
+        format!("{:.2}× slower than {baseline}", 1.0 / ratio)
+    } else {
+        format!("no throughput (vs {baseline})")
+    }
+}
+
+/// A ratio for a table cell whose header already names the baseline: `5.92× faster`, `1.30× slower`.
+pub fn ratio_short(ratio: f64) -> String {
+    if ratio >= 1.0 {
+        format!("{ratio:.2}× faster")
+    } else if ratio > 0.0 {
+        format!("{:.2}× slower", 1.0 / ratio)
+    } else {
+        "no throughput".to_owned()
+    }
+}
+
+/// A share as a percentage: `27%`.
+pub fn percent(ratio: f64) -> String {
+    format!("{:.0}%", ratio * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_like_the_design_brief() {
+        assert_eq!(ops(1_420_000.0), "1.42M");
+        assert_eq!(ops(240_000.0), "240k");
+        assert_eq!(ops(9_950.0), "9.95k");
+        assert_eq!(ops(16.0), "16");
+        assert_eq!(latency_us(3.3), "3.3 µs");
+        assert_eq!(latency_us(1_300.0), "1.30 ms");
+        assert_eq!(duration_ms(2_500), "2.5 s");
+        assert_eq!(ratio(0.5, "x"), "2.00× slower than x");
+    }
+}

@@ -1,0 +1,65 @@
+//! The lab behind `quicklite bench`: it turns options into a matrix of cells, runs each cell in a fresh runner
+//! process, stores every result the moment it exists, and draws the reports.
+//!
+//! # Design
+//!
+//! A [`Cell`](quicklite_lab_core::Cell) goes to a runner as JSON on stdin and a
+//! [`CellResult`](quicklite_lab_core::CellResult) comes back on stdout, so process-wide SQLite state never leaks
+//! from one cell into the next and a runner may link any SQLite binding (DESIGN.md, "Lab architecture").
+//! A runner that crashes, hangs or prints garbage becomes a failed result and the run goes on. After every cell
+//! the CSV, JSON and reports are rewritten atomically, so an interrupted run keeps what it measured. The CSV
+//! carries the environment too, so [`read_csv`] + [`write_reports`] redraw every report from it alone.
+//!
+//! This crate has no SQLite dependency: it only starts programs and reads what they print.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use quicklite_lab::{BenchOptions, ExecOptions, ResultStore, RunnerRegistry, RunnerSetup, Silent};
+//!
+//! # fn main() -> Result<(), quicklite_lab::LabError> {
+//! let options = BenchOptions { approaches: vec!["quicklite".into()], ..BenchOptions::quick() };
+//! let cells = quicklite_lab::build_matrix(&options)?;
+//! let setup = RunnerSetup { build: true, ..RunnerSetup::default() };
+//! let registry = RunnerRegistry::resolve(&options.approaches, &setup)?;
+//! let mut store = ResultStore::create("results/example".as_ref(), "tokio-rusqlite")?;
+//! quicklite_lab::run_all(&cells, &registry, &ExecOptions::default(), &mut store, &mut Silent)?;
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod atomic;
+pub mod catalog;
+mod clock;
+mod environment;
+mod error;
+mod execute;
+pub mod export;
+#[cfg(test)]
+mod fixtures;
+pub mod format;
+mod matrix;
+mod options;
+mod registry;
+mod report;
+mod row;
+mod run;
+mod store;
+mod summary;
+
+pub use atomic::write_atomically;
+pub use clock::{now_compact, now_rfc3339};
+pub use environment::{EnvSummary, ProfilePragmas, RunnerEnv};
+pub use error::{LabError, Result};
+pub use execute::{ExecOptions, default_timeout, run_cell};
+pub use export::{ExportFormat, Exporter};
+pub use matrix::{build_matrix, validate};
+pub use options::{BenchOptions, Variant};
+pub use quicklite_lab_core::{Cell, CellResult};
+pub use registry::{RunnerRegistry, RunnerSetup, query_approaches};
+pub use report::{read_csv, write_reports};
+pub use row::{COLUMNS, CsvRow};
+pub use run::{Observer, Silent, cell_label, run_all};
+pub use store::ResultStore;
+pub use summary::{Baseline, Failure, Row, Summary, Table};

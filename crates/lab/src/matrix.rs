@@ -1,0 +1,414 @@
+//! The matrix: every cell a run will measure, built from [`BenchOptions`] and validated before anything runs.
+
+use quicklite_lab_core::{Cell, MultiDb};
+
+use crate::catalog::{self, MULTI_DB};
+use crate::error::{LabError, Result};
+use crate::options::{BenchOptions, Variant};
+
+/// Validates `options` and returns the cells to measure, in run order: per workload, every combination of
+/// knobs with the approaches innermost (so one summary table's cells run back to back), then the variants.
+///
+/// Cells carry an empty `dir`; the executor gives each a fresh directory just before it runs.
+pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
+    validate(options)?;
+    let workloads = dedup(&options.workloads);
+    let approaches = dedup(&options.approaches);
+    let mut cells = Vec::new();
+    for workload in &workloads {
+        let scenarios = scenarios(workload, options);
+        for base in &scenarios {
+            for &memstatus in &dedup(&options.memstatus) {
+                for mutex in &dedup(&options.mutex) {
+                    for approach in &approaches {
+                        cells.push(Cell {
+                            approach: approach.clone(),
+                            memstatus,
+                            mutex: mutex.clone(),
+                            ..base.clone()
+                        });
+                    }
+                }
+            }
+        }
+        for variant in variants_for(workload, &approaches, &options.variants) {
+            if let Some(base) = scenarios.first() {
+                let cell = apply(base, variant, options);
+                if !cells.contains(&cell) {
+                    cells.push(cell);
+                }
+            }
+        }
+    }
+    Ok(cells)
+}
+
+/// The knob combinations of one workload (approach, memory statistics and mutex still to be filled in).
+fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
+    let template = Cell {
+        workload: workload.to_owned(),
+        approach: String::new(),
+        duration_ms: options.duration_ms,
+        warmup_ms: options.warmup_ms,
+        concurrency: 0,
+        worker_threads: 0,
+        profile: String::new(),
+        synchronous: None,
+        memstatus: false,
+        mutex: String::new(),
+        rows: options.rows,
+        multi_db: None,
+        dir: String::new(),
+        seed: options.seed,
+    };
+    // multi-db's load is set by databases × readers, not by a concurrency level (seed 004), so it gets one
+    // entry on that axis: the number of tasks it runs, for the record.
+    let loads: Vec<(u32, Option<MultiDb>)> = if workload == MULTI_DB {
+        let mut loads = Vec::new();
+        for &num_databases in &dedup(&options.num_databases) {
+            for &write_delay_ms in &dedup(&options.write_delays_ms) {
+                let tasks = num_databases.saturating_mul(options.readers.saturating_add(1));
+                let multi_db = MultiDb {
+                    num_databases,
+                    readers: options.readers,
+                    write_delay_ms,
+                };
+                loads.push((tasks, Some(multi_db)));
+            }
+        }
+        loads
+    } else {
+        dedup(&options.concurrency)
+            .into_iter()
+            .map(|c| (c, None))
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (concurrency, multi_db) in loads {
+        for &worker_threads in &dedup(&options.worker_threads) {
+            for profile in &dedup(&options.profiles) {
+                for synchronous in &dedup(&options.synchronous) {
+                    out.push(Cell {
+                        concurrency,
+                        worker_threads,
+                        profile: profile.clone(),
+                        synchronous: synchronous.clone(),
+                        multi_db: multi_db.clone(),
+                        ..template.clone()
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+fn variants_for<'a>(
+    workload: &'a str,
+    approaches: &'a [String],
+    variants: &'a [Variant],
+) -> impl Iterator<Item = &'a Variant> {
+    variants
+        .iter()
+        .filter(move |v| v.workload == workload && approaches.contains(&v.approach))
+}
+
+fn apply(base: &Cell, variant: &Variant, options: &BenchOptions) -> Cell {
+    let first_memstatus = options.memstatus.first().copied().unwrap_or(false);
+    let first_mutex = options.mutex.first().cloned().unwrap_or_default();
+    Cell {
+        approach: variant.approach.clone(),
+        memstatus: variant.memstatus.unwrap_or(first_memstatus),
+        mutex: variant.mutex.clone().unwrap_or(first_mutex),
+        ..base.clone()
+    }
+}
+
+/// Rejects unknown names, empty lists, zero durations and contradictions, naming the option at fault.
+pub fn validate(options: &BenchOptions) -> Result<()> {
+    non_empty("--workloads", &options.workloads)?;
+    for name in &options.workloads {
+        if !catalog::WORKLOADS.contains(&name.as_str()) {
+            return Err(LabError::UnknownWorkload {
+                name: name.clone(),
+                valid: catalog::list(catalog::WORKLOADS),
+            });
+        }
+    }
+    non_empty("--approaches", &options.approaches)?;
+    for name in &options.approaches {
+        if !catalog::APPROACHES.contains(&name.as_str()) {
+            return Err(LabError::UnknownApproach {
+                name: name.clone(),
+                valid: catalog::list(catalog::APPROACHES),
+            });
+        }
+    }
+    if options.duration_ms == 0 {
+        return Err(invalid("--duration", "must be greater than zero"));
+    }
+    let has_single_db = options.workloads.iter().any(|w| w != MULTI_DB);
+    let has_multi_db = options.workloads.iter().any(|w| w == MULTI_DB);
+    if has_single_db {
+        positive_list("--concurrency", &options.concurrency)?;
+        if options.rows == 0 {
+            return Err(invalid("--rows", "must be greater than zero"));
+        }
+    }
+    positive_list("--workers", &options.worker_threads)?;
+    known_list("--profiles", &options.profiles, catalog::PROFILES)?;
+    non_empty("--synchronous", &options.synchronous)?;
+    for value in options.synchronous.iter().flatten() {
+        if !catalog::SYNCHRONOUS.contains(&value.as_str()) {
+            return Err(invalid(
+                "--synchronous",
+                format!(
+                    "unknown value `{value}` (valid: default, {})",
+                    catalog::list(catalog::SYNCHRONOUS)
+                ),
+            ));
+        }
+    }
+    non_empty("--memstatus", &options.memstatus)?;
+    known_list("--mutex", &options.mutex, catalog::MUTEX_MODES)?;
+    if has_multi_db {
+        positive_list("--num-databases", &options.num_databases)?;
+        positive_list("--write-delays", &options.write_delays_ms)?;
+        if options.readers == 0 {
+            return Err(invalid(
+                "--readers",
+                "multi-db needs at least one reader per database",
+            ));
+        }
+    }
+    for variant in &options.variants {
+        if let Some(mutex) = &variant.mutex
+            && !catalog::MUTEX_MODES.contains(&mutex.as_str())
+        {
+            return Err(invalid("variant mutex", format!("unknown mode `{mutex}`")));
+        }
+    }
+    Ok(())
+}
+
+fn invalid(option: &'static str, reason: impl Into<String>) -> LabError {
+    LabError::InvalidOption {
+        option,
+        reason: reason.into(),
+    }
+}
+
+fn non_empty<T>(option: &'static str, list: &[T]) -> Result<()> {
+    if list.is_empty() {
+        return Err(invalid(option, "the list is empty"));
+    }
+    Ok(())
+}
+
+fn positive_list<T: Copy + Into<u64>>(option: &'static str, list: &[T]) -> Result<()> {
+    non_empty(option, list)?;
+    if list.iter().any(|&v| v.into() == 0) {
+        return Err(invalid(option, "every value must be greater than zero"));
+    }
+    Ok(())
+}
+
+fn known_list(option: &'static str, list: &[String], valid: &[&str]) -> Result<()> {
+    non_empty(option, list)?;
+    for value in list {
+        if !valid.contains(&value.as_str()) {
+            return Err(invalid(
+                option,
+                format!("unknown value `{value}` (valid: {})", catalog::list(valid)),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Removes repeated values, keeping the first occurrence's position.
+fn dedup<T: Clone + PartialEq>(list: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::with_capacity(list.len());
+    for item in list {
+        if !out.contains(item) {
+            out.push(item.clone());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quick_matrix_covers_every_approach_on_three_workloads() {
+        let cells = build_matrix(&BenchOptions::quick()).expect("quick options are valid");
+        assert_eq!(cells.len(), 8 * 3 + 4);
+        for workload in ["point-read", "insert", "multi-db"] {
+            for approach in catalog::APPROACHES {
+                assert!(
+                    cells
+                        .iter()
+                        .any(|c| c.workload == workload && c.approach == *approach),
+                    "{workload} × {approach} missing"
+                );
+            }
+        }
+        let multi = cells.iter().find(|c| c.workload == "multi-db").unwrap();
+        assert_eq!(multi.multi_db.as_ref().map(|m| m.num_databases), Some(10));
+    }
+
+    #[test]
+    fn product_multiplies_only_the_axes_a_workload_uses() {
+        let options = BenchOptions {
+            workloads: vec!["point-read".into(), "multi-db".into()],
+            approaches: vec!["quicklite".into()],
+            concurrency: vec![1, 64],
+            num_databases: vec![1, 10],
+            write_delays_ms: vec![100],
+            ..BenchOptions::default()
+        };
+        let cells = build_matrix(&options).unwrap();
+        assert_eq!(
+            cells.iter().filter(|c| c.workload == "point-read").count(),
+            2
+        );
+        assert_eq!(cells.iter().filter(|c| c.workload == "multi-db").count(), 2);
+        assert!(cells.iter().all(|c| c.dir.is_empty()));
+    }
+
+    #[test]
+    fn variants_skip_approaches_not_in_the_run() {
+        let options = BenchOptions {
+            approaches: vec!["sqlx".into()],
+            ..BenchOptions::quick()
+        };
+        let cells = build_matrix(&options).unwrap();
+        assert_eq!(cells.len(), 3);
+    }
+
+    #[test]
+    fn unknown_approach_lists_the_valid_ones() {
+        let options = BenchOptions {
+            approaches: vec!["quicklite".into(), "tokio-sqlite".into()],
+            ..BenchOptions::default()
+        };
+        let message = build_matrix(&options).unwrap_err().to_string();
+        assert!(message.contains("`tokio-sqlite`"), "{message}");
+        assert!(
+            message.contains("tokio-rusqlite, deadpool-sqlite"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn unknown_workload_lists_the_valid_ones() {
+        let options = BenchOptions {
+            workloads: vec!["reads".into()],
+            ..BenchOptions::default()
+        };
+        let message = build_matrix(&options).unwrap_err().to_string();
+        assert!(
+            message.contains("point-read, insert, mixed, multi-db"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn contradictions_are_rejected_with_the_option_named() {
+        let cases: Vec<(BenchOptions, &str)> = vec![
+            (
+                BenchOptions {
+                    duration_ms: 0,
+                    ..Default::default()
+                },
+                "--duration",
+            ),
+            (
+                BenchOptions {
+                    concurrency: vec![],
+                    ..Default::default()
+                },
+                "--concurrency",
+            ),
+            (
+                BenchOptions {
+                    concurrency: vec![0],
+                    ..Default::default()
+                },
+                "--concurrency",
+            ),
+            (
+                BenchOptions {
+                    worker_threads: vec![],
+                    ..Default::default()
+                },
+                "--workers",
+            ),
+            (
+                BenchOptions {
+                    readers: 0,
+                    ..Default::default()
+                },
+                "--readers",
+            ),
+            (
+                BenchOptions {
+                    num_databases: vec![],
+                    ..Default::default()
+                },
+                "--num-databases",
+            ),
+            (
+                BenchOptions {
+                    write_delays_ms: vec![0],
+                    ..Default::default()
+                },
+                "--write-delays",
+            ),
+            (
+                BenchOptions {
+                    profiles: vec!["fast".into()],
+                    ..Default::default()
+                },
+                "--profiles",
+            ),
+            (
+                BenchOptions {
+                    mutex: vec!["none".into()],
+                    ..Default::default()
+                },
+                "--mutex",
+            ),
+            (
+                BenchOptions {
+                    memstatus: vec![],
+                    ..Default::default()
+                },
+                "--memstatus",
+            ),
+            (
+                BenchOptions {
+                    synchronous: vec![Some("extra-full".into())],
+                    ..Default::default()
+                },
+                "--synchronous",
+            ),
+        ];
+        for (options, option) in cases {
+            let message = build_matrix(&options).unwrap_err().to_string();
+            assert!(message.contains(option), "{option}: {message}");
+        }
+    }
+
+    #[test]
+    fn readers_zero_is_fine_without_multi_db() {
+        let options = BenchOptions {
+            workloads: vec!["insert".into()],
+            readers: 0,
+            ..BenchOptions::default()
+        };
+        assert!(build_matrix(&options).is_ok());
+    }
+}

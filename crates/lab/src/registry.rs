@@ -1,0 +1,306 @@
+//! Which program measures which approach, and building those programs.
+//!
+//! The approaches live in three runner programs because cargo allows one `links = "sqlite3"` crate per
+//! workspace: the main workspace's `quicklite-runner` (rusqlite 0.41), and two peer workspaces under `runners/`
+//! for the crates that pin other SQLite bindings (see DESIGN.md, "Lab architecture"). Every runner answers
+//! `--approaches` with the JSON array of approaches it supports, which is checked before anything runs.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::error::{LabError, Result};
+
+/// A runner program the lab knows how to build.
+#[derive(Debug, Clone, Copy)]
+struct RunnerSpec {
+    /// Binary (and target) name.
+    bin: &'static str,
+    /// Manifest of its own workspace, relative to the repository root; `None` for the main workspace.
+    manifest: Option<&'static str>,
+    /// Approaches it provides.
+    approaches: &'static [&'static str],
+}
+
+const RUNNERS: &[RunnerSpec] = &[
+    RunnerSpec {
+        bin: "quicklite-runner",
+        manifest: None,
+        approaches: &[
+            "direct-blocking",
+            "spawn-blocking",
+            "per-request",
+            "async-sqlite",
+            "quicklite",
+        ],
+    },
+    RunnerSpec {
+        bin: "runner-rusqlite040",
+        manifest: Some("runners/rusqlite040/Cargo.toml"),
+        approaches: &["tokio-rusqlite", "deadpool-sqlite"],
+    },
+    RunnerSpec {
+        bin: "runner-sqlx",
+        manifest: Some("runners/sqlx/Cargo.toml"),
+        approaches: &["sqlx"],
+    },
+];
+
+/// How to find runner programs.
+#[derive(Debug, Clone, Default)]
+pub struct RunnerSetup {
+    /// Programs to use as they are; each is asked `--approaches`, and what it names it provides, first come
+    /// first served. By default, none: the lab's own runners are used.
+    pub programs: Vec<PathBuf>,
+    /// Build the lab's runners in release mode before running (`cargo build --release`). By default, `false`
+    /// here; the CLI turns it on unless `--no-build` is given. Without it, the last release build is used.
+    pub build: bool,
+    /// The repository root. By default, found from the working directory or from where the lab was compiled.
+    pub repo_root: Option<PathBuf>,
+}
+
+/// Approach → runner program.
+#[derive(Debug, Clone, Default)]
+pub struct RunnerRegistry {
+    programs: BTreeMap<String, PathBuf>,
+}
+
+impl RunnerRegistry {
+    /// Finds (and, if asked, builds) a runner for every approach in `approaches`. Build output goes to this
+    /// process's stderr, never to stdout where the summary goes.
+    pub fn resolve(approaches: &[String], setup: &RunnerSetup) -> Result<Self> {
+        let mut programs = BTreeMap::new();
+        for program in &setup.programs {
+            for approach in query_approaches(program)? {
+                programs.entry(approach).or_insert_with(|| program.clone());
+            }
+        }
+        let missing: Vec<&String> = approaches
+            .iter()
+            .filter(|a| !programs.contains_key(*a))
+            .collect();
+        if missing.is_empty() {
+            return Ok(Self { programs });
+        }
+        let root = match &setup.repo_root {
+            Some(root) => root.clone(),
+            None => find_repo_root()?,
+        };
+        for spec in RUNNERS {
+            let wanted: Vec<&String> = missing
+                .iter()
+                .copied()
+                .filter(|a| spec.approaches.contains(&a.as_str()))
+                .collect();
+            if wanted.is_empty() {
+                continue;
+            }
+            let program = if setup.build {
+                build(&root, spec)?
+            } else {
+                prebuilt(&root, spec)?
+            };
+            let provided = query_approaches(&program)?;
+            for approach in wanted {
+                if !provided.contains(approach) {
+                    return Err(LabError::NoRunner {
+                        approach: approach.clone(),
+                        hint: format!(" ({} provides only: {})", spec.bin, provided.join(", ")),
+                    });
+                }
+                programs.insert(approach.clone(), program.clone());
+            }
+        }
+        for approach in approaches {
+            if !programs.contains_key(approach) {
+                return Err(LabError::NoRunner {
+                    approach: approach.clone(),
+                    hint: String::new(),
+                });
+            }
+        }
+        Ok(Self { programs })
+    }
+
+    /// The program that measures `approach`.
+    pub fn program(&self, approach: &str) -> Option<&Path> {
+        self.programs.get(approach).map(PathBuf::as_path)
+    }
+}
+
+/// Runs `program --approaches` and parses its JSON array.
+pub fn query_approaches(program: &Path) -> Result<Vec<String>> {
+    let fail = |reason: String| LabError::Runner {
+        runner: program.display().to_string(),
+        reason,
+    };
+    let output = Command::new(program)
+        .arg("--approaches")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| fail(format!("cannot start it: {e}")))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(fail(format!(
+            "`--approaches` exited with {}: {}",
+            output.status,
+            stderr.trim()
+        )));
+    }
+    serde_json::from_slice(&output.stdout).map_err(|e| {
+        fail(format!(
+            "`--approaches` did not print a JSON array of names: {e}"
+        ))
+    })
+}
+
+/// Looks upwards from the working directory for the repository, then at the source location this crate was
+/// compiled from (so `cargo run` from anywhere inside a clone works, and so does the installed binary on the
+/// machine that built it).
+fn find_repo_root() -> Result<PathBuf> {
+    let is_root = |dir: &Path| {
+        dir.join("crates/lab-core/Cargo.toml").is_file() && dir.join("Cargo.toml").is_file()
+    };
+    let cwd = std::env::current_dir().unwrap_or_default();
+    if let Some(root) = cwd.ancestors().find(|d| is_root(d)) {
+        return Ok(root.to_owned());
+    }
+    let compiled = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    if is_root(&compiled) {
+        return Ok(compiled.canonicalize().unwrap_or(compiled));
+    }
+    Err(LabError::RepoRootNotFound { cwd, compiled })
+}
+
+fn cargo() -> PathBuf {
+    // Under `cargo run`, CARGO names the cargo that is running us: use the same toolchain.
+    std::env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from)
+}
+
+fn manifest(root: &Path, spec: &RunnerSpec) -> Result<PathBuf> {
+    let path = root.join(spec.manifest.unwrap_or("Cargo.toml"));
+    if !path.is_file() {
+        return Err(LabError::Runner {
+            runner: spec.bin.to_owned(),
+            reason: format!("its workspace {} is missing", path.display()),
+        });
+    }
+    Ok(path)
+}
+
+/// `cargo build --release` for one runner; returns the executable cargo reports.
+fn build(root: &Path, spec: &RunnerSpec) -> Result<PathBuf> {
+    let fail = |reason: String| LabError::Runner {
+        runner: spec.bin.to_owned(),
+        reason,
+    };
+    let manifest = manifest(root, spec)?;
+    eprintln!("Building {} (release) …", spec.bin);
+    let mut command = Command::new(cargo());
+    command
+        // Cargo reads `.cargo/config.toml` from the working directory upwards, not from the manifest: building
+        // from the runner's own workspace directory gives it the same configuration as `cd runners/x && cargo build`.
+        .current_dir(manifest.parent().unwrap_or(root))
+        .args([
+            "build",
+            "--release",
+            "--message-format=json-render-diagnostics",
+        ])
+        .arg("--manifest-path")
+        .arg(&manifest);
+    if spec.manifest.is_none() {
+        // The main workspace has many packages; build only the runner's.
+        command.args(["-p", spec.bin]);
+    }
+    command
+        .args(["--bin", spec.bin])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        // Human-readable compiler output goes straight to our stderr.
+        .stderr(Stdio::inherit());
+    let mut child = command
+        .spawn()
+        .map_err(|e| fail(format!("cannot start cargo: {e}")))?;
+    let mut executable = None;
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+            if let Some(path) = artifact_executable(&line, spec.bin) {
+                executable = Some(path);
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| fail(format!("waiting for cargo: {e}")))?;
+    if !status.success() {
+        return Err(fail(format!(
+            "`cargo build --release` failed ({status}); its output is above"
+        )));
+    }
+    executable.ok_or_else(|| fail("cargo built no executable by that name".to_owned()))
+}
+
+/// The `executable` of a `compiler-artifact` message for `bin`, if `line` is one.
+fn artifact_executable(line: &str, bin: &str) -> Option<PathBuf> {
+    let message: serde_json::Value = serde_json::from_str(line).ok()?;
+    if message.get("reason")?.as_str()? != "compiler-artifact" {
+        return None;
+    }
+    if message.get("target")?.get("name")?.as_str()? != bin {
+        return None;
+    }
+    message.get("executable")?.as_str().map(PathBuf::from)
+}
+
+/// Where the last `cargo build --release` put a runner (honouring `CARGO_TARGET_DIR`).
+fn prebuilt(root: &Path, spec: &RunnerSpec) -> Result<PathBuf> {
+    let manifest = manifest(root, spec)?;
+    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => root.join(dir),
+        None => manifest.parent().unwrap_or(root).join("target"),
+    };
+    let path = target.join("release").join(spec.bin);
+    if !path.is_file() {
+        let how = match spec.manifest {
+            Some(m) => format!("cargo build --release --manifest-path {m}"),
+            None => format!("cargo build --release -p {}", spec.bin),
+        };
+        return Err(LabError::Runner {
+            runner: spec.bin.to_owned(),
+            reason: format!(
+                "not built at {} (run `{how}`, or drop --no-build)",
+                path.display()
+            ),
+        });
+    }
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog;
+
+    #[test]
+    fn every_approach_has_exactly_one_runner() {
+        for approach in catalog::APPROACHES {
+            let owners = RUNNERS
+                .iter()
+                .filter(|s| s.approaches.contains(approach))
+                .count();
+            assert_eq!(owners, 1, "{approach}");
+        }
+    }
+
+    #[test]
+    fn the_executable_comes_from_cargo_s_artifact_message() {
+        let line = r#"{"reason":"compiler-artifact","target":{"name":"runner-sqlx","kind":["bin"]},"executable":"/t/release/runner-sqlx"}"#;
+        assert_eq!(
+            artifact_executable(line, "runner-sqlx"),
+            Some(PathBuf::from("/t/release/runner-sqlx"))
+        );
+        assert_eq!(artifact_executable(line, "quicklite-runner"), None);
+        assert_eq!(artifact_executable("not json", "runner-sqlx"), None);
+    }
+}

@@ -1,0 +1,75 @@
+//! `quicklite report <csv>`: reading a results CSV back and redrawing the reports from it alone.
+
+use std::path::{Path, PathBuf};
+
+use quicklite_lab_core::CellResult;
+
+use crate::atomic::write_atomically;
+use crate::error::{LabError, Result};
+use crate::export::ExportFormat;
+use crate::row::CsvRow;
+
+/// Reads the results in a CSV written by `bench` (or by hand, with the same header).
+pub fn read_csv(path: &Path) -> Result<Vec<CellResult>> {
+    let file = std::fs::File::open(path).map_err(|source| LabError::Io {
+        action: "reading",
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut reader = csv::Reader::from_reader(file);
+    let mut results = Vec::new();
+    for (index, row) in reader.deserialize::<CsvRow>().enumerate() {
+        let row = row.map_err(|e| LabError::Csv {
+            path: path.to_owned(),
+            message: format!("record {}: {e}", index + 1),
+        })?;
+        results.push(CellResult::from(row));
+    }
+    Ok(results)
+}
+
+/// Writes the Markdown, HTML and ASCII reports for `results` into `dir`; returns the paths written.
+pub fn write_reports(results: &[CellResult], dir: &Path, baseline: &str) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).map_err(|source| LabError::OutputDir {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let mut written = Vec::new();
+    for format in ExportFormat::REPORTS {
+        let path = dir.join(format.file_name());
+        write_atomically(&path, &format.serialize(results, baseline)?)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    #[test]
+    fn reports_from_the_csv_equal_reports_from_the_results() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = fixtures::results();
+        let csv = dir.path().join("results.csv");
+        std::fs::write(&csv, ExportFormat::Csv.serialize(&results, "x").unwrap()).unwrap();
+        let back = read_csv(&csv).unwrap();
+        for format in ExportFormat::REPORTS {
+            assert_eq!(
+                format.serialize(&back, "tokio-rusqlite").unwrap(),
+                format.serialize(&results, "tokio-rusqlite").unwrap(),
+                "{format:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_malformed_csv_names_the_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("bad.csv");
+        std::fs::write(&csv, "workload,approach\npoint-read,quicklite\n").unwrap();
+        let err = read_csv(&csv).unwrap_err().to_string();
+        assert!(err.contains("record 1"), "{err}");
+    }
+}

@@ -1,0 +1,324 @@
+//! One CSV row per cell: a [`CellResult`] flattened so that the CSV alone can rebuild every report.
+//!
+//! Lists and maps are joined into one field (`;` between items, `=` between key and value), because
+//! `quicklite report <csv>` must show the environment — compile options, PRAGMAs, crate versions — without the JSON.
+
+use std::collections::BTreeMap;
+
+use quicklite_lab_core::{Cell, CellResult, Completion, Environment, MultiDb, OpStats};
+use serde::{Deserialize, Serialize};
+
+/// The CSV header, in column order (kept equal to [`CsvRow`]'s fields by a test).
+pub const COLUMNS: &[&str] = &[
+    "workload",
+    "approach",
+    "status",
+    "duration_ms",
+    "warmup_ms",
+    "concurrency",
+    "worker_threads",
+    "profile",
+    "synchronous",
+    "memstatus",
+    "mutex",
+    "rows",
+    "num_databases",
+    "readers",
+    "write_delay_ms",
+    "seed",
+    "reads_ops",
+    "reads_ops_per_sec",
+    "reads_avg_us",
+    "reads_p50_us",
+    "reads_p99_us",
+    "reads_max_us",
+    "writes_ops",
+    "writes_ops_per_sec",
+    "writes_avg_us",
+    "writes_p50_us",
+    "writes_p99_us",
+    "writes_max_us",
+    "writes_expected",
+    "writes_completed",
+    "write_completion",
+    "errors",
+    "error_samples",
+    "wall_secs",
+    "cpu_secs",
+    "threads",
+    "rss_bytes",
+    "failure",
+    "runner",
+    "sqlite_version",
+    "compile_options",
+    "pragmas",
+    "crate_versions",
+    "memstatus_effective",
+    "cpu_model",
+    "cpus",
+    "kernel",
+    "date",
+];
+
+/// The CSV schema. Field order is column order; the names are the header.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)] // Each field mirrors the `Cell` / `CellResult` / `Environment` field it is named after.
+pub struct CsvRow {
+    pub workload: String,
+    pub approach: String,
+    pub status: String,
+    pub duration_ms: u64,
+    pub warmup_ms: u64,
+    pub concurrency: u32,
+    pub worker_threads: u32,
+    pub profile: String,
+    /// Empty: the profile's own value.
+    pub synchronous: Option<String>,
+    /// `on` / `off`.
+    pub memstatus: String,
+    pub mutex: String,
+    pub rows: u64,
+    pub num_databases: Option<u32>,
+    pub readers: Option<u32>,
+    pub write_delay_ms: Option<u64>,
+    pub seed: u64,
+    pub reads_ops: u64,
+    pub reads_ops_per_sec: f64,
+    pub reads_avg_us: f64,
+    pub reads_p50_us: f64,
+    pub reads_p99_us: f64,
+    pub reads_max_us: f64,
+    pub writes_ops: u64,
+    pub writes_ops_per_sec: f64,
+    pub writes_avg_us: f64,
+    pub writes_p50_us: f64,
+    pub writes_p99_us: f64,
+    pub writes_max_us: f64,
+    pub writes_expected: Option<u64>,
+    pub writes_completed: Option<u64>,
+    pub write_completion: Option<f64>,
+    pub errors: u64,
+    /// `|`-separated.
+    pub error_samples: String,
+    pub wall_secs: f64,
+    pub cpu_secs: f64,
+    pub threads: Option<u64>,
+    pub rss_bytes: Option<u64>,
+    pub failure: String,
+    pub runner: String,
+    pub sqlite_version: String,
+    /// `;`-separated.
+    pub compile_options: String,
+    /// `name=value;…`.
+    pub pragmas: String,
+    /// `crate=version;…`.
+    pub crate_versions: String,
+    pub memstatus_effective: String,
+    pub cpu_model: String,
+    pub cpus: u32,
+    pub kernel: String,
+    pub date: String,
+}
+
+/// `ok` or `failed`, the `status` column.
+fn status(result: &CellResult) -> &'static str {
+    if result.failure.is_some() {
+        "failed"
+    } else {
+        "ok"
+    }
+}
+
+impl From<&CellResult> for CsvRow {
+    fn from(r: &CellResult) -> Self {
+        let c = &r.cell;
+        let m = c.multi_db.as_ref();
+        let w = r.write_completion.as_ref();
+        Self {
+            workload: c.workload.clone(),
+            approach: c.approach.clone(),
+            status: status(r).to_owned(),
+            duration_ms: c.duration_ms,
+            warmup_ms: c.warmup_ms,
+            concurrency: c.concurrency,
+            worker_threads: c.worker_threads,
+            profile: c.profile.clone(),
+            synchronous: c.synchronous.clone(),
+            memstatus: on_off(c.memstatus).to_owned(),
+            mutex: c.mutex.clone(),
+            rows: c.rows,
+            num_databases: m.map(|m| m.num_databases),
+            readers: m.map(|m| m.readers),
+            write_delay_ms: m.map(|m| m.write_delay_ms),
+            seed: c.seed,
+            reads_ops: r.reads.ops,
+            reads_ops_per_sec: r.reads.ops_per_sec,
+            reads_avg_us: r.reads.avg_us,
+            reads_p50_us: r.reads.p50_us,
+            reads_p99_us: r.reads.p99_us,
+            reads_max_us: r.reads.max_us,
+            writes_ops: r.writes.ops,
+            writes_ops_per_sec: r.writes.ops_per_sec,
+            writes_avg_us: r.writes.avg_us,
+            writes_p50_us: r.writes.p50_us,
+            writes_p99_us: r.writes.p99_us,
+            writes_max_us: r.writes.max_us,
+            writes_expected: w.map(|w| w.expected),
+            writes_completed: w.map(|w| w.completed),
+            write_completion: w.map(|w| w.ratio),
+            errors: r.errors,
+            error_samples: r.error_samples.join(" | "),
+            wall_secs: r.wall_secs,
+            cpu_secs: r.cpu_secs,
+            threads: r.threads,
+            rss_bytes: r.rss_bytes,
+            failure: r.failure.clone().unwrap_or_default(),
+            runner: r.env.runner.clone(),
+            sqlite_version: r.env.sqlite_version.clone(),
+            compile_options: r.env.compile_options.join(";"),
+            pragmas: join_map(&r.env.pragmas),
+            crate_versions: join_map(&r.env.crate_versions),
+            memstatus_effective: r.env.memstatus.clone(),
+            cpu_model: r.env.cpu_model.clone(),
+            cpus: r.env.cpus,
+            kernel: r.env.kernel.clone(),
+            date: r.env.date.clone(),
+        }
+    }
+}
+
+impl From<CsvRow> for CellResult {
+    fn from(row: CsvRow) -> Self {
+        let multi_db = match (row.num_databases, row.readers, row.write_delay_ms) {
+            (Some(num_databases), Some(readers), Some(write_delay_ms)) => Some(MultiDb {
+                num_databases,
+                readers,
+                write_delay_ms,
+            }),
+            _ => None,
+        };
+        let write_completion = match (
+            row.writes_expected,
+            row.writes_completed,
+            row.write_completion,
+        ) {
+            (Some(expected), Some(completed), Some(ratio)) => Some(Completion {
+                expected,
+                completed,
+                ratio,
+            }),
+            _ => None,
+        };
+        // A failed cell whose runner gave no reason still counts as failed.
+        let failure = match (row.status.as_str(), row.failure.is_empty()) {
+            (_, false) => Some(row.failure),
+            ("failed", true) => Some("failed".to_owned()),
+            _ => None,
+        };
+        Self {
+            cell: Cell {
+                workload: row.workload,
+                approach: row.approach,
+                duration_ms: row.duration_ms,
+                warmup_ms: row.warmup_ms,
+                concurrency: row.concurrency,
+                worker_threads: row.worker_threads,
+                profile: row.profile,
+                synchronous: row.synchronous.filter(|s| !s.is_empty()),
+                memstatus: row.memstatus == "on",
+                mutex: row.mutex,
+                rows: row.rows,
+                multi_db,
+                // The cell's directory is deleted after the run; it is not part of the record.
+                dir: String::new(),
+                seed: row.seed,
+            },
+            failure,
+            reads: OpStats {
+                ops: row.reads_ops,
+                ops_per_sec: row.reads_ops_per_sec,
+                avg_us: row.reads_avg_us,
+                p50_us: row.reads_p50_us,
+                p99_us: row.reads_p99_us,
+                max_us: row.reads_max_us,
+            },
+            writes: OpStats {
+                ops: row.writes_ops,
+                ops_per_sec: row.writes_ops_per_sec,
+                avg_us: row.writes_avg_us,
+                p50_us: row.writes_p50_us,
+                p99_us: row.writes_p99_us,
+                max_us: row.writes_max_us,
+            },
+            write_completion,
+            errors: row.errors,
+            error_samples: split(&row.error_samples, " | "),
+            wall_secs: row.wall_secs,
+            cpu_secs: row.cpu_secs,
+            threads: row.threads,
+            rss_bytes: row.rss_bytes,
+            env: Environment {
+                runner: row.runner,
+                sqlite_version: row.sqlite_version,
+                compile_options: split(&row.compile_options, ";"),
+                pragmas: split_map(&row.pragmas),
+                crate_versions: split_map(&row.crate_versions),
+                memstatus: row.memstatus_effective,
+                cpu_model: row.cpu_model,
+                cpus: row.cpus,
+                kernel: row.kernel,
+                date: row.date,
+            },
+        }
+    }
+}
+
+/// `on` / `off` for a boolean knob.
+pub fn on_off(value: bool) -> &'static str {
+    if value { "on" } else { "off" }
+}
+
+fn join_map(map: &BTreeMap<String, String>) -> String {
+    map.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+fn split(field: &str, separator: &str) -> Vec<String> {
+    if field.is_empty() {
+        return Vec::new();
+    }
+    field.split(separator).map(str::to_owned).collect()
+}
+
+fn split_map(field: &str) -> BTreeMap<String, String> {
+    split(field, ";")
+        .into_iter()
+        .map(|item| match item.split_once('=') {
+            Some((k, v)) => (k.to_owned(), v.to_owned()),
+            None => (item, String::new()),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    #[test]
+    fn a_result_survives_the_csv_round_trip() {
+        for result in fixtures::results() {
+            let back = CellResult::from(CsvRow::from(&result));
+            let expected = CellResult {
+                cell: Cell {
+                    dir: String::new(),
+                    ..result.cell.clone()
+                },
+                ..result.clone()
+            };
+            assert_eq!(back, expected);
+        }
+    }
+}

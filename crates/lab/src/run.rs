@@ -1,0 +1,82 @@
+//! The run loop: every cell in order, each result stored before the next cell starts.
+
+use quicklite_lab_core::{Cell, CellResult};
+
+use crate::clock::now_rfc3339;
+use crate::error::Result;
+use crate::execute::{ExecOptions, failed_result, run_cell};
+use crate::registry::RunnerRegistry;
+use crate::store::ResultStore;
+
+/// Told about progress, so a front end can draw it (the CLI draws progress bars; tests record calls).
+pub trait Observer {
+    /// Cell `index` (0-based) of `total` is about to start.
+    fn cell_started(&mut self, index: usize, total: usize, cell: &Cell);
+    /// Cell `index` finished (successfully or not) and its result is on disk.
+    fn cell_finished(&mut self, index: usize, total: usize, result: &CellResult);
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Silent;
+
+impl Observer for Silent {
+    fn cell_started(&mut self, _: usize, _: usize, _: &Cell) {}
+    fn cell_finished(&mut self, _: usize, _: usize, _: &CellResult) {}
+}
+
+/// Runs every cell with its approach's runner and stores each result as soon as it exists.
+///
+/// A failing cell is recorded and the run goes on; only failing to write the results stops it.
+pub fn run_all(
+    cells: &[Cell],
+    registry: &RunnerRegistry,
+    exec: &ExecOptions,
+    store: &mut ResultStore,
+    observer: &mut dyn Observer,
+) -> Result<()> {
+    let total = cells.len();
+    for (index, cell) in cells.iter().enumerate() {
+        observer.cell_started(index, total, cell);
+        let result = match registry.program(&cell.approach) {
+            Some(program) => run_cell(program, cell, exec),
+            // resolve() guarantees a program per approach; a gap here is still reported, not a panic.
+            None => failed_result(
+                cell,
+                std::path::Path::new(""),
+                &now_rfc3339(),
+                format!("no runner for approach `{}`", cell.approach),
+            ),
+        };
+        store.push(result)?;
+        if let Some(result) = store.results().last() {
+            observer.cell_finished(index, total, result);
+        }
+    }
+    Ok(())
+}
+
+/// A short label for progress lines: `point-read · quicklite · 64 tasks · memstatus on · fullmutex`.
+pub fn cell_label(cell: &Cell) -> String {
+    let mut label = format!("{} · {}", cell.workload, cell.approach);
+    match &cell.multi_db {
+        Some(m) => label.push_str(&format!(
+            " · {} dbs × {} readers · write delay {} ms",
+            m.num_databases, m.readers, m.write_delay_ms
+        )),
+        None => label.push_str(&format!(" · {} tasks", cell.concurrency)),
+    }
+    label.push_str(&format!(
+        " · {} workers · {}",
+        cell.worker_threads, cell.profile
+    ));
+    if let Some(sync) = &cell.synchronous {
+        label.push_str(&format!(" · synchronous {sync}"));
+    }
+    label.push_str(&format!(
+        " · memstatus {} · {}",
+        crate::row::on_off(cell.memstatus),
+        cell.mutex
+    ));
+    label
+}
