@@ -25,6 +25,14 @@ use crate::request::{ReadJob, ReadRequest};
 /// Longest time an answer waits for the rest of its batch before the reader hands over what it has.
 const REPLY_EVERY: Duration = Duration::from_micros(100);
 
+/// Number of answers handed over together: large enough that one wake-up of the runtime serves many tasks, small
+/// enough that the tasks send their next requests while the reader is still serving this batch (so reader and
+/// runtime work in parallel instead of taking turns).
+const REPLY_BATCH: usize = 16;
+
+/// How many times an idle reader yields its core and looks at the queue again before it sleeps.
+pub(crate) const SPINS_BEFORE_SLEEP: usize = 32;
+
 /// A reader thread's state.
 pub(crate) struct Reader {
     pub(crate) conn: Connection,
@@ -39,7 +47,7 @@ impl Reader {
     pub(crate) fn run(self) {
         let metrics = &self.state.metrics;
         let mut answers: Vec<Box<dyn ReadJob>> = Vec::with_capacity(self.config.read_batch_max);
-        while let Ok(first) = self.rx.recv_blocking() {
+        while let Some(first) = self.next_request() {
             let Ok(second) = self.rx.try_recv() else {
                 // Nothing else is queued: serve the request in autocommit mode. Its statement takes a fresh
                 // snapshot by itself, so the explicit BEGIN/COMMIT pair would only add two statements of latency.
@@ -70,8 +78,9 @@ impl Reader {
                     served = 0;
                 }
                 let now = Instant::now();
-                served += usize::from(self.serve(req, now, &mut answers));
-                if now - held_since >= REPLY_EVERY {
+                self.serve(req, now, &mut answers);
+                served += 1;
+                if answers.len() >= REPLY_BATCH || now - held_since >= REPLY_EVERY {
                     flush(&mut answers);
                     held_since = now;
                 }
@@ -93,18 +102,24 @@ impl Reader {
         }
     }
 
-    /// Runs one request unless its caller has gone away, keeping its answer in `answers`; returns whether it ran.
-    fn serve(
-        &self,
-        mut req: ReadRequest,
-        now: Instant,
-        answers: &mut Vec<Box<dyn ReadJob>>,
-    ) -> bool {
+    /// Waits for the next request. Before going to sleep, the reader yields its core a few times and looks again:
+    /// at high load the next request is usually a few microseconds away, and a futex sleep and wake-up costs more
+    /// than that — and makes the reader and the runtime take turns instead of working in parallel.
+    fn next_request(&self) -> Option<ReadRequest> {
+        for _ in 0..SPINS_BEFORE_SLEEP {
+            match self.rx.try_recv() {
+                Ok(r) => return Some(r),
+                Err(async_channel::TryRecvError::Closed) => return None,
+                Err(async_channel::TryRecvError::Empty) => std::thread::yield_now(),
+            }
+        }
+        self.rx.recv_blocking().ok()
+    }
+
+    /// Runs one request, keeping its answer in `answers` until the next flush.
+    fn serve(&self, mut req: ReadRequest, now: Instant, answers: &mut Vec<Box<dyn ReadJob>>) {
         let metrics = &self.state.metrics;
         metrics.read_wait_us.record_duration(now - req.enqueued);
-        if req.job.abandoned() {
-            return false;
-        }
         let (ok, panicked) = req.job.run(&self.conn);
         metrics.reads.fetch_add(1, Ordering::Relaxed);
         if !ok {
@@ -114,7 +129,6 @@ impl Reader {
             metrics.panics.fetch_add(1, Ordering::Relaxed);
         }
         answers.push(req.job);
-        true
     }
 
     fn begin(&self) {

@@ -54,8 +54,6 @@ pub(crate) trait ReadJob: Send {
     fn run(&mut self, conn: &Connection) -> (bool, bool);
     /// Sends the kept result to the caller.
     fn reply(self: Box<Self>);
-    /// Whether the caller has stopped waiting (its future was dropped), so the read need not run.
-    fn abandoned(&self) -> bool;
 }
 
 /// The concrete job behind both traits.
@@ -146,10 +144,6 @@ where
     fn reply(self: Box<Self>) {
         let answer = self.out.unwrap_or(Err(Error::Closed));
         let _ = self.reply.send(answer);
-    }
-
-    fn abandoned(&self) -> bool {
-        self.reply.is_closed()
     }
 }
 
