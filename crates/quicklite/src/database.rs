@@ -202,21 +202,7 @@ impl Database {
             enqueued: Instant::now(),
             job,
         };
-        let sent = match self.inner.config.on_full {
-            QueueFull::Wait => self
-                .inner
-                .read_tx
-                .send(req)
-                .await
-                .map_err(|_| Error::Closed),
-            QueueFull::Fail => self.inner.read_tx.try_send(req).map_err(|e| match e {
-                TrySendError::Full(_) => {
-                    self.overloaded("read", self.inner.config.read_queue_capacity)
-                }
-                TrySendError::Closed(_) => Error::Closed,
-            }),
-        };
-        sent?;
+        self.enqueue(&self.inner.read_tx, req, "read").await?;
         rx.await.map_err(|_| Error::Closed)?
     }
 
@@ -266,31 +252,29 @@ impl Database {
             enqueued: Instant::now(),
             job,
         };
-        let sent = match self.inner.config.on_full {
-            QueueFull::Wait => self
-                .inner
-                .write_tx
-                .send(req)
-                .await
-                .map_err(|_| Error::Closed),
-            QueueFull::Fail => self.inner.write_tx.try_send(req).map_err(|e| match e {
-                TrySendError::Full(_) => {
-                    self.overloaded("write", self.inner.config.write_queue_capacity)
-                }
-                TrySendError::Closed(_) => Error::Closed,
-            }),
-        };
-        sent?;
+        self.enqueue(&self.inner.write_tx, req, "write").await?;
         rx.await.map_err(|_| Error::Closed)?
     }
 
-    fn overloaded(&self, queue: &'static str, capacity: usize) -> Error {
-        self.inner
-            .state
-            .metrics
-            .overloaded
-            .fetch_add(1, Ordering::Relaxed);
-        Error::Overloaded { queue, capacity }
+    /// Puts a request on a queue: waits for room, or fails fast with [`Error::Overloaded`], as configured.
+    async fn enqueue<R>(&self, tx: &Sender<R>, req: R, queue: &'static str) -> Result<()> {
+        match self.inner.config.on_full {
+            QueueFull::Wait => tx.send(req).await.map_err(|_| Error::Closed),
+            QueueFull::Fail => tx.try_send(req).map_err(|e| match e {
+                TrySendError::Full(_) => {
+                    self.inner
+                        .state
+                        .metrics
+                        .overloaded
+                        .fetch_add(1, Ordering::Relaxed);
+                    Error::Overloaded {
+                        queue,
+                        capacity: tx.capacity().unwrap_or(usize::MAX),
+                    }
+                }
+                TrySendError::Closed(_) => Error::Closed,
+            }),
+        }
     }
 
     /// Executes one statement with `params` as a grouped write (prepared once and cached); returns the number of
