@@ -30,9 +30,6 @@ const REPLY_EVERY: Duration = Duration::from_micros(100);
 /// runtime work in parallel instead of taking turns).
 const REPLY_BATCH: usize = 16;
 
-/// How many times an idle reader yields its core and looks at the queue again before it sleeps.
-pub(crate) const SPINS_BEFORE_SLEEP: usize = 32;
-
 /// A reader thread's state.
 pub(crate) struct Reader {
     pub(crate) conn: Connection,
@@ -47,7 +44,7 @@ impl Reader {
     pub(crate) fn run(self) {
         let metrics = &self.state.metrics;
         let mut answers: Vec<Box<dyn ReadJob>> = Vec::with_capacity(self.config.read_batch_max);
-        while let Some(first) = self.next_request() {
+        while let Ok(first) = self.rx.recv_blocking() {
             let Ok(second) = self.rx.try_recv() else {
                 // Nothing else is queued: serve the request in autocommit mode. Its statement takes a fresh
                 // snapshot by itself, so the explicit BEGIN/COMMIT pair would only add two statements of latency.
@@ -100,20 +97,6 @@ impl Reader {
             self.end();
             flush(&mut answers);
         }
-    }
-
-    /// Waits for the next request. Before going to sleep, the reader yields its core a few times and looks again:
-    /// at high load the next request is usually a few microseconds away, and a futex sleep and wake-up costs more
-    /// than that — and makes the reader and the runtime take turns instead of working in parallel.
-    fn next_request(&self) -> Option<ReadRequest> {
-        for _ in 0..SPINS_BEFORE_SLEEP {
-            match self.rx.try_recv() {
-                Ok(r) => return Some(r),
-                Err(async_channel::TryRecvError::Closed) => return None,
-                Err(async_channel::TryRecvError::Empty) => std::thread::yield_now(),
-            }
-        }
-        self.rx.recv_blocking().ok()
     }
 
     /// Runs one request, keeping its answer in `answers` until the next flush.

@@ -46,9 +46,9 @@ impl Writer {
         loop {
             let first = match carry.take() {
                 Some(r) => r,
-                None => match self.next_request() {
-                    Some(r) => r,
-                    None => break,
+                None => match self.rx.recv_blocking() {
+                    Ok(r) => r,
+                    Err(_) => break,
                 },
             };
             if first.kind != WriteKind::Grouped {
@@ -60,19 +60,6 @@ impl Writer {
             self.run_group(&mut group);
         }
         self.shut_down();
-    }
-
-    /// Waits for the next request, yielding the core a few times before sleeping (see the reader's twin: a futex
-    /// sleep and wake-up costs more than the gap between writes at high load).
-    fn next_request(&self) -> Option<WriteRequest> {
-        for _ in 0..crate::reader::SPINS_BEFORE_SLEEP {
-            match self.rx.try_recv() {
-                Ok(r) => return Some(r),
-                Err(async_channel::TryRecvError::Closed) => return None,
-                Err(async_channel::TryRecvError::Empty) => std::thread::yield_now(),
-            }
-        }
-        self.rx.recv_blocking().ok()
     }
 
     /// Adds queued grouped writes to `group`, up to the batch limit; returns a request that must run alone, if one
