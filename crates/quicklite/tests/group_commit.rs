@@ -2,8 +2,7 @@
 
 mod common;
 
-use common::{hold_writer, temp_db, until_write_queue_holds};
-use futures::future::join_all;
+use common::{one_group, temp_db};
 use quicklite::rusqlite::{self, ErrorCode};
 use quicklite::{Database, Error};
 
@@ -19,29 +18,16 @@ async fn kv(path: &std::path::Path) -> Database {
 async fn a_failing_write_in_a_group_rolls_back_alone() {
     let t = temp_db();
     let db = kv(&t.path).await;
-    let (release, blocker) = hold_writer(&db).await;
-    let mut pending = Vec::new();
-    for i in 0..9_i64 {
-        let db2 = db.clone();
-        // Request 4 violates the CHECK constraint after inserting a good row first: its whole closure must
-        // roll back, not just the failing statement.
-        pending.push(tokio::spawn(async move {
-            db2.write(move |c| {
-                c.execute("INSERT INTO kv VALUES (?1, 1)", (100 + i,))?;
-                let v = if i == 4 { -1 } else { i };
-                c.execute("INSERT INTO kv VALUES (?1, ?2)", (i, v))
-            })
-            .await
-        }));
-        until_write_queue_holds(&db, i as usize + 1).await;
-    }
-    release.send(()).unwrap();
-    blocker.await.unwrap();
-    let results: Vec<_> = join_all(pending)
-        .await
-        .into_iter()
-        .map(|r| r.unwrap())
-        .collect();
+    // Request 4 violates the CHECK constraint after inserting a good row first: its whole closure must roll back,
+    // not just the failing statement.
+    let results = one_group(&db, 9, |i| {
+        move |c: &rusqlite::Connection| {
+            c.execute("INSERT INTO kv VALUES (?1, 1)", (100 + i,))?;
+            let v = if i == 4 { -1 } else { i };
+            c.execute("INSERT INTO kv VALUES (?1, ?2)", (i, v))
+        }
+    })
+    .await;
     for (i, r) in results.iter().enumerate() {
         if i == 4 {
             let e = r.as_ref().unwrap_err();
@@ -72,29 +58,16 @@ async fn a_failing_write_in_a_group_rolls_back_alone() {
 async fn a_panicking_write_in_a_group_rolls_back_alone_and_the_writer_survives() {
     let t = temp_db();
     let db = kv(&t.path).await;
-    let (release, blocker) = hold_writer(&db).await;
-    let mut pending = Vec::new();
-    for i in 0..5_i64 {
-        let db2 = db.clone();
-        pending.push(tokio::spawn(async move {
-            db2.write(move |c| {
-                c.execute("INSERT INTO kv VALUES (?1, ?1)", (i,))?;
-                if i == 2 {
-                    panic!("request {i} panicked after writing");
-                }
-                Ok(())
-            })
-            .await
-        }));
-        until_write_queue_holds(&db, i as usize + 1).await;
-    }
-    release.send(()).unwrap();
-    blocker.await.unwrap();
-    let results: Vec<_> = join_all(pending)
-        .await
-        .into_iter()
-        .map(|r| r.unwrap())
-        .collect();
+    let results = one_group(&db, 5, |i| {
+        move |c: &rusqlite::Connection| {
+            c.execute("INSERT INTO kv VALUES (?1, ?1)", (i,))?;
+            if i == 2 {
+                panic!("request {i} panicked after writing");
+            }
+            Ok(())
+        }
+    })
+    .await;
     assert!(matches!(&results[2], Err(Error::Panic { message }) if message.contains("request 2")));
     assert!(results.iter().enumerate().all(|(i, r)| i == 2 || r.is_ok()));
     let keys: Vec<i64> = db
@@ -120,24 +93,16 @@ async fn a_failed_commit_fails_every_write_of_the_group() {
     )
     .await
     .unwrap();
-    let (release, blocker) = hold_writer(&db).await;
-    let mut pending = Vec::new();
-    for i in 0..4_i64 {
-        let db2 = db.clone();
+    let results = one_group(&db, 4, |i| {
         let parent = if i == 3 { 999 } else { i };
-        pending.push(tokio::spawn(async move {
-            db2.write(move |c| {
-                c.execute("INSERT OR IGNORE INTO parent VALUES (?1)", (i,))?;
-                c.execute("INSERT INTO child VALUES (?1, ?2)", (i, parent))
-            })
-            .await
-        }));
-        until_write_queue_holds(&db, i as usize + 1).await;
-    }
-    release.send(()).unwrap();
-    blocker.await.unwrap();
-    for r in join_all(pending).await {
-        let e = r.unwrap().unwrap_err();
+        move |c: &rusqlite::Connection| {
+            c.execute("INSERT OR IGNORE INTO parent VALUES (?1)", (i,))?;
+            c.execute("INSERT INTO child VALUES (?1, ?2)", (i, parent))
+        }
+    })
+    .await;
+    for r in results {
+        let e = r.unwrap_err();
         assert!(matches!(e, Error::CommitFailed { batch: 4, .. }), "{e:?}");
         assert_eq!(e.sqlite_code(), Some(ErrorCode::ConstraintViolation));
     }

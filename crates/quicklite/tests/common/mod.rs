@@ -45,3 +45,30 @@ pub async fn until_write_queue_holds(db: &Database, n: usize) {
         tokio::task::yield_now().await;
     }
 }
+
+/// Queues `n` writes made by `make(i)`, in order, behind a held writer, then lets the writer go, so that all of them
+/// are committed as one group. Returns each write's own result, in order.
+pub async fn one_group<T, F>(
+    db: &Database,
+    n: i64,
+    make: impl Fn(i64) -> F,
+) -> Vec<quicklite::Result<T>>
+where
+    F: FnOnce(&rusqlite::Connection) -> rusqlite::Result<T> + Send + 'static,
+    T: Send + 'static,
+{
+    let (release, blocker) = hold_writer(db).await;
+    let mut pending = Vec::new();
+    for i in 0..n {
+        let (db2, f) = (db.clone(), make(i));
+        pending.push(tokio::spawn(async move { db2.write(f).await }));
+        until_write_queue_holds(db, i as usize + 1).await;
+    }
+    release.send(()).expect("the held write is waiting");
+    blocker.await.expect("blocking write task");
+    let mut results = Vec::new();
+    for p in pending {
+        results.push(p.await.expect("write task"));
+    }
+    results
+}
