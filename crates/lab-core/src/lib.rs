@@ -50,6 +50,9 @@ pub mod sql;
 mod stats;
 #[cfg(test)]
 mod test_support;
+
+#[cfg(feature = "runner-testing")]
+pub mod runner_testing;
 mod workload;
 
 pub use cell::{Cell, MultiDb};

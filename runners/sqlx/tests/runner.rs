@@ -1,82 +1,31 @@
 //! End-to-end: pipe tiny cells to the built runner binary and check the results it prints.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
+use quicklite_lab_core::runner_testing::{assert_measured, crate_version, run_runner, tiny_cell};
 use serde_json::{Value, json};
 
-/// A tiny cell: 300 ms measured after 100 ms of warm-up, 4 tasks, 200 rows.
-fn tiny_cell(approach: &str, workload: &str, dir: &std::path::Path) -> Value {
-    json!({
-        "workload": workload,
-        "approach": approach,
-        "duration_ms": 300,
-        "warmup_ms": 100,
-        "concurrency": 4,
-        "worker_threads": 2,
-        "profile": "server",
-        "synchronous": null,
-        "memstatus": false,
-        "mutex": "nomutex",
-        "rows": 200,
-        "multi_db": if workload == "multi-db" {
-            json!({"num_databases": 2, "readers": 2, "write_delay_ms": 20})
-        } else {
-            Value::Null
-        },
-        "dir": dir.to_str().expect("temporary directories have UTF-8 paths here"),
-        "seed": 7,
-    })
-}
-
-/// Runs the runner on `cell`, asserting it exits 0 and prints one JSON document.
+/// Runs this workspace's runner binary on `cell`.
 fn run(cell: &Value) -> Value {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_runner-sqlx"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the runner binary starts");
-    child
-        .stdin
-        .take()
-        .expect("stdin is piped")
-        .write_all(cell.to_string().as_bytes())
-        .expect("the runner reads its cell");
-    let output = child.wait_with_output().expect("the runner finishes");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("stdout is one JSON document")
+    run_runner(env!("CARGO_BIN_EXE_runner-sqlx"), cell)
 }
 
-fn assert_measured(result: &Value) {
-    assert_eq!(result["failure"], Value::Null, "{result:#}");
-    assert_eq!(result["errors"], 0, "{result:#}");
-    assert!(result["reads"]["ops"].as_u64().unwrap() > 0, "{result:#}");
-    assert_eq!(result["env"]["pragmas"]["journal_mode"], "wal");
+/// The shared checks, plus sqlx's version and the profile's `synchronous` applied through its connect options.
+fn assert_measured_sqlx(result: &Value) {
+    assert_measured(result);
     assert_eq!(result["env"]["pragmas"]["synchronous"], "1");
-    assert!(
-        result["env"]["crate_versions"]["sqlx"]
-            .as_str()
-            .unwrap()
-            .starts_with("0.9")
-    );
+    assert!(crate_version(result, "sqlx").starts_with("0.9"));
 }
 
 #[test]
 fn sqlx_point_read() {
     let dir = tempfile::tempdir().unwrap();
-    assert_measured(&run(&tiny_cell("sqlx", "point-read", dir.path())));
+    assert_measured_sqlx(&run(&tiny_cell("sqlx", "point-read", dir.path())));
 }
 
 #[test]
 fn sqlx_multi_db_sleeps_inside_the_write() {
     let dir = tempfile::tempdir().unwrap();
     let result = run(&tiny_cell("sqlx", "multi-db", dir.path()));
-    assert_measured(&result);
+    assert_measured_sqlx(&result);
     // Every write holds its transaction for the 20 ms delay.
     assert!(
         result["writes"]["p50_us"].as_f64().unwrap() >= 20_000.0,

@@ -1,0 +1,81 @@
+//! Helpers for the runners' end-to-end tests, shared by every runner workspace (feature `runner-testing`): a tiny
+//! cell, a way to pipe it to a runner binary, and the checks every successful result must pass.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// A tiny cell: 300 ms measured after 100 ms of warm-up, 4 tasks, 200 rows; `multi-db` gets 2 databases with
+/// 2 readers each and a 20 ms write delay.
+pub fn tiny_cell(approach: &str, workload: &str, dir: &Path) -> Value {
+    json!({
+        "workload": workload,
+        "approach": approach,
+        "duration_ms": 300,
+        "warmup_ms": 100,
+        "concurrency": 4,
+        "worker_threads": 2,
+        "profile": "server",
+        "synchronous": null,
+        "memstatus": false,
+        "mutex": "nomutex",
+        "rows": 200,
+        "multi_db": if workload == "multi-db" {
+            json!({"num_databases": 2, "readers": 2, "write_delay_ms": 20})
+        } else {
+            Value::Null
+        },
+        "dir": dir.to_str().expect("temporary directories have UTF-8 paths here"),
+        "seed": 7,
+    })
+}
+
+/// Runs the runner `program` on `cell`, asserting it exits 0 and prints exactly one JSON document.
+pub fn run_runner(program: &str, cell: &Value) -> Value {
+    let mut child = Command::new(program)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the runner binary starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(cell.to_string().as_bytes())
+        .expect("the runner reads its cell");
+    let output = child.wait_with_output().expect("the runner finishes");
+    assert!(
+        output.status.success(),
+        "runner failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("stdout is one JSON document")
+}
+
+/// Checks a result measured under the `server` profile: no failure, no errors, reads counted, the environment
+/// filled in, and WAL read back from SQLite.
+pub fn assert_measured(result: &Value) {
+    assert_eq!(result["failure"], Value::Null, "{result:#}");
+    assert_eq!(result["errors"], 0, "{result:#}");
+    assert!(result["reads"]["ops"].as_u64().unwrap() > 0, "{result:#}");
+    let env = &result["env"];
+    assert!(
+        !env["sqlite_version"].as_str().unwrap().is_empty(),
+        "{env:#}"
+    );
+    assert!(
+        !env["compile_options"].as_array().unwrap().is_empty(),
+        "{env:#}"
+    );
+    assert_eq!(env["pragmas"]["journal_mode"], "wal", "{env:#}");
+}
+
+/// The version of `krate` the runner reports, for checks such as "this runner really links rusqlite 0.40".
+pub fn crate_version<'r>(result: &'r Value, krate: &str) -> &'r str {
+    result["env"]["crate_versions"][krate]
+        .as_str()
+        .unwrap_or_else(|| panic!("no version of {krate} in {result:#}"))
+}
