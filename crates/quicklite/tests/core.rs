@@ -122,10 +122,7 @@ async fn sqlite_default_profile_touches_nothing() {
     // Still fully usable, with readers and the writer sharing a rollback journal.
     db.execute_batch("CREATE TABLE t (x)").await.unwrap();
     db.execute("INSERT INTO t VALUES (1)", ()).await.unwrap();
-    let n: i64 = db
-        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
-        .await
-        .unwrap();
+    let n = common::count(&db, "t").await;
     assert_eq!(n, 1);
 }
 
@@ -209,10 +206,7 @@ async fn malformed_sql_and_wrong_parameter_count_are_clear_errors() {
     assert!(e.to_string().contains("no such column"), "{e}");
 
     // The handle still works and nothing committed was lost.
-    let n: i64 = db
-        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
-        .await
-        .unwrap();
+    let n = common::count(&db, "t").await;
     assert_eq!(n, 1);
 }
 
@@ -235,10 +229,7 @@ async fn a_write_through_read_is_refused() {
         .await
         .unwrap_err();
     assert_eq!(e.sqlite_code(), Some(ErrorCode::ReadOnly), "{e}");
-    let n: i64 = db
-        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
-        .await
-        .unwrap();
+    let n = common::count(&db, "t").await;
     assert_eq!(n, 0);
 }
 
@@ -274,10 +265,7 @@ async fn closures_cannot_end_the_managed_transaction() {
         .await
         .unwrap_err();
     assert!(matches!(e, Error::TransactionLeftOpen), "{e:?}");
-    let n: i64 = db
-        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
-        .await
-        .unwrap();
+    let n = common::count(&db, "t").await;
     assert_eq!(n, 2);
 }
 
@@ -383,10 +371,7 @@ async fn close_drains_queued_work_then_refuses_new_work() {
             .unwrap_or(true)
     );
     let reopened = Database::open(&t.path).await.unwrap();
-    let n: i64 = reopened
-        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
-        .await
-        .unwrap();
+    let n = common::count(&reopened, "t").await;
     assert_eq!(n, 100);
 }
 
@@ -415,10 +400,7 @@ async fn dropping_the_last_handle_with_work_in_flight_commits_it() {
     let db = Database::open(&t.path).await.unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        let n: i64 = db
-            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
-            .await
-            .unwrap();
+        let n = common::count(&db, "t").await;
         if n == 50 {
             break;
         }
@@ -465,10 +447,7 @@ async fn fail_fast_mode_reports_overload_and_loses_nothing_accepted() {
     for p in pending {
         p.await.unwrap().unwrap();
     }
-    let n: i64 = db
-        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
-        .await
-        .unwrap();
+    let n = common::count(&db, "t").await;
     assert_eq!(n, 8);
     assert_eq!(db.metrics().overloaded, 1);
 }

@@ -106,10 +106,7 @@ async fn a_failed_commit_fails_every_write_of_the_group() {
         assert!(matches!(e, Error::CommitFailed { batch: 4, .. }), "{e:?}");
         assert_eq!(e.sqlite_code(), Some(ErrorCode::ConstraintViolation));
     }
-    let n: i64 = db
-        .query_row("SELECT count(*) FROM child", [], |r| r.get(0))
-        .await
-        .unwrap();
+    let n = common::count(&db, "child").await;
     assert_eq!(n, 0);
     assert_eq!(db.metrics().failed_commits, 1);
     // The writer goes on.
@@ -145,10 +142,7 @@ async fn every_task_reads_its_own_writes() {
         let db = db.clone();
         handles.push(tokio::spawn(async move {
             for _ in 0..500 {
-                let n: i64 = db
-                    .query_row("SELECT count(*) FROM kv", [], |r| r.get(0))
-                    .await
-                    .unwrap();
+                let n = common::count(&db, "kv").await;
                 assert!(n <= tasks);
             }
         }));

@@ -72,3 +72,10 @@ where
     }
     results
 }
+
+/// Number of rows in `table`, read through the handle (so through a reader's snapshot).
+pub async fn count(db: &Database, table: &'static str) -> i64 {
+    db.read(move |c| c.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)))
+        .await
+        .expect("count rows")
+}
