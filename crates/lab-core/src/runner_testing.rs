@@ -73,6 +73,35 @@ pub fn assert_measured(result: &Value) {
     assert_eq!(env["pragmas"]["journal_mode"], "wal", "{env:#}");
 }
 
+/// Checks a `multi-db` result of [`tiny_cell`] (300 ms, 20 ms write delay, 2 databases): no failure, no errors,
+/// 30 paced writes expected, and the completed count agreeing with the write statistics.
+///
+/// How many writes finish inside a 300 ms window depends on the machine's load (tests run several unoptimized
+/// runners at once), so the count is checked against itself, not against a floor; that the writers wrote at all
+/// is for the caller to check in the database files, where timing does not matter.
+pub fn assert_write_completion(result: &Value) {
+    assert_eq!(result["failure"], Value::Null, "{result:#}");
+    assert_eq!(result["errors"], 0, "{result:#}");
+    let completion = &result["write_completion"];
+    assert_eq!(completion["expected"], 30, "{result:#}");
+    let completed = completion["completed"].as_u64().unwrap();
+    assert_eq!(
+        completed,
+        result["writes"]["ops"].as_u64().unwrap(),
+        "{result:#}"
+    );
+    assert!(completed <= 30, "{result:#}");
+    let ratio = completion["ratio"].as_f64().unwrap();
+    assert!((ratio - completed as f64 / 30.0).abs() < 1e-9, "{result:#}");
+}
+
+/// The ledger database files of a [`tiny_cell`] `multi-db` run in `dir`.
+pub fn ledger_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    (0..2)
+        .map(|db| dir.join(format!("ledger-{db:04}.db")))
+        .collect()
+}
+
 /// The version of `krate` the runner reports, for checks such as "this runner really links rusqlite 0.40".
 pub fn crate_version<'r>(result: &'r Value, krate: &str) -> &'r str {
     result["env"]["crate_versions"][krate]

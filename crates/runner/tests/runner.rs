@@ -2,7 +2,10 @@
 
 use std::process::Command;
 
-use quicklite_lab_core::runner_testing::{assert_measured, crate_version, run_runner, tiny_cell};
+use quicklite_lab_core::LEDGER_SEED_BLOCKS;
+use quicklite_lab_core::runner_testing::{
+    assert_measured, assert_write_completion, crate_version, ledger_files, run_runner, tiny_cell,
+};
 use serde_json::{Value, json};
 
 /// Runs this workspace's runner binary on `cell`.
@@ -44,11 +47,20 @@ fn quicklite_point_read() {
 fn spawn_blocking_multi_db_reports_write_completion() {
     let dir = tempfile::tempdir().unwrap();
     let result = run(&tiny_cell("spawn-blocking", "multi-db", dir.path()));
-    assert_eq!(result["failure"], Value::Null, "{result:#}");
-    assert_eq!(result["errors"], 0, "{result:#}");
-    assert!(result["writes"]["ops"].as_u64().unwrap() > 0, "{result:#}");
-    // 300 ms / 20 ms × 2 databases.
-    assert_eq!(result["write_completion"]["expected"], 30, "{result:#}");
+    assert_write_completion(&result);
+    // That the writers wrote at all (warm-up included) is not a matter of timing: every database has blocks
+    // beyond the seeded ones.
+    for path in ledger_files(dir.path()) {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let blocks: i64 = conn
+            .query_row("SELECT count(*) FROM blocks", [], |row| row.get(0))
+            .unwrap();
+        assert!(
+            blocks > LEDGER_SEED_BLOCKS,
+            "{}: {blocks} blocks",
+            path.display()
+        );
+    }
 }
 
 #[test]
