@@ -5,6 +5,7 @@
 //! curl -X PUT localhost:3000/notes/1 -d 'hello'
 //! curl localhost:3000/notes/1
 //! curl localhost:3000/stats
+//! curl localhost:3000/metrics
 //! ```
 //!
 //! A full write queue answers 503 (the database is built with `QueueFull::Fail`) instead of letting requests pile
@@ -75,6 +76,17 @@ async fn stats(State(db): State<Database>) -> Json<api::Stats> {
     })
 }
 
+/// Prometheus scrapes this: every metric of the database, labelled `database="notes"`.
+async fn metrics(State(db): State<Database>) -> impl IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        quicklite::prometheus::render(&[("notes", &db.metrics())]),
+    )
+}
+
 /// The `/stats` body.
 mod api {
     /// Counters served at `/stats`.
@@ -104,6 +116,7 @@ async fn main() -> anyhow::Result<()> {
     let app = Router::new()
         .route("/notes/{id}", get(get_note).put(put_note))
         .route("/stats", get(stats))
+        .route("/metrics", get(metrics))
         .with_state(db.clone());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!("serving {path} on http://{addr}");

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use rusqlite::OpenFlags;
 
+use crate::checkpoint::Checkpointing;
 use crate::connection::validate_pragma;
 use crate::{Database, Error, Profile, Result};
 
@@ -49,6 +50,9 @@ pub struct Builder {
     read_batch_max: usize,
     read_snapshot_max_age: Duration,
     statement_cache_capacity: usize,
+    checkpointing: Option<Checkpointing>,
+    slow_statement: Option<Duration>,
+    log_statement_parameters: bool,
 }
 
 /// Validated settings, shared by the threads of one database.
@@ -67,6 +71,12 @@ pub(crate) struct Config {
     pub(crate) read_batch_max: usize,
     pub(crate) read_snapshot_max_age: Duration,
     pub(crate) statement_cache_capacity: usize,
+    pub(crate) checkpointing: Checkpointing,
+    /// Statements running at least this long are logged; `None` installs no profiling hook.
+    pub(crate) slow_statement: Option<Duration>,
+    pub(crate) log_statement_parameters: bool,
+    /// The busy timeout the PRAGMAs ask for, which the busy handler enforces.
+    pub(crate) busy_timeout: Duration,
 }
 
 impl Builder {
@@ -89,6 +99,9 @@ impl Builder {
             read_batch_max: 256,
             read_snapshot_max_age: Duration::from_millis(20),
             statement_cache_capacity: 128,
+            checkpointing: None,
+            slow_statement: Some(Duration::from_millis(100)),
+            log_statement_parameters: false,
         }
     }
 
@@ -181,6 +194,30 @@ impl Builder {
         self
     }
 
+    /// Who checkpoints the WAL into the database file. By default, [`Checkpointing::managed`] for the `Server` and
+    /// `Durable` profiles (the writer checkpoints after answering its callers, and truncates the WAL when idle),
+    /// and [`Checkpointing::Sqlite`] for `SqliteDefault`. [`Checkpointing::External`] hands checkpoints to another
+    /// tool, such as Litestream.
+    pub fn checkpointing(mut self, checkpointing: Checkpointing) -> Self {
+        self.checkpointing = Some(checkpointing);
+        self
+    }
+
+    /// Statements that run at least this long are logged through `tracing` (a `WARN` event with target
+    /// `quicklite::slow_statement`, the SQL text and the duration), using SQLite's profiling hook, which measures
+    /// to the millisecond. `None` installs no hook. By default, 100 ms.
+    pub fn slow_statement_threshold(mut self, threshold: Option<Duration>) -> Self {
+        self.slow_statement = threshold;
+        self
+    }
+
+    /// Whether slow statements are logged with their bound parameters (SQLite's expanded SQL) instead of the SQL
+    /// text with placeholders. By default, `false`: parameters often carry personal data.
+    pub fn log_statement_parameters(mut self, yes: bool) -> Self {
+        self.log_statement_parameters = yes;
+        self
+    }
+
     /// Opens the database: runs the process set-up, opens the writer and the readers, and applies the PRAGMAs.
     pub async fn open(self) -> Result<Database> {
         let path = self.path.clone();
@@ -233,6 +270,24 @@ impl Builder {
                 None => pragmas.push((name, value)),
             }
         }
+        let busy_timeout = pragmas
+            .iter()
+            .find(|(n, _)| n == "busy_timeout")
+            .map(|(_, v)| {
+                v.parse::<u64>().map_err(|_| {
+                    Error::InvalidConfig(format!(
+                        "busy_timeout {v:?} is not a number of milliseconds"
+                    ))
+                })
+            })
+            .transpose()?
+            // rusqlite's default for connections it opens, which `SqliteDefault` keeps.
+            .map_or(Duration::from_secs(5), Duration::from_millis);
+        let checkpointing = self.checkpointing.unwrap_or(match self.profile {
+            Profile::SqliteDefault => Checkpointing::Sqlite,
+            Profile::Server | Profile::Durable => Checkpointing::managed(),
+        });
+        checkpointing.validate()?;
         let readers = self.readers.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())
@@ -251,6 +306,10 @@ impl Builder {
             read_batch_max: self.read_batch_max,
             read_snapshot_max_age: self.read_snapshot_max_age,
             statement_cache_capacity: self.statement_cache_capacity,
+            checkpointing,
+            slow_statement: self.slow_statement,
+            log_statement_parameters: self.log_statement_parameters,
+            busy_timeout,
         })
     }
 }

@@ -3,12 +3,17 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
+use rusqlite::config::DbConfig;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::trace::{TraceEvent, TraceEventCodes};
 use rusqlite::{Connection, OpenFlags};
 
 use crate::builder::Config;
+use crate::checkpoint::Checkpointing;
+use crate::database::State;
 use crate::profile::{self, is_database_wide};
 use crate::{Error, Result};
 
@@ -54,6 +59,126 @@ impl TxGuard {
         }))?;
         Ok(())
     }
+}
+
+/// How long a connection's busy handler waits for a lock, in milliseconds. The writer shortens it while a
+/// checkpoint waits for readers, so that a long read cannot stall writes for the whole busy timeout.
+#[derive(Debug, Clone)]
+pub(crate) struct BusyLimit(Arc<AtomicU64>);
+
+impl BusyLimit {
+    pub(crate) fn new(limit: Duration) -> BusyLimit {
+        BusyLimit(Arc::new(AtomicU64::new(millis(limit))))
+    }
+
+    /// Runs `f` with the limit set to `limit`.
+    pub(crate) fn with<T>(&self, limit: Duration, f: impl FnOnce() -> T) -> T {
+        let before = self.0.swap(millis(limit), Ordering::Relaxed);
+        let out = f();
+        self.0.store(before, Ordering::Relaxed);
+        out
+    }
+
+    fn get(&self) -> Duration {
+        Duration::from_millis(self.0.load(Ordering::Relaxed))
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Sleeps between tries for a busy lock, the schedule of SQLite's own busy-timeout handler (`sqliteDefaultBusy
+/// Callback` in main.c): short at first, for the common brief lock, then up to 100 ms.
+const BUSY_DELAYS_MS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+
+/// Installs the hooks every connection of a database gets: a busy handler that waits as `busy_timeout` would and
+/// counts the retries, the slow-statement log, and (under [`Checkpointing::External`]) no checkpoint at close.
+///
+/// A busy handler replaces SQLite's busy timeout (`PRAGMA busy_timeout` then reads 0), so the handler enforces
+/// the configured timeout itself.
+pub(crate) fn instrument(
+    conn: &mut Connection,
+    config: &Config,
+    state: &Arc<State>,
+    role: &'static str,
+    busy: BusyLimit,
+) -> Result<()> {
+    let counters = state.clone();
+    let mut episode_start = Instant::now();
+    conn.busy_handler(Some(move |count: i32| {
+        let now = Instant::now();
+        if count == 0 {
+            episode_start = now;
+        }
+        let waited = now - episode_start;
+        let limit = busy.get();
+        let metrics = &counters.metrics;
+        if waited >= limit {
+            metrics.busy_timeouts.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        metrics.busy_retries.fetch_add(1, Ordering::Relaxed);
+        let delay = BUSY_DELAYS_MS[usize::try_from(count)
+            .unwrap_or(0)
+            .min(BUSY_DELAYS_MS.len() - 1)];
+        std::thread::sleep(Duration::from_millis(delay).min(limit - waited));
+        true
+    }))?;
+    if let Some(threshold) = config.slow_statement {
+        let counters = state.clone();
+        let expanded = config.log_statement_parameters;
+        let database = conn.path().unwrap_or_default().to_string();
+        conn.trace_v2(
+            TraceEventCodes::SQLITE_TRACE_PROFILE,
+            Some(move |event: TraceEvent<'_>| {
+                if let TraceEvent::Profile(stmt, took) = event
+                    && took >= threshold
+                {
+                    counters
+                        .metrics
+                        .slow_statements
+                        .fetch_add(1, Ordering::Relaxed);
+                    let sql = if expanded {
+                        stmt.expanded_sql()
+                            .unwrap_or_else(|| stmt.sql().into_owned())
+                    } else {
+                        stmt.sql().into_owned()
+                    };
+                    tracing::warn!(
+                        target: "quicklite::slow_statement",
+                        database = %database,
+                        connection = role,
+                        duration_ms = took.as_secs_f64() * 1e3,
+                        sql = %sql,
+                        "slow statement"
+                    );
+                }
+            }),
+        )?;
+    }
+    if config.checkpointing == Checkpointing::External {
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+    }
+    Ok(())
+}
+
+/// Installs the writer's WAL hook, which records the WAL's size after each commit. Installing it also turns
+/// SQLite's automatic checkpoint off (both use the one hook SQLite has), which is what the managed and external
+/// policies want; under [`Checkpointing::Sqlite`] it is left alone.
+pub(crate) fn watch_wal(conn: &mut Connection, config: &Config, state: &Arc<State>) -> Result<()> {
+    if config.checkpointing == Checkpointing::Sqlite {
+        return Ok(());
+    }
+    let state = state.clone();
+    conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, frames: i32| {
+        state
+            .metrics
+            .wal_frames
+            .store(u64::try_from(frames).unwrap_or(0), Ordering::Relaxed);
+        Ok(())
+    }))?;
+    Ok(())
 }
 
 /// Opens the read-write connection and applies every PRAGMA of the profile and the overrides.

@@ -1,5 +1,6 @@
 //! The database handle: queues in front of one writer thread and a pool of reader threads.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,7 +13,8 @@ use rusqlite::{Connection, Params, Row};
 use tokio::sync::{oneshot, watch};
 
 use crate::builder::{Builder, Config};
-use crate::connection::{self, TxGuard};
+use crate::checkpoint::Policy;
+use crate::connection::{self, BusyLimit, TxGuard};
 use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::reader::Reader;
 use crate::request::{Job, ReadRequest, WriteKind, WriteRequest};
@@ -47,6 +49,10 @@ struct Inner {
     state: Arc<State>,
     config: Config,
     path: PathBuf,
+    /// The database file SQLite opened (the path may have been a URI).
+    file: PathBuf,
+    /// The `-wal` file next to it.
+    wal_file: PathBuf,
     /// PRAGMAs read back from the writer's connection after set-up.
     pragmas: BTreeMap<String, String>,
     /// Number of threads still running; `close` waits for zero.
@@ -112,13 +118,23 @@ impl Database {
             let _alive = guard;
             let (path, config, state, rx) = writer_parts;
             let tx_guard = TxGuard::default();
-            let opened = connection::open_writer(&path, &config, &tx_guard).and_then(|conn| {
-                let pragmas = connection::read_back_pragmas(&conn, &config)?;
-                Ok((conn, pragmas))
+            let busy = BusyLimit::new(config.busy_timeout);
+            let opened = connection::open_writer(&path, &config, &tx_guard).and_then(|mut conn| {
+                connection::instrument(&mut conn, &config, &state, "writer", busy.clone())?;
+                connection::watch_wal(&mut conn, &config, &state)?;
+                let mut pragmas = connection::read_back_pragmas(&conn, &config)?;
+                // The busy handler that counts retries replaced SQLite's timeout (which now reads 0); it
+                // enforces the configured timeout itself.
+                pragmas.insert(
+                    "busy_timeout".into(),
+                    config.busy_timeout.as_millis().to_string(),
+                );
+                let file = conn.path().filter(|p| !p.is_empty()).map(PathBuf::from);
+                Ok((conn, (pragmas, file)))
             });
             let conn = match opened {
-                Ok((conn, pragmas)) => {
-                    let _ = ready.send(Ok(pragmas));
+                Ok((conn, opened)) => {
+                    let _ = ready.send(Ok(opened));
                     conn
                 }
                 Err(e) => {
@@ -131,11 +147,13 @@ impl Database {
                 guard: tx_guard,
                 rx,
                 state,
+                busy,
+                policy: Policy::new(config.checkpointing),
                 config,
             }
             .run();
         })?);
-        let pragmas = ready_rx.await.map_err(|_| Error::Closed)??;
+        let (pragmas, file) = ready_rx.await.map_err(|_| Error::Closed)??;
 
         let mut readies = Vec::with_capacity(config.readers);
         for i in 0..config.readers {
@@ -148,7 +166,13 @@ impl Database {
                 let _alive = guard;
                 let (path, config, state, rx) = parts;
                 let tx_guard = TxGuard::default();
-                match connection::open_reader(&path, &config, &tx_guard) {
+                let opened =
+                    connection::open_reader(&path, &config, &tx_guard).and_then(|mut conn| {
+                        let busy = BusyLimit::new(config.busy_timeout);
+                        connection::instrument(&mut conn, &config, &state, "reader", busy)?;
+                        Ok(conn)
+                    });
+                match opened {
                     Ok(conn) => {
                         let _ = ready.send(Ok(()));
                         Reader {
@@ -157,6 +181,7 @@ impl Database {
                             rx,
                             state,
                             config,
+                            began: Cell::new(None),
                         }
                         .run();
                     }
@@ -173,6 +198,8 @@ impl Database {
                 read_tx,
                 state,
                 config,
+                wal_file: wal_file(file.as_deref().unwrap_or(&path)),
+                file: file.unwrap_or_else(|| path.clone()),
                 path,
                 pragmas,
                 alive,
@@ -200,6 +227,7 @@ impl Database {
         let req = ReadRequest {
             min_seq: self.inner.state.commit_seq.load(Ordering::Acquire),
             enqueued: Instant::now(),
+            span: tracing::Span::current(),
             job,
         };
         self.enqueue(&self.inner.read_tx, req, "read").await?;
@@ -250,6 +278,7 @@ impl Database {
         let req = WriteRequest {
             kind,
             enqueued: Instant::now(),
+            span: tracing::Span::current(),
             job,
         };
         self.enqueue(&self.inner.write_tx, req, "write").await?;
@@ -371,6 +400,16 @@ impl Database {
         &self.inner.path
     }
 
+    /// The database file SQLite opened (the same as [`Database::path`] unless that was a `file:` URI).
+    pub fn file(&self) -> &Path {
+        &self.inner.file
+    }
+
+    /// How long connections wait for a lock held elsewhere.
+    pub(crate) fn busy_timeout(&self) -> std::time::Duration {
+        self.inner.config.busy_timeout
+    }
+
     /// Number of reader threads.
     pub fn readers(&self) -> usize {
         self.inner.config.readers
@@ -378,10 +417,12 @@ impl Database {
 
     /// A snapshot of the database's metrics.
     pub fn metrics(&self) -> MetricsSnapshot {
-        self.inner
-            .state
-            .metrics
-            .snapshot(self.inner.write_tx.len(), self.inner.read_tx.len())
+        let wal_bytes = std::fs::metadata(&self.inner.wal_file).map_or(0, |m| m.len());
+        self.inner.state.metrics.snapshot(
+            self.inner.write_tx.len(),
+            self.inner.read_tx.len(),
+            wal_bytes,
+        )
     }
 
     /// Closes the database for every clone of this handle: new requests fail with [`Error::Closed`], queued ones
@@ -406,6 +447,13 @@ impl Database {
         }
         Ok(())
     }
+}
+
+/// The WAL file of the database file at `db`.
+fn wal_file(db: &Path) -> PathBuf {
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    PathBuf::from(wal)
 }
 
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {

@@ -69,6 +69,17 @@ pub enum Error {
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
 
+    /// A backup ([`Database::backup`](crate::Database::backup) or
+    /// [`Database::vacuum_into`](crate::Database::vacuum_into)) could not be written to `dest`. The source
+    /// database is untouched, and no partial file is left at `dest`.
+    #[error("backup to {} failed: {reason}", dest.display())]
+    Backup {
+        /// The destination asked for.
+        dest: std::path::PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+
     /// An I/O error outside SQLite (e.g. spawning a worker thread).
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),

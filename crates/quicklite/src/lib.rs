@@ -13,7 +13,11 @@
 //! - [`Database::execute`], [`Database::query_row`], [`Database::query_all`], [`Database::execute_many`] and
 //!   [`Database::execute_batch`] cover the one-liners, with prepared statements cached per connection;
 //! - [`Database::transaction`] and [`Database::with_write_connection`] run a write alone (migrations, `VACUUM`);
-//! - [`Database::close`] drains the queues, checkpoints and joins the threads.
+//! - [`Database::close`] drains the queues, checkpoints and joins the threads;
+//! - [`Database::metrics`] returns counters and distributions ([`prometheus`] renders them for Prometheus);
+//!   [`Database::backup`] and [`Database::vacuum_into`] copy the live database; [`Checkpointing`] says who
+//!   checkpoints the WAL; slow statements are logged through `tracing`
+//!   ([`Builder::slow_statement_threshold`]).
 //!
 //! Closures take a [`&rusqlite::Connection`](rusqlite::Connection) and return `rusqlite::Result<T>`; the crate
 //! re-exports [`rusqlite`] so the versions always match. Errors come back as [`Error`]: SQLite's with their extended
@@ -65,18 +69,24 @@
 
 #![deny(missing_docs)]
 
+mod backup;
 mod builder;
+mod checkpoint;
 mod connection;
 mod database;
 mod error;
 mod metrics;
 mod profile;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 mod reader;
 mod request;
 mod setup;
 mod writer;
 
+pub use backup::BackupReport;
 pub use builder::{Builder, QueueFull};
+pub use checkpoint::Checkpointing;
 pub use database::Database;
 pub use error::{Error, Result};
 pub use metrics::{Distribution, MetricsSnapshot};

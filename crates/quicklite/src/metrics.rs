@@ -87,6 +87,19 @@ pub(crate) struct Metrics {
     pub(crate) read_transactions: AtomicU64,
     pub(crate) panics: AtomicU64,
     pub(crate) overloaded: AtomicU64,
+    pub(crate) rollbacks: AtomicU64,
+    pub(crate) busy_retries: AtomicU64,
+    pub(crate) busy_timeouts: AtomicU64,
+    pub(crate) slow_statements: AtomicU64,
+    pub(crate) checkpoints: AtomicU64,
+    pub(crate) checkpoints_incomplete: AtomicU64,
+    pub(crate) checkpoint_errors: AtomicU64,
+    /// Frames in the WAL after the last commit, as SQLite's WAL hook reports them.
+    pub(crate) wal_frames: AtomicU64,
+    pub(crate) checkpoint_frames: Log2Histogram,
+    pub(crate) checkpoint_us: Log2Histogram,
+    pub(crate) write_txn_us: Log2Histogram,
+    pub(crate) read_txn_us: Log2Histogram,
     pub(crate) write_batch: Log2Histogram,
     pub(crate) read_batch: Log2Histogram,
     pub(crate) write_wait_us: Log2Histogram,
@@ -118,6 +131,35 @@ pub struct MetricsSnapshot {
     pub panics: u64,
     /// Requests refused with [`Error::Overloaded`](crate::Error::Overloaded).
     pub overloaded: u64,
+    /// Savepoints and transactions rolled back: a failing write's savepoint, a failed `COMMIT`, a group SQLite
+    /// rolled back by itself, a transaction a closure left open.
+    pub rollbacks: u64,
+    /// Times a connection waited for a lock held by another connection or process and tried again.
+    pub busy_retries: u64,
+    /// Times a connection gave up waiting for a lock (the busy timeout ran out; the caller got `SQLITE_BUSY`).
+    pub busy_timeouts: u64,
+    /// Statements that ran longer than the slow-statement threshold (each logged).
+    pub slow_statements: u64,
+    /// Checkpoints the writer ran (none under [`Checkpointing::Sqlite`](crate::Checkpointing::Sqlite) or
+    /// [`Checkpointing::External`](crate::Checkpointing::External)).
+    pub checkpoints: u64,
+    /// Checkpoints that could not copy back the whole WAL (or wait for readers to leave it) and will be retried.
+    pub checkpoints_incomplete: u64,
+    /// Checkpoints that failed with an error.
+    pub checkpoint_errors: u64,
+    /// Frames (pages) in the WAL after the last commit, as SQLite reports them to the WAL hook (0 under
+    /// [`Checkpointing::Sqlite`](crate::Checkpointing::Sqlite), which keeps SQLite's own hook).
+    pub wal_frames: u64,
+    /// Size of the `-wal` file now, in bytes (0 when there is none).
+    pub wal_bytes: u64,
+    /// WAL frames when each checkpoint ran.
+    pub checkpoint_frames: Distribution,
+    /// Duration of each checkpoint, in microseconds.
+    pub checkpoint_us: Distribution,
+    /// Duration of write transactions, from `BEGIN` to the end of `COMMIT`, in microseconds.
+    pub write_transaction_us: Distribution,
+    /// Duration of read transactions shared by several reads, in microseconds.
+    pub read_transaction_us: Distribution,
     /// Writes per committed group.
     pub write_batch: Distribution,
     /// Reads per read transaction.
@@ -135,7 +177,12 @@ pub struct MetricsSnapshot {
 }
 
 impl Metrics {
-    pub(crate) fn snapshot(&self, write_depth: usize, read_depth: usize) -> MetricsSnapshot {
+    pub(crate) fn snapshot(
+        &self,
+        write_depth: usize,
+        read_depth: usize,
+        wal_bytes: u64,
+    ) -> MetricsSnapshot {
         MetricsSnapshot {
             writes: self.writes.load(Relaxed),
             write_errors: self.write_errors.load(Relaxed),
@@ -147,6 +194,19 @@ impl Metrics {
             read_transactions: self.read_transactions.load(Relaxed),
             panics: self.panics.load(Relaxed),
             overloaded: self.overloaded.load(Relaxed),
+            rollbacks: self.rollbacks.load(Relaxed),
+            busy_retries: self.busy_retries.load(Relaxed),
+            busy_timeouts: self.busy_timeouts.load(Relaxed),
+            slow_statements: self.slow_statements.load(Relaxed),
+            checkpoints: self.checkpoints.load(Relaxed),
+            checkpoints_incomplete: self.checkpoints_incomplete.load(Relaxed),
+            checkpoint_errors: self.checkpoint_errors.load(Relaxed),
+            wal_frames: self.wal_frames.load(Relaxed),
+            wal_bytes,
+            checkpoint_frames: self.checkpoint_frames.snapshot(),
+            checkpoint_us: self.checkpoint_us.snapshot(),
+            write_transaction_us: self.write_txn_us.snapshot(),
+            read_transaction_us: self.read_txn_us.snapshot(),
             write_batch: self.write_batch.snapshot(),
             read_batch: self.read_batch.snapshot(),
             write_queue_wait_us: self.write_wait_us.snapshot(),

@@ -10,6 +10,7 @@
 //! wakes a task, and a tokio worker woken for one task goes back to sleep before the next answer arrives, so
 //! answering one at a time costs a context switch per read — more than the read itself.
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -37,6 +38,8 @@ pub(crate) struct Reader {
     pub(crate) rx: Receiver<ReadRequest>,
     pub(crate) state: Arc<State>,
     pub(crate) config: Config,
+    /// When the open read transaction began.
+    pub(crate) began: Cell<Option<Instant>>,
 }
 
 impl Reader {
@@ -56,6 +59,7 @@ impl Reader {
             };
             // Every commit numbered up to `snapshot` had returned before the transaction begins, so the snapshot
             // (taken lazily, at the first read) contains it.
+            let _span = tracing::debug_span!("quicklite.read_batch").entered();
             let mut snapshot = self.state.commit_seq.load(Ordering::Acquire);
             self.begin();
             let started = Instant::now();
@@ -103,7 +107,10 @@ impl Reader {
     fn serve(&self, mut req: ReadRequest, now: Instant, answers: &mut Vec<Box<dyn ReadJob>>) {
         let metrics = &self.state.metrics;
         metrics.read_wait_us.record_duration(now - req.enqueued);
-        let (ok, panicked) = req.job.run(&self.conn);
+        let (ok, panicked) = {
+            let _span = tracing::debug_span!(parent: &req.span, "quicklite.read").entered();
+            req.job.run(&self.conn)
+        };
         metrics.reads.fetch_add(1, Ordering::Relaxed);
         if !ok {
             metrics.read_errors.fetch_add(1, Ordering::Relaxed);
@@ -125,6 +132,7 @@ impl Reader {
             }
             self.conn.prepare_cached("BEGIN")?.execute([])
         });
+        self.began.set(Some(Instant::now()));
         if let Err(e) = r {
             // Requests are still served, each in its own autocommit snapshot.
             tracing::warn!(error = %e, "reader could not begin a read transaction");
@@ -132,6 +140,12 @@ impl Reader {
     }
 
     fn end(&self) {
+        if let Some(began) = self.began.take() {
+            self.state
+                .metrics
+                .read_txn_us
+                .record_duration(began.elapsed());
+        }
         if self.conn.is_autocommit() {
             return;
         }

@@ -25,6 +25,8 @@ pub(crate) enum WriteKind {
 pub(crate) struct WriteRequest {
     pub(crate) kind: WriteKind,
     pub(crate) enqueued: Instant,
+    /// The caller's span, parent of the writer's span for this request.
+    pub(crate) span: tracing::Span,
     pub(crate) job: Box<dyn WriteJob>,
 }
 
@@ -34,6 +36,8 @@ pub(crate) struct ReadRequest {
     /// least this new (read-your-writes).
     pub(crate) min_seq: u64,
     pub(crate) enqueued: Instant,
+    /// The caller's span, parent of the reader's span for this request.
+    pub(crate) span: tracing::Span,
     pub(crate) job: Box<dyn ReadJob>,
 }
 
@@ -43,7 +47,9 @@ pub(crate) trait WriteJob: Send {
     fn run(&mut self, conn: &Connection) -> Result<(), String>;
     /// Answers the caller: with the closure's own error if it failed, else with `failure` if the group did not
     /// commit, else with the closure's value.
-    fn finish(self: Box<Self>, failure: Option<Error>);
+    /// Answers the caller: the closure's own error if it failed, else `failure` if the group failed, else its
+    /// value. Returns whether the answer is an error.
+    fn finish(self: Box<Self>, failure: Option<Error>) -> bool;
     /// Whether the closure panicked.
     fn panicked(&self) -> bool;
 }
@@ -113,15 +119,17 @@ where
         status
     }
 
-    fn finish(self: Box<Self>, failure: Option<Error>) {
+    fn finish(self: Box<Self>, failure: Option<Error>) -> bool {
         let answer = match (self.out, failure) {
             (Some(Err(own)), _) => Err(own),
             (_, Some(failure)) => Err(failure),
             (Some(Ok(v)), None) => Ok(v),
             (None, None) => Err(Error::Closed),
         };
+        let failed = answer.is_err();
         // The caller may have stopped waiting; the write's fate does not depend on it.
         let _ = self.reply.send(answer);
+        failed
     }
 
     fn panicked(&self) -> bool {

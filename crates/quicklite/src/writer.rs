@@ -6,8 +6,10 @@
 //! expensive part of a small write; a group shares one. Nobody is answered before the `COMMIT` returns, so no
 //! write is ever reported as committed that is not.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use async_channel::Receiver;
@@ -15,9 +17,10 @@ use rusqlite::{Connection, ffi};
 
 use crate::Error;
 use crate::builder::Config;
+use crate::checkpoint::{self, Checkpointing, Mode, Policy};
 #[cfg(test)]
 use crate::connection::SAVEPOINT;
-use crate::connection::TxGuard;
+use crate::connection::{BusyLimit, TxGuard};
 use crate::database::State;
 use crate::request::{WriteKind, WriteRequest};
 
@@ -28,6 +31,10 @@ pub(crate) struct Writer {
     pub(crate) rx: Receiver<WriteRequest>,
     pub(crate) state: Arc<State>,
     pub(crate) config: Config,
+    /// The connection's busy-wait limit, shortened while a checkpoint waits for readers.
+    pub(crate) busy: BusyLimit,
+    /// Checkpoint decisions, under [`Checkpointing::Managed`].
+    pub(crate) policy: Option<Policy>,
 }
 
 /// Transaction-control statements, kept prepared in the statement cache.
@@ -40,15 +47,15 @@ const ROLLBACK_TO_SQL: &str = "ROLLBACK TO quicklite_write";
 
 impl Writer {
     /// Serves requests until the queue is closed and drained, then checkpoints.
-    pub(crate) fn run(self) {
+    pub(crate) fn run(mut self) {
         let mut carry: Option<WriteRequest> = None;
         let mut group: Vec<WriteRequest> = Vec::with_capacity(self.config.write_batch_max);
         loop {
             let first = match carry.take() {
                 Some(r) => r,
-                None => match self.rx.recv_blocking() {
-                    Ok(r) => r,
-                    Err(_) => break,
+                None => match self.next_request() {
+                    Some(r) => r,
+                    None => break,
                 },
             };
             if first.kind != WriteKind::Grouped {
@@ -58,8 +65,89 @@ impl Writer {
             group.push(first);
             carry = self.fill(&mut group);
             self.run_group(&mut group);
+            self.checkpoint_if_due();
         }
         self.shut_down();
+    }
+
+    /// Waits for the next request; `None` once the queue is closed and empty. When the WAL should be truncated
+    /// after an idle spell, waits at most that long first, then truncates and goes on waiting.
+    fn next_request(&mut self) -> Option<WriteRequest> {
+        if let Some(idle) = self.policy.as_ref().and_then(Policy::idle_wait) {
+            match recv_timeout(&self.rx, idle) {
+                Received::Request(r) => return Some(r),
+                Received::Closed => return None,
+                Received::TimedOut => self.checkpoint(Mode::Truncate),
+            }
+        }
+        self.rx.recv_blocking().ok()
+    }
+
+    /// Runs the checkpoint the policy asks for after the last commit, if any. Callers have their answers already.
+    fn checkpoint_if_due(&mut self) {
+        let frames = self.state.metrics.wal_frames.load(Ordering::Relaxed);
+        let frames = u32::try_from(frames).unwrap_or(u32::MAX);
+        if let Some(mode) = self.policy.as_mut().and_then(|p| p.after_commit(frames)) {
+            self.checkpoint(mode);
+        }
+    }
+
+    /// Runs one checkpoint and records it.
+    fn checkpoint(&mut self, mode: Mode) {
+        let Checkpointing::Managed { reader_wait, .. } = self.config.checkpointing else {
+            return;
+        };
+        let _span = tracing::debug_span!("quicklite.checkpoint", ?mode).entered();
+        let metrics = &self.state.metrics;
+        let outcome = if mode.waits_for_readers() {
+            self.busy
+                .with(reader_wait, || checkpoint::run(&self.conn, mode))
+        } else {
+            checkpoint::run(&self.conn, mode)
+        };
+        match outcome {
+            Ok(outcome) => {
+                metrics.checkpoints.fetch_add(1, Ordering::Relaxed);
+                metrics.checkpoint_us.record_duration(outcome.took);
+                metrics
+                    .checkpoint_frames
+                    .record(u64::try_from(outcome.log_frames).unwrap_or(0));
+                if outcome.busy {
+                    metrics
+                        .checkpoints_incomplete
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                if !outcome.busy && mode.waits_for_readers() {
+                    // The WAL starts over (or is empty): the hook reports again at the next commit.
+                    metrics.wal_frames.store(0, Ordering::Relaxed);
+                }
+                tracing::debug!(
+                    ?mode,
+                    busy = outcome.busy,
+                    wal_frames = outcome.log_frames,
+                    checkpointed = outcome.checkpointed_frames,
+                    took_us = outcome.took.as_micros() as u64,
+                    "checkpoint"
+                );
+                if let Some(policy) = self.policy.as_mut() {
+                    policy.checkpointed(mode, &outcome);
+                }
+            }
+            Err(e) => {
+                metrics.checkpoint_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(?mode, error = %e, "checkpoint failed");
+                if let Some(policy) = self.policy.as_mut() {
+                    let frames = metrics.wal_frames.load(Ordering::Relaxed);
+                    let failed = checkpoint::Outcome {
+                        busy: true,
+                        log_frames: i64::try_from(frames).unwrap_or(i64::MAX),
+                        checkpointed_frames: 0,
+                        took: Duration::ZERO,
+                    };
+                    policy.checkpointed(mode, &failed);
+                }
+            }
+        }
     }
 
     /// Adds queued grouped writes to `group`, up to the batch limit; returns a request that must run alone, if one
@@ -91,14 +179,19 @@ impl Writer {
 
     /// Runs a group of writes in one transaction.
     fn run_group(&self, group: &mut Vec<WriteRequest>) {
+        let _span = tracing::debug_span!("quicklite.write_group", writes = group.len()).entered();
         let metrics = &self.state.metrics;
         let now = Instant::now();
         for r in group.iter() {
             metrics.write_wait_us.record_duration(now - r.enqueued);
         }
         if let Err(e) = self.exec(BEGIN) {
+            metrics
+                .writes
+                .fetch_add(group.len() as u64, Ordering::Relaxed);
             for r in group.drain(..) {
                 r.job.finish(Some(copy_error(&e)));
+                metrics.write_errors.fetch_add(1, Ordering::Relaxed);
             }
             return;
         }
@@ -111,7 +204,12 @@ impl Writer {
                 fates.push(Some(copy_error(&e)));
                 continue;
             }
-            let outcome = group[i].job.run(&self.conn);
+            let outcome = {
+                let request = &mut group[i];
+                let _span =
+                    tracing::debug_span!(parent: &request.span, "quicklite.write").entered();
+                request.job.run(&self.conn)
+            };
             if group[i].job.panicked() {
                 metrics.panics.fetch_add(1, Ordering::Relaxed);
             }
@@ -123,6 +221,7 @@ impl Writer {
                     Ok(()) => "the transaction was rolled back by SQLite".to_string(),
                 };
                 metrics.rolled_back_groups.fetch_add(1, Ordering::Relaxed);
+                metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(%reason, "sqlite rolled back a write group");
                 for fate in fates[open_from..].iter_mut() {
                     if fate.is_none() {
@@ -154,6 +253,9 @@ impl Writer {
                         .and_then(|_| self.exec(RELEASE_SQL)),
                 )
             };
+            if outcome.is_err() {
+                metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+            }
             if let Some(Err(e)) = undo {
                 tracing::error!(error = %e, "could not end a write's savepoint");
             }
@@ -167,9 +269,11 @@ impl Writer {
                 Ok(()) => {
                     committed = true;
                     metrics.commit_us.record_duration(started.elapsed());
+                    metrics.write_txn_us.record_duration(now.elapsed());
                 }
                 Err(e) => {
                     metrics.failed_commits.fetch_add(1, Ordering::Relaxed);
+                    metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
                     if !self.conn.is_autocommit() {
                         let _ = self.exec(ROLLBACK);
                     }
@@ -196,18 +300,19 @@ impl Writer {
             .writes
             .fetch_add(group.len() as u64, Ordering::Relaxed);
         for (r, fate) in group.drain(..).zip(fates) {
-            let failed = fate.is_some();
-            r.job.finish(fate);
-            if failed {
+            if r.job.finish(fate) {
                 metrics.write_errors.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
 
     /// Runs a request that asked for a transaction of its own, or for none.
-    fn run_alone(&self, mut r: WriteRequest) {
+    fn run_alone(&mut self, mut r: WriteRequest) {
+        let span = tracing::debug_span!(parent: &r.span, "quicklite.write", kind = ?r.kind);
+        let _span = span.enter();
         let metrics = &self.state.metrics;
-        metrics.write_wait_us.record_duration(r.enqueued.elapsed());
+        let started = Instant::now();
+        metrics.write_wait_us.record_duration(started - r.enqueued);
         metrics.writes.fetch_add(1, Ordering::Relaxed);
         let fate = match r.kind {
             WriteKind::Unmanaged => {
@@ -216,6 +321,7 @@ impl Writer {
                     None
                 } else {
                     let _ = self.exec(ROLLBACK);
+                    metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
                     Some(Error::TransactionLeftOpen)
                 };
                 let _ = outcome;
@@ -228,6 +334,7 @@ impl Writer {
                 Ok(()) => {
                     let outcome = r.job.run(&self.conn);
                     if self.conn.is_autocommit() {
+                        metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
                         Some(Error::RolledBack {
                             reason: outcome
                                 .err()
@@ -235,16 +342,19 @@ impl Writer {
                         })
                     } else if outcome.is_err() {
                         let _ = self.exec(ROLLBACK);
+                        metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
                         None
                     } else {
                         match self.exec(COMMIT) {
                             Ok(()) => {
                                 self.publish_commit();
                                 metrics.write_batch.record(1);
+                                metrics.write_txn_us.record_duration(started.elapsed());
                                 None
                             }
                             Err(e) => {
                                 metrics.failed_commits.fetch_add(1, Ordering::Relaxed);
+                                metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
                                 let _ = self.exec(ROLLBACK);
                                 let (extended_code, message) = sqlite_parts(&e);
                                 Some(Error::CommitFailed {
@@ -261,10 +371,11 @@ impl Writer {
         if r.job.panicked() {
             metrics.panics.fetch_add(1, Ordering::Relaxed);
         }
-        if fate.is_some() {
+        if r.job.finish(fate) {
             metrics.write_errors.fetch_add(1, Ordering::Relaxed);
         }
-        r.job.finish(fate);
+        drop(_span);
+        self.checkpoint_if_due();
     }
 
     /// Makes a commit visible to read-your-writes: readers serving requests made after this point start a new
@@ -274,7 +385,7 @@ impl Writer {
         self.state.metrics.commits.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn shut_down(self) {
+    fn shut_down(mut self) {
         if !self.conn.is_autocommit() {
             let _ = self.exec(ROLLBACK);
         }
@@ -287,17 +398,56 @@ impl Writer {
             .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
             .map(|m| m.eq_ignore_ascii_case("wal"))
             .unwrap_or(false);
-        if wal {
-            // Fold the WAL back into the database so the file is complete on its own after close.
-            if let Err(e) = self
-                .conn
-                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-            {
-                tracing::warn!(error = %e, "final checkpoint failed");
-            }
+        if wal && self.policy.is_some() {
+            // Fold the WAL back into the database so the file is complete on its own after close. (SQLite itself
+            // checkpoints when the last connection closes, unless checkpoints are external.)
+            self.checkpoint(Mode::Truncate);
         }
         if let Err((_, e)) = self.conn.close() {
             tracing::warn!(error = %e, "closing the writer connection failed");
+        }
+    }
+}
+
+/// What [`recv_timeout`] got.
+enum Received {
+    Request(WriteRequest),
+    Closed,
+    TimedOut,
+}
+
+/// Wakes the writer thread parked in [`recv_timeout`].
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Waits up to `timeout` for a request: polls the channel's receive future on this thread, parking between polls
+/// (async-channel has no blocking receive with a timeout).
+fn recv_timeout(rx: &Receiver<WriteRequest>, timeout: Duration) -> Received {
+    let deadline = Instant::now() + timeout;
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut recv = std::pin::pin!(rx.recv());
+    loop {
+        match recv.as_mut().poll(&mut cx) {
+            Poll::Ready(Ok(r)) => return Received::Request(r),
+            Poll::Ready(Err(_)) => return Received::Closed,
+            Poll::Pending => {
+                let now = Instant::now();
+                if now >= deadline {
+                    return Received::TimedOut;
+                }
+                // A spurious or early unpark only means another poll.
+                std::thread::park_timeout(deadline - now);
+            }
         }
     }
 }

@@ -1,0 +1,210 @@
+//! Copies of a live database: SQLite's online backup API, and `VACUUM INTO`.
+//!
+//! Both read the source through a connection of their own, on a thread of their own, inside one read
+//! transaction: in WAL mode the copy is the snapshot taken when it started, and writers carry on meanwhile (their
+//! commits go to the WAL, which the copy's snapshot holds back from checkpointing until it ends). The copy is
+//! written to a temporary file next to the destination, flushed to disk, then renamed into place, so a failed
+//! or interrupted backup never leaves a partial file under the destination's name.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rusqlite::backup::{Backup, StepResult};
+use rusqlite::{Connection, OpenFlags};
+use tokio::sync::oneshot;
+
+use crate::{Database, Error, Result};
+
+/// Pages copied per step of the backup API: each step is one short call, so a progress or cancellation check
+/// would fit between steps, and the source's pages are read in cache-sized runs.
+const PAGES_PER_STEP: i32 = 1024;
+
+/// What a backup copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BackupReport {
+    /// Pages in the copy.
+    pub pages: u64,
+    /// Calls to `sqlite3_backup_step` (0 for `VACUUM INTO`).
+    pub steps: u64,
+    /// Time from start to the copy being in place.
+    pub took: Duration,
+}
+
+impl Database {
+    /// Copies the database to a new file at `dest` with SQLite's online backup API, in steps of 1024 pages,
+    /// without stopping the writer. The copy contains every write acknowledged before `backup` was called, and is
+    /// one consistent snapshot.
+    ///
+    /// `dest` must not exist yet. In WAL mode (the `Server` and `Durable` profiles) writes carry on during the
+    /// backup; in rollback-journal mode SQLite's locks make them wait until it ends.
+    pub async fn backup(&self, dest: impl AsRef<Path>) -> Result<BackupReport> {
+        let source = self.file().to_path_buf();
+        let dest = dest.as_ref().to_path_buf();
+        let busy = self.busy_timeout();
+        off_thread("quicklite-backup", move || {
+            copy(&source, &dest, busy, Snapshot::Held, |src, partial| {
+                let mut out = Connection::open(partial)?;
+                let steps = {
+                    let backup = Backup::new(src, &mut out)?;
+                    let mut steps = 0_u64;
+                    loop {
+                        steps += 1;
+                        match backup.step(PAGES_PER_STEP)? {
+                            StepResult::Done => break,
+                            StepResult::More => {}
+                            // The destination is ours alone and the source snapshot is held, so these are
+                            // transient; SQLite's documentation says to retry the step.
+                            StepResult::Busy | StepResult::Locked => {
+                                std::thread::sleep(Duration::from_millis(1))
+                            }
+                            _ => {}
+                        }
+                    }
+                    steps
+                };
+                let pages: i64 = out.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+                out.close().map_err(|(_, e)| e)?;
+                Ok((u64::try_from(pages).unwrap_or(0), steps))
+            })
+        })
+        .await
+    }
+
+    /// Writes a compacted copy of the database to a new file at `dest` with `VACUUM INTO`: no free pages,
+    /// rebuilt indexes, often smaller than a page-for-page backup. Same guarantees as [`Database::backup`]
+    /// (a snapshot containing every write acknowledged before the call; `dest` must not exist yet).
+    pub async fn vacuum_into(&self, dest: impl AsRef<Path>) -> Result<BackupReport> {
+        let source = self.file().to_path_buf();
+        let dest = dest.as_ref().to_path_buf();
+        let busy = self.busy_timeout();
+        off_thread("quicklite-vacuum-into", move || {
+            copy(&source, &dest, busy, Snapshot::Own, |src, partial| {
+                let target = partial
+                    .to_str()
+                    .ok_or_else(|| rusqlite::Error::InvalidPath(partial.to_path_buf()))?;
+                src.execute("VACUUM INTO ?1", [target])?;
+                let out = Connection::open_with_flags(partial, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+                let pages: i64 = out.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+                Ok((u64::try_from(pages).unwrap_or(0), 0))
+            })
+        })
+        .await
+    }
+}
+
+/// Runs `f` on a new thread and awaits its result, so that a long copy blocks neither the async runtime nor the
+/// database's own threads.
+async fn off_thread<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let (tx, rx) = oneshot::channel();
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            let _ = tx.send(f());
+        })?;
+    rx.await.map_err(|_| Error::Panic {
+        message: "the backup thread panicked".into(),
+    })?
+}
+
+/// Who holds the copy's snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Snapshot {
+    /// [`copy`] opens a read transaction around the whole copy (the backup API reads in many steps).
+    Held,
+    /// The copying statement reads in a transaction of its own (`VACUUM INTO` refuses to run inside one).
+    Own,
+}
+
+/// The shared frame of both copies: checks `dest`, opens the source read-only (inside one read transaction if
+/// `snapshot` says so), lets `write` fill a temporary file next to `dest`, then flushes and renames it into place
+/// (removing it on failure).
+fn copy(
+    source: &Path,
+    dest: &Path,
+    busy_timeout: Duration,
+    snapshot: Snapshot,
+    write: impl FnOnce(&Connection, &Path) -> rusqlite::Result<(u64, u64)>,
+) -> Result<BackupReport> {
+    let started = Instant::now();
+    let fail = |reason: String| Error::Backup {
+        dest: dest.to_path_buf(),
+        reason,
+    };
+    let partial = partial_path(dest).ok_or_else(|| fail("not a file path".into()))?;
+    if dest.exists() {
+        return Err(fail(
+            "the file already exists; a backup never overwrites".into(),
+        ));
+    }
+    let src = Connection::open_with_flags(
+        source,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    src.busy_timeout(busy_timeout)?;
+    if snapshot == Snapshot::Held {
+        // The snapshot: taken at the first read after BEGIN, and held until the copy is done.
+        src.execute_batch("BEGIN")?;
+        src.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
+    }
+
+    let written = write(&src, &partial)
+        .map_err(|e| fail(e.to_string()))
+        .and_then(|counts| {
+            // Durable before it takes the destination's name, and the name durable in its directory.
+            std::fs::File::open(&partial)
+                .and_then(|f| f.sync_all())
+                .and_then(|()| std::fs::rename(&partial, dest))
+                .and_then(|()| sync_dir(dest))
+                .map_err(|e| fail(e.to_string()))?;
+            Ok(counts)
+        });
+    if written.is_err() {
+        for leftover in [partial.clone(), sidecar(&partial, "-journal")] {
+            let _ = std::fs::remove_file(leftover);
+        }
+    }
+    if snapshot == Snapshot::Held {
+        let _ = src.execute_batch("COMMIT");
+    }
+    let (pages, steps) = written?;
+    Ok(BackupReport {
+        pages,
+        steps,
+        took: started.elapsed(),
+    })
+}
+
+/// A fresh temporary name next to `dest`: `.<name>.quicklite-partial-<pid>-<n>`.
+fn partial_path(dest: &Path) -> Option<PathBuf> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = dest.file_name()?.to_str()?;
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    Some(dest.with_file_name(format!(
+        ".{name}.quicklite-partial-{}-{n}",
+        std::process::id()
+    )))
+}
+
+fn sidecar(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// Flushes the directory entry of `path` (the rename), where the platform allows opening a directory.
+fn sync_dir(path: &Path) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match std::fs::File::open(dir) {
+        Ok(d) => d.sync_all(),
+        // Not every platform opens directories; the file itself is already flushed.
+        Err(_) => Ok(()),
+    }
+}

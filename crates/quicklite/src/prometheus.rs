@@ -1,0 +1,383 @@
+//! Prometheus exposition of [`MetricsSnapshot`]s, through the `prometheus-client` crate (OpenMetrics text, which
+//! Prometheus scrapes). Enabled by the `prometheus` feature.
+//!
+//! Every series carries a `database` label, so one scrape can cover many databases. Durations are in seconds and
+//! sizes in bytes, as Prometheus' naming conventions ask; counters end in `_total`.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> quicklite::Result<()> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! let db = quicklite::Database::open(dir.path().join("app.db")).await?;
+//! db.execute_batch("CREATE TABLE t (x)").await?;
+//! let text = quicklite::prometheus::render(&[("app", &db.metrics())]);
+//! assert!(text.contains("quicklite_commits_total{database=\"app\"} 1"));
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::{Database, Distribution, MetricsSnapshot};
+
+/// Renders the metrics of `databases` (each a `database` label value and a snapshot) as OpenMetrics text,
+/// ending with `# EOF`; serve it with the content type
+/// `application/openmetrics-text; version=1.0.0; charset=utf-8`.
+pub fn render(databases: &[(&str, &MetricsSnapshot)]) -> String {
+    let snapshots = databases
+        .iter()
+        .map(|(name, s)| (name.to_string(), (*s).clone()))
+        .collect();
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Snapshots(snapshots)));
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, &registry)
+        .expect("writing to a String cannot fail");
+    out
+}
+
+/// A `prometheus-client` collector that snapshots databases at every scrape, for applications that already
+/// keep a `prometheus_client::registry::Registry`.
+#[derive(Debug, Clone, Default)]
+pub struct DatabaseCollector {
+    databases: Vec<(String, Database)>,
+}
+
+impl DatabaseCollector {
+    /// A collector of no database yet.
+    pub fn new() -> DatabaseCollector {
+        DatabaseCollector::default()
+    }
+
+    /// Adds `db`, reported with the label `database="<name>"`.
+    pub fn with(mut self, name: impl Into<String>, db: Database) -> DatabaseCollector {
+        self.databases.push((name.into(), db));
+        self
+    }
+}
+
+impl Collector for DatabaseCollector {
+    fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
+        let snapshots: Vec<(String, MetricsSnapshot)> = self
+            .databases
+            .iter()
+            .map(|(name, db)| (name.clone(), db.metrics()))
+            .collect();
+        encode(encoder, &snapshots)
+    }
+}
+
+/// Fixed snapshots, for [`render`].
+#[derive(Debug)]
+struct Snapshots(Vec<(String, MetricsSnapshot)>);
+
+impl Collector for Snapshots {
+    fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
+        encode(encoder, &self.0)
+    }
+}
+
+type Dbs<'a> = &'a [(String, MetricsSnapshot)];
+
+/// A counter: name (without `_total`), help, value.
+type CounterSeries = (&'static str, &'static str, fn(&MetricsSnapshot) -> u64);
+/// A gauge: name, help, unit, value.
+type GaugeSeries = (
+    &'static str,
+    &'static str,
+    Option<Unit>,
+    fn(&MetricsSnapshot) -> u64,
+);
+/// A histogram: name, help, unit, scale from the recorded values to the unit, distribution.
+type HistogramSeries = (
+    &'static str,
+    &'static str,
+    Option<Unit>,
+    f64,
+    fn(&MetricsSnapshot) -> &Distribution,
+);
+
+fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
+    let counters: [CounterSeries; 17] = [
+        ("quicklite_writes", "Write requests run.", |s| s.writes),
+        (
+            "quicklite_write_errors",
+            "Write requests that returned an error.",
+            |s| s.write_errors,
+        ),
+        (
+            "quicklite_commits",
+            "Transactions committed by the writer.",
+            |s| s.commits,
+        ),
+        (
+            "quicklite_failed_commits",
+            "COMMITs that failed (the whole group got the error).",
+            |s| s.failed_commits,
+        ),
+        (
+            "quicklite_rolled_back_groups",
+            "Write groups SQLite rolled back by itself.",
+            |s| s.rolled_back_groups,
+        ),
+        (
+            "quicklite_rollbacks",
+            "Savepoints and transactions rolled back.",
+            |s| s.rollbacks,
+        ),
+        ("quicklite_reads", "Read requests served.", |s| s.reads),
+        (
+            "quicklite_read_errors",
+            "Read requests that returned an error.",
+            |s| s.read_errors,
+        ),
+        (
+            "quicklite_read_transactions",
+            "Read transactions begun by the readers.",
+            |s| s.read_transactions,
+        ),
+        (
+            "quicklite_panics",
+            "Closures that panicked (caught).",
+            |s| s.panics,
+        ),
+        (
+            "quicklite_overloaded",
+            "Requests refused because a queue was full.",
+            |s| s.overloaded,
+        ),
+        (
+            "quicklite_busy_retries",
+            "Waits for a lock held elsewhere, retried.",
+            |s| s.busy_retries,
+        ),
+        (
+            "quicklite_busy_timeouts",
+            "Waits for a lock that ran out (SQLITE_BUSY).",
+            |s| s.busy_timeouts,
+        ),
+        (
+            "quicklite_slow_statements",
+            "Statements slower than the slow-statement threshold.",
+            |s| s.slow_statements,
+        ),
+        (
+            "quicklite_checkpoints",
+            "Checkpoints run by the writer.",
+            |s| s.checkpoints,
+        ),
+        (
+            "quicklite_checkpoints_incomplete",
+            "Checkpoints that could not finish (retried later).",
+            |s| s.checkpoints_incomplete,
+        ),
+        (
+            "quicklite_checkpoint_errors",
+            "Checkpoints that failed.",
+            |s| s.checkpoint_errors,
+        ),
+    ];
+    for (name, help, get) in counters {
+        let mut family = e.encode_descriptor(name, help, None, MetricType::Counter)?;
+        for (db, s) in dbs {
+            family
+                .encode_family(&[("database", db.as_str())])?
+                .encode_counter::<NoLabelSet, _, u64>(&get(s), None)?;
+        }
+    }
+
+    let gauges: [GaugeSeries; 4] = [
+        (
+            "quicklite_write_queue_depth",
+            "Write requests queued.",
+            None,
+            |s| s.write_queue_depth as u64,
+        ),
+        (
+            "quicklite_read_queue_depth",
+            "Read requests queued.",
+            None,
+            |s| s.read_queue_depth as u64,
+        ),
+        (
+            "quicklite_wal_frames",
+            "Frames in the WAL after the last commit.",
+            None,
+            |s| s.wal_frames,
+        ),
+        (
+            "quicklite_wal_size",
+            "Size of the -wal file.",
+            Some(Unit::Bytes),
+            |s| s.wal_bytes,
+        ),
+    ];
+    for (name, help, unit, get) in gauges {
+        let mut family = e.encode_descriptor(name, help, unit.as_ref(), MetricType::Gauge)?;
+        for (db, s) in dbs {
+            family
+                .encode_family(&[("database", db.as_str())])?
+                .encode_gauge(&get(s))?;
+        }
+    }
+
+    // Microsecond distributions are exposed in seconds; sizes as they are.
+    const MICROS: f64 = 1e-6;
+    let histograms: [HistogramSeries; 9] = [
+        (
+            "quicklite_write_batch_size",
+            "Writes per committed group.",
+            None,
+            1.0,
+            |s| &s.write_batch,
+        ),
+        (
+            "quicklite_read_batch_size",
+            "Reads per read transaction.",
+            None,
+            1.0,
+            |s| &s.read_batch,
+        ),
+        (
+            "quicklite_write_queue_wait",
+            "Time write requests waited in the queue.",
+            Some(Unit::Seconds),
+            MICROS,
+            |s| &s.write_queue_wait_us,
+        ),
+        (
+            "quicklite_read_queue_wait",
+            "Time read requests waited in the queue.",
+            Some(Unit::Seconds),
+            MICROS,
+            |s| &s.read_queue_wait_us,
+        ),
+        (
+            "quicklite_commit_duration",
+            "Duration of COMMIT.",
+            Some(Unit::Seconds),
+            MICROS,
+            |s| &s.commit_us,
+        ),
+        (
+            "quicklite_write_transaction_duration",
+            "Duration of write transactions.",
+            Some(Unit::Seconds),
+            MICROS,
+            |s| &s.write_transaction_us,
+        ),
+        (
+            "quicklite_read_transaction_duration",
+            "Duration of shared read transactions.",
+            Some(Unit::Seconds),
+            MICROS,
+            |s| &s.read_transaction_us,
+        ),
+        (
+            "quicklite_checkpoint_duration",
+            "Duration of checkpoints.",
+            Some(Unit::Seconds),
+            MICROS,
+            |s| &s.checkpoint_us,
+        ),
+        (
+            "quicklite_checkpoint_wal_frames",
+            "WAL frames when each checkpoint ran.",
+            None,
+            1.0,
+            |s| &s.checkpoint_frames,
+        ),
+    ];
+    for (name, help, unit, scale, get) in histograms {
+        let mut family = e.encode_descriptor(name, help, unit.as_ref(), MetricType::Histogram)?;
+        for (db, s) in dbs {
+            let d = get(s);
+            family
+                .encode_family(&[("database", db.as_str())])?
+                .encode_histogram::<NoLabelSet>(
+                    d.sum as f64 * scale,
+                    d.count,
+                    &buckets(d, scale),
+                    None,
+                )?;
+        }
+    }
+    Ok(())
+}
+
+/// The distribution's power-of-two buckets as Prometheus buckets (upper bound, count in this bucket), ending with
+/// `+Inf`. Values are integers, so bucket `i` (values in `[2^(i-1), 2^i)`) has the inclusive bound `2^i - 1`.
+fn buckets(d: &Distribution, scale: f64) -> Vec<(f64, u64)> {
+    let mut out: Vec<(f64, u64)> = d
+        .buckets
+        .iter()
+        .enumerate()
+        .map(|(i, &count)| ((((1_u64 << i) - 1) as f64) * scale, count))
+        .collect();
+    out.push((f64::INFINITY, 0));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_inclusive_upper_bounds() {
+        let d = Distribution {
+            count: 4,
+            sum: 1 + 2 + 3 + 9,
+            max: 9,
+            buckets: vec![0, 1, 2, 0, 0, 1],
+        };
+        assert_eq!(
+            buckets(&d, 1.0),
+            vec![
+                (0.0, 0),
+                (1.0, 1),
+                (3.0, 2),
+                (7.0, 0),
+                (15.0, 0),
+                (31.0, 1),
+                (f64::INFINITY, 0)
+            ]
+        );
+    }
+
+    #[test]
+    fn renders_labelled_counters_gauges_and_histograms() {
+        let mut s = MetricsSnapshot {
+            commits: 3,
+            wal_bytes: 4096,
+            ..MetricsSnapshot::default()
+        };
+        s.write_queue_wait_us = Distribution {
+            count: 2,
+            sum: 3,
+            max: 2,
+            buckets: vec![0, 1, 1],
+        };
+        let text = render(&[("a\"b", &s)]);
+        assert!(
+            text.contains("quicklite_commits_total{database=\"a\\\"b\"} 3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("quicklite_wal_size_bytes{database=\"a\\\"b\"} 4096"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "quicklite_write_queue_wait_seconds_bucket{le=\"0.000003\",database=\"a\\\"b\"} 2"
+            ) || text.contains(
+                "quicklite_write_queue_wait_seconds_bucket{database=\"a\\\"b\",le=\"0.000003\"} 2"
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+}
