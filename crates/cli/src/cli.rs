@@ -22,7 +22,24 @@ pub enum Command {
     Bench(Box<BenchArgs>),
     /// Regenerate the Markdown, HTML and ASCII reports from a results CSV.
     Report(ReportArgs),
+    /// Check the linked SQLite and a database file (read-only) against SQLite's documentation.
+    ///
+    /// Reports the linked SQLite (version, compile options, threading mode, memory statistics) and, if a
+    /// database is given, its journal mode, per-connection defaults, page and WAL sizes, free pages and
+    /// `PRAGMA quick_check`: each finding with a severity (ok, info, warning, error), the value observed, a
+    /// recommendation, and the SQLite documentation behind it. The database is opened read-only and never
+    /// modified.
+    #[command(after_help = DOCTOR_EXIT_STATUS)]
+    Doctor(DoctorArgs),
 }
+
+/// The exit statuses of `quicklite doctor`, shown under its `--help`.
+const DOCTOR_EXIT_STATUS: &str = "\
+Exit status:
+  0  the report was produced and no finding is an error (warnings and notes do not fail)
+  1  the report was produced and a finding is an error (e.g. PRAGMA quick_check found corruption)
+  2  the database cannot be inspected at all: missing, a directory, not an SQLite database, locked by
+     another process, unreadable (a one-line reason goes to stderr; nothing goes to stdout)";
 
 /// `quicklite bench`. Lists are comma-separated; each list is one axis of the matrix.
 #[derive(Debug, Args)]
@@ -149,4 +166,17 @@ pub struct ReportArgs {
     /// Approach the "N× faster than" ratios compare with.
     #[arg(long, value_name = "APPROACH", default_value = DEFAULT_BASELINE)]
     pub baseline: String,
+}
+
+/// `quicklite doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// A database file to inspect. It is opened read-only and never written; without it, only the SQLite
+    /// section is reported.
+    #[arg(value_name = "DB")]
+    pub db: Option<PathBuf>,
+
+    /// Print one JSON document with the same content instead of the human report.
+    #[arg(long)]
+    pub json: bool,
 }

@@ -1,10 +1,12 @@
 //! `quicklite`: the lab's command line. `quicklite bench` measures the ways a tokio service can use SQLite side
-//! by side; `quicklite report <csv>` redraws the reports of a run from its CSV.
+//! by side; `quicklite report <csv>` redraws the reports of a run from its CSV; `quicklite doctor [db]` checks
+//! the linked SQLite and a database file against SQLite's documentation.
 //!
-//! This binary only parses flags and wires the `quicklite-lab` crate together; the lab does the work.
+//! This binary only parses flags and wires the `quicklite-lab` and `quicklite` crates together; they do the work.
 
 mod bench;
 mod cli;
+mod doctor;
 mod progress;
 mod report;
 
@@ -29,5 +31,6 @@ fn run() -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Bench(args) => bench::run(*args),
         Command::Report(args) => report::run(args),
+        Command::Doctor(args) => doctor::run(&args),
     }
 }
