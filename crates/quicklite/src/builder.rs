@@ -100,7 +100,7 @@ impl Builder {
             read_snapshot_max_age: Duration::from_millis(20),
             statement_cache_capacity: 128,
             checkpointing: None,
-            slow_statement: Some(Duration::from_millis(100)),
+            slow_statement: None,
             log_statement_parameters: false,
         }
     }
@@ -205,7 +205,9 @@ impl Builder {
 
     /// Statements that run at least this long are logged through `tracing` (a `WARN` event with target
     /// `quicklite::slow_statement`, the SQL text and the duration), using SQLite's profiling hook, which measures
-    /// to the millisecond. `None` installs no hook. By default, 100 ms.
+    /// to the millisecond. `None` installs no hook. By default, `None`: with the hook SQLite reads the clock twice
+    /// per statement, which cost point reads about a tenth of their throughput on the project's 2-core machine
+    /// (median of 8 alternating runs, 0.90×). `Some(Duration::from_millis(100))` is a reasonable production value.
     pub fn slow_statement_threshold(mut self, threshold: Option<Duration>) -> Self {
         self.slow_statement = threshold;
         self
