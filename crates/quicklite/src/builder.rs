@@ -227,7 +227,7 @@ impl Builder {
         Database::start(path, config).await
     }
 
-    fn into_config(self) -> Result<Config> {
+    pub(crate) fn into_config(self) -> Result<Config> {
         let path = self.path.to_string_lossy();
         if path.is_empty() || path == ":memory:" || path.contains("mode=memory") {
             return Err(Error::InvalidConfig(format!(

@@ -203,8 +203,10 @@ pub(crate) fn open_writer(path: &Path, config: &Config, guard: &TxGuard) -> Resu
 /// It is opened `SQLITE_OPEN_READ_ONLY` *and* with `query_only=ON`: a write attempted through
 /// [`Database::read`](crate::Database::read) fails with `SQLITE_READONLY` instead of racing the writer.
 pub(crate) fn open_reader(path: &Path, config: &Config, guard: &TxGuard) -> Result<Connection> {
-    let mutex =
-        config.open_flags & (OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_FULL_MUTEX);
+    let mutex = config.open_flags
+        & (OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_FULL_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW);
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | mutex;
     let mut conn = Connection::open_with_flags(path, flags)?;
     conn.set_prepared_statement_cache_capacity(config.statement_cache_capacity);

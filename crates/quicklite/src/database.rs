@@ -4,18 +4,18 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use async_channel::{Sender, TrySendError};
+use async_channel::{Receiver, Sender, TrySendError};
 use rusqlite::{Connection, Params, Row};
 use tokio::sync::{oneshot, watch};
 
 use crate::builder::{Builder, Config};
-use crate::checkpoint::Policy;
 use crate::connection::{self, BusyLimit, TxGuard};
 use crate::metrics::{Metrics, MetricsSnapshot};
+use crate::pool::{Actor, PoolShared};
 use crate::reader::Reader;
 use crate::request::{Job, ReadRequest, WriteKind, WriteRequest};
 use crate::writer::Writer;
@@ -53,11 +53,22 @@ struct Inner {
     file: PathBuf,
     /// The `-wal` file next to it.
     wal_file: PathBuf,
-    /// PRAGMAs read back from the writer's connection after set-up.
-    pragmas: BTreeMap<String, String>,
-    /// Number of threads still running; `close` waits for zero.
-    alive: watch::Receiver<usize>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// PRAGMAs read back from the writer's connection after set-up (for a registry's database: once it opened).
+    pragmas: Arc<OnceLock<BTreeMap<String, String>>>,
+    /// What serves the queues.
+    backend: Backend,
+}
+
+/// What serves a database's queues.
+enum Backend {
+    /// Threads of its own: one writer, `readers` readers ([`Database::open`]).
+    Threads {
+        /// Number of threads still running; `close` waits for zero.
+        alive: watch::Receiver<usize>,
+        threads: Mutex<Vec<JoinHandle<()>>>,
+    },
+    /// Turns on a registry's shared thread pool.
+    Pooled(Arc<Actor>),
 }
 
 impl Drop for Inner {
@@ -86,6 +97,62 @@ impl std::fmt::Debug for Database {
             .field("readers", &self.inner.config.readers)
             .finish_non_exhaustive()
     }
+}
+
+/// An open writer connection, set up: hooks installed, PRAGMAs read back.
+pub(crate) struct OpenedWriter {
+    pub(crate) writer: Writer,
+    pub(crate) pragmas: BTreeMap<String, String>,
+    /// The file SQLite opened, when it reports one.
+    pub(crate) file: Option<PathBuf>,
+}
+
+/// Opens the writer connection of `path` and builds its [`Writer`].
+pub(crate) fn open_writer(
+    path: &Path,
+    config: &Config,
+    state: &Arc<State>,
+    rx: Receiver<WriteRequest>,
+) -> Result<OpenedWriter> {
+    let tx_guard = TxGuard::default();
+    let busy = BusyLimit::new(config.busy_timeout);
+    let mut conn = connection::open_writer(path, config, &tx_guard)?;
+    connection::instrument(&mut conn, config, state, "writer", busy.clone())?;
+    connection::watch_wal(&mut conn, config, state)?;
+    let mut pragmas = connection::read_back_pragmas(&conn, config)?;
+    // The busy handler that counts retries replaced SQLite's timeout (which now reads 0); it enforces the
+    // configured timeout itself.
+    pragmas.insert(
+        "busy_timeout".into(),
+        config.busy_timeout.as_millis().to_string(),
+    );
+    let file = conn.path().filter(|p| !p.is_empty()).map(PathBuf::from);
+    Ok(OpenedWriter {
+        writer: Writer::new(conn, tx_guard, rx, state.clone(), config.clone(), busy),
+        pragmas,
+        file,
+    })
+}
+
+/// Opens a reader connection of `path` and builds its [`Reader`].
+pub(crate) fn open_reader(
+    path: &Path,
+    config: &Config,
+    state: &Arc<State>,
+    rx: Receiver<ReadRequest>,
+) -> Result<Reader> {
+    let tx_guard = TxGuard::default();
+    let mut conn = connection::open_reader(path, config, &tx_guard)?;
+    let busy = BusyLimit::new(config.busy_timeout);
+    connection::instrument(&mut conn, config, state, "reader", busy)?;
+    Ok(Reader {
+        conn,
+        guard: tx_guard,
+        rx,
+        state: state.clone(),
+        config: config.clone(),
+        began: Cell::new(None),
+    })
 }
 
 impl Database {
@@ -117,41 +184,15 @@ impl Database {
         threads.push(spawn("quicklite-writer", move || {
             let _alive = guard;
             let (path, config, state, rx) = writer_parts;
-            let tx_guard = TxGuard::default();
-            let busy = BusyLimit::new(config.busy_timeout);
-            let opened = connection::open_writer(&path, &config, &tx_guard).and_then(|mut conn| {
-                connection::instrument(&mut conn, &config, &state, "writer", busy.clone())?;
-                connection::watch_wal(&mut conn, &config, &state)?;
-                let mut pragmas = connection::read_back_pragmas(&conn, &config)?;
-                // The busy handler that counts retries replaced SQLite's timeout (which now reads 0); it
-                // enforces the configured timeout itself.
-                pragmas.insert(
-                    "busy_timeout".into(),
-                    config.busy_timeout.as_millis().to_string(),
-                );
-                let file = conn.path().filter(|p| !p.is_empty()).map(PathBuf::from);
-                Ok((conn, (pragmas, file)))
-            });
-            let conn = match opened {
-                Ok((conn, opened)) => {
-                    let _ = ready.send(Ok(opened));
-                    conn
+            match open_writer(&path, &config, &state, rx) {
+                Ok(opened) => {
+                    let _ = ready.send(Ok((opened.pragmas, opened.file)));
+                    opened.writer.run();
                 }
                 Err(e) => {
                     let _ = ready.send(Err(e));
-                    return;
                 }
-            };
-            Writer {
-                conn,
-                guard: tx_guard,
-                rx,
-                state,
-                busy,
-                policy: Policy::new(config.checkpointing),
-                config,
             }
-            .run();
         })?);
         let (pragmas, file) = ready_rx.await.map_err(|_| Error::Closed)??;
 
@@ -165,25 +206,10 @@ impl Database {
             threads.push(spawn(&format!("quicklite-reader-{i}"), move || {
                 let _alive = guard;
                 let (path, config, state, rx) = parts;
-                let tx_guard = TxGuard::default();
-                let opened =
-                    connection::open_reader(&path, &config, &tx_guard).and_then(|mut conn| {
-                        let busy = BusyLimit::new(config.busy_timeout);
-                        connection::instrument(&mut conn, &config, &state, "reader", busy)?;
-                        Ok(conn)
-                    });
-                match opened {
-                    Ok(conn) => {
+                match open_reader(&path, &config, &state, rx) {
+                    Ok(reader) => {
                         let _ = ready.send(Ok(()));
-                        Reader {
-                            conn,
-                            guard: tx_guard,
-                            rx,
-                            state,
-                            config,
-                            began: Cell::new(None),
-                        }
-                        .run();
+                        reader.run();
                     }
                     Err(e) => {
                         let _ = ready.send(Err(e));
@@ -201,9 +227,11 @@ impl Database {
                 wal_file: wal_file(file.as_deref().unwrap_or(&path)),
                 file: file.unwrap_or_else(|| path.clone()),
                 path,
-                pragmas,
-                alive,
-                threads: Mutex::new(threads),
+                pragmas: Arc::new(OnceLock::from(pragmas)),
+                backend: Backend::Threads {
+                    alive,
+                    threads: Mutex::new(threads),
+                },
             }),
         };
         for ready in readies {
@@ -211,6 +239,67 @@ impl Database {
             ready.await.map_err(|_| Error::Closed)??;
         }
         Ok(db)
+    }
+
+    /// A database served by a registry's pool: queues and state only; its connections open on first use.
+    pub(crate) fn start_pooled(
+        name: String,
+        path: PathBuf,
+        config: Config,
+        pool: Arc<PoolShared>,
+    ) -> Database {
+        let state = Arc::new(State::default());
+        let (write_tx, write_rx) = async_channel::bounded(config.write_queue_capacity);
+        let (read_tx, read_rx) = async_channel::bounded(config.read_queue_capacity);
+        let pragmas = Arc::new(OnceLock::new());
+        let actor = Actor::new(
+            name,
+            path.clone(),
+            config.clone(),
+            state.clone(),
+            pool,
+            write_rx,
+            read_rx,
+            pragmas.clone(),
+        );
+        Database {
+            inner: Arc::new(Inner {
+                write_tx,
+                read_tx,
+                state,
+                config,
+                wal_file: wal_file(&path),
+                file: path.clone(),
+                path,
+                pragmas,
+                backend: Backend::Pooled(actor),
+            }),
+        }
+    }
+
+    /// Opens the connection now if it is not open (a registry's database opens lazily), so that an unusable file
+    /// is reported here.
+    pub(crate) async fn ensure_open(&self) -> Result<()> {
+        self.submit_write(WriteKind::Open, |_: &Connection| Ok(()))
+            .await
+    }
+
+    /// The pool actor serving this database, if it belongs to a registry.
+    pub(crate) fn actor(&self) -> Option<&Arc<Actor>> {
+        match &self.inner.backend {
+            Backend::Pooled(actor) => Some(actor),
+            Backend::Threads { .. } => None,
+        }
+    }
+
+    /// Whether `other` is a handle to the same database.
+    pub(crate) fn same_as(&self, other: &Database) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Number of live handles to this database (clones of it).
+    pub(crate) fn handles(&self) -> usize {
+        Arc::strong_count(&self.inner)
     }
 
     /// Runs `f` on a reader thread with a read-only connection, inside a snapshot that contains every write this
@@ -231,6 +320,9 @@ impl Database {
             job,
         };
         self.enqueue(&self.inner.read_tx, req, "read").await?;
+        if let Backend::Pooled(actor) = &self.inner.backend {
+            actor.wake_reader();
+        }
         rx.await.map_err(|_| Error::Closed)?
     }
 
@@ -282,6 +374,9 @@ impl Database {
             job,
         };
         self.enqueue(&self.inner.write_tx, req, "write").await?;
+        if let Backend::Pooled(actor) = &self.inner.backend {
+            actor.wake_writer();
+        }
         rx.await.map_err(|_| Error::Closed)?
     }
 
@@ -387,7 +482,7 @@ impl Database {
     /// The PRAGMAs in effect, read back from SQLite after the profile and overrides were applied
     /// (names in lower case; text values in lower case, e.g. `journal_mode` → `wal`).
     pub fn pragmas(&self) -> BTreeMap<String, String> {
-        self.inner.pragmas.clone()
+        self.inner.pragmas.get().cloned().unwrap_or_default()
     }
 
     /// The profile the database was opened with.
@@ -430,10 +525,17 @@ impl Database {
     pub async fn close(&self) -> Result<()> {
         self.inner.write_tx.close();
         self.inner.read_tx.close();
-        let mut alive = self.inner.alive.clone();
+        let (alive, threads) = match &self.inner.backend {
+            Backend::Pooled(actor) => {
+                actor.close().await;
+                return Ok(());
+            }
+            Backend::Threads { alive, threads } => (alive, threads),
+        };
+        let mut alive = alive.clone();
         // The sender lives as long as any thread; an error means every thread is gone, which is what we wait for.
         let _ = alive.wait_for(|n| *n == 0).await;
-        let handles = match self.inner.threads.lock() {
+        let handles = match threads.lock() {
             Ok(mut threads) => std::mem::take(&mut *threads),
             Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
         };

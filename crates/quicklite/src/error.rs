@@ -65,6 +65,16 @@ pub enum Error {
         message: String,
     },
 
+    /// A registry's database name is not allowed (see [`Registry::get`](crate::Registry::get)); nothing was
+    /// opened or created.
+    #[error("invalid database name {name:?}: {reason}")]
+    InvalidName {
+        /// The name asked for (possibly shortened).
+        name: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+
     /// A builder setting or the path is not usable; nothing was opened.
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
@@ -86,6 +96,24 @@ pub enum Error {
 }
 
 impl Error {
+    /// A copy of this error for another caller: a group of requests that failed together (e.g. their database
+    /// could not be opened) each get one.
+    pub(crate) fn duplicate(&self) -> Error {
+        match self {
+            Error::Sqlite(rusqlite::Error::SqliteFailure(e, msg)) => {
+                Error::Sqlite(rusqlite::Error::SqliteFailure(*e, msg.clone()))
+            }
+            Error::Closed => Error::Closed,
+            Error::InvalidName { name, reason } => Error::InvalidName {
+                name: name.clone(),
+                reason,
+            },
+            Error::InvalidConfig(m) => Error::InvalidConfig(m.clone()),
+            Error::Io(e) => Error::Io(std::io::Error::new(e.kind(), e.to_string())),
+            other => Error::Io(std::io::Error::other(other.to_string())),
+        }
+    }
+
     /// SQLite's primary result code, when the error came from SQLite.
     pub fn sqlite_code(&self) -> Option<rusqlite::ErrorCode> {
         match self {

@@ -17,7 +17,9 @@
 //! - [`Database::metrics`] returns counters and distributions ([`prometheus`] renders them for Prometheus);
 //!   [`Database::backup`] and [`Database::vacuum_into`] copy the live database; [`Checkpointing`] says who
 //!   checkpoints the WAL; slow statements are logged through `tracing`
-//!   ([`Builder::slow_statement_threshold`]).
+//!   ([`Builder::slow_statement_threshold`]);
+//! - [`Registry`] serves many databases (one file per tenant) on a bounded thread pool, each through the same
+//!   [`Database`] type.
 //!
 //! Closures take a [`&rusqlite::Connection`](rusqlite::Connection) and return `rusqlite::Result<T>`; the crate
 //! re-exports [`rusqlite`] so the versions always match. Errors come back as [`Error`]: SQLite's with their extended
@@ -76,10 +78,12 @@ mod connection;
 mod database;
 mod error;
 mod metrics;
+mod pool;
 mod profile;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 mod reader;
+mod registry;
 mod request;
 mod setup;
 mod writer;
@@ -91,6 +95,7 @@ pub use database::Database;
 pub use error::{Error, Result};
 pub use metrics::{Distribution, MetricsSnapshot};
 pub use profile::Profile;
+pub use registry::{MAX_NAME_LEN, Registry, RegistryBuilder, RegistryMetrics};
 pub use setup::{Setup, SetupReport, SqliteInfo, configure, sqlite_info, sqlite_setup};
 
 /// The rusqlite crate quicklite is built on, re-exported so closures use the same version.

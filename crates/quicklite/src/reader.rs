@@ -43,19 +43,38 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
-    /// Serves requests until the queue is closed and drained.
+    /// Serves requests until the queue is closed and drained (a thread of its own).
     pub(crate) fn run(self) {
-        let metrics = &self.state.metrics;
-        let mut answers: Vec<Box<dyn ReadJob>> = Vec::with_capacity(self.config.read_batch_max);
+        let mut answers: Vec<Box<dyn ReadJob>> = Vec::with_capacity(REPLY_BATCH);
         while let Ok(first) = self.rx.recv_blocking() {
+            self.serve_batch(first, &mut answers);
+        }
+    }
+
+    /// Serves what is queued now, one batch, without waiting for more; returns whether there was anything to
+    /// serve (a turn on a shared pool thread).
+    pub(crate) fn step(&self, answers: &mut Vec<Box<dyn ReadJob>>) -> bool {
+        match self.rx.try_recv() {
+            Ok(first) => {
+                self.serve_batch(first, answers);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Serves `first` and the requests queued behind it, up to the batch limits, in one read transaction.
+    fn serve_batch(&self, first: ReadRequest, answers: &mut Vec<Box<dyn ReadJob>>) {
+        let metrics = &self.state.metrics;
+        {
             let Ok(second) = self.rx.try_recv() else {
                 // Nothing else is queued: serve the request in autocommit mode. Its statement takes a fresh
                 // snapshot by itself, so the explicit BEGIN/COMMIT pair would only add two statements of latency.
                 metrics.read_transactions.fetch_add(1, Ordering::Relaxed);
-                self.serve(first, Instant::now(), &mut answers);
-                flush(&mut answers);
+                self.serve(first, Instant::now(), answers);
+                flush(answers);
                 metrics.read_batch.record(1);
-                continue;
+                return;
             };
             // Every commit numbered up to `snapshot` had returned before the transaction begins, so the snapshot
             // (taken lazily, at the first read) contains it.
@@ -79,10 +98,10 @@ impl Reader {
                     served = 0;
                 }
                 let now = Instant::now();
-                self.serve(req, now, &mut answers);
+                self.serve(req, now, answers);
                 served += 1;
                 if answers.len() >= REPLY_BATCH || now - held_since >= REPLY_EVERY {
-                    flush(&mut answers);
+                    flush(answers);
                     held_since = now;
                 }
                 if served >= self.config.read_batch_max
@@ -95,11 +114,11 @@ impl Reader {
             if let Some(left) = queued {
                 // The batch ended before reaching the request taken to decide on a transaction: serve it alone.
                 self.end();
-                self.serve(left, Instant::now(), &mut answers);
+                self.serve(left, Instant::now(), answers);
             }
             metrics.read_batch.record(served as u64);
             self.end();
-            flush(&mut answers);
+            flush(answers);
         }
     }
 
@@ -159,7 +178,7 @@ impl Reader {
 }
 
 /// Hands every held answer to its caller.
-fn flush(answers: &mut Vec<Box<dyn ReadJob>>) {
+pub(crate) fn flush(answers: &mut Vec<Box<dyn ReadJob>>) {
     for job in answers.drain(..) {
         job.reply();
     }

@@ -19,6 +19,9 @@ pub(crate) enum WriteKind {
     /// Alone, on the connection in autocommit mode, with transaction control allowed (VACUUM, PRAGMAs, migrations
     /// that manage their own transactions).
     Unmanaged,
+    /// Nothing: only makes sure the connection is open (a registry's database opens on first use, and reports
+    /// an unusable file there). Not counted as a write.
+    Open,
 }
 
 /// A write request in the writer's queue.
@@ -60,6 +63,8 @@ pub(crate) trait ReadJob: Send {
     fn run(&mut self, conn: &Connection) -> (bool, bool);
     /// Sends the kept result to the caller.
     fn reply(self: Box<Self>);
+    /// Answers the caller with `error` without running the closure (its database could not be opened).
+    fn fail(self: Box<Self>, error: Error);
 }
 
 /// The concrete job behind both traits.
@@ -152,6 +157,10 @@ where
     fn reply(self: Box<Self>) {
         let answer = self.out.unwrap_or(Err(Error::Closed));
         let _ = self.reply.send(answer);
+    }
+
+    fn fail(self: Box<Self>, error: Error) {
+        let _ = self.reply.send(Err(error));
     }
 }
 

@@ -26,15 +26,19 @@ use crate::request::{WriteKind, WriteRequest};
 
 /// The writer thread's state.
 pub(crate) struct Writer {
-    pub(crate) conn: Connection,
-    pub(crate) guard: TxGuard,
-    pub(crate) rx: Receiver<WriteRequest>,
-    pub(crate) state: Arc<State>,
-    pub(crate) config: Config,
+    conn: Connection,
+    guard: TxGuard,
+    rx: Receiver<WriteRequest>,
+    state: Arc<State>,
+    config: Config,
     /// The connection's busy-wait limit, shortened while a checkpoint waits for readers.
-    pub(crate) busy: BusyLimit,
+    busy: BusyLimit,
     /// Checkpoint decisions, under [`Checkpointing::Managed`].
-    pub(crate) policy: Option<Policy>,
+    policy: Option<Policy>,
+    /// A request met while filling a group that must run alone: served next.
+    carry: Option<WriteRequest>,
+    /// The group being committed (kept to reuse its allocation).
+    group: Vec<WriteRequest>,
 }
 
 /// Transaction-control statements, kept prepared in the statement cache.
@@ -46,28 +50,71 @@ const RELEASE_SQL: &str = "RELEASE quicklite_write";
 const ROLLBACK_TO_SQL: &str = "ROLLBACK TO quicklite_write";
 
 impl Writer {
-    /// Serves requests until the queue is closed and drained, then checkpoints.
+    /// A writer on `conn`, serving `rx`.
+    pub(crate) fn new(
+        conn: Connection,
+        guard: TxGuard,
+        rx: Receiver<WriteRequest>,
+        state: Arc<State>,
+        config: Config,
+        busy: BusyLimit,
+    ) -> Writer {
+        Writer {
+            conn,
+            guard,
+            rx,
+            state,
+            busy,
+            policy: Policy::new(config.checkpointing),
+            carry: None,
+            group: Vec::with_capacity(config.write_batch_max),
+            config,
+        }
+    }
+
+    /// Serves requests until the queue is closed and drained, then checkpoints (a thread of its own).
     pub(crate) fn run(mut self) {
-        let mut carry: Option<WriteRequest> = None;
-        let mut group: Vec<WriteRequest> = Vec::with_capacity(self.config.write_batch_max);
-        loop {
-            let first = match carry.take() {
-                Some(r) => r,
-                None => match self.next_request() {
-                    Some(r) => r,
-                    None => break,
-                },
-            };
-            if first.kind != WriteKind::Grouped {
-                self.run_alone(first);
-                continue;
-            }
-            group.push(first);
-            carry = self.fill(&mut group);
-            self.run_group(&mut group);
-            self.checkpoint_if_due();
+        while let Some(first) = self.carry.take().or_else(|| self.next_request()) {
+            self.serve(first);
         }
         self.shut_down();
+    }
+
+    /// Serves what is queued now, one group (or one request that runs alone), without waiting for more; returns
+    /// whether there was anything to serve (a turn on a shared pool thread).
+    pub(crate) fn step(&mut self) -> bool {
+        match self.carry.take().or_else(|| self.rx.try_recv().ok()) {
+            Some(first) => {
+                self.serve(first);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether requests are waiting for [`Writer::step`].
+    pub(crate) fn has_work(&self) -> bool {
+        self.carry.is_some() || !self.rx.is_empty()
+    }
+
+    /// Serves `first` and, if it is a grouped write, the grouped writes queued behind it.
+    fn serve(&mut self, mut first: WriteRequest) {
+        if first.kind == WriteKind::Open {
+            // The connection is open: that is all this request asks. Its closure does nothing.
+            let _ = first.job.run(&self.conn);
+            first.job.finish(None);
+            return;
+        }
+        if first.kind != WriteKind::Grouped {
+            self.run_alone(first);
+            return;
+        }
+        let mut group = std::mem::take(&mut self.group);
+        group.push(first);
+        self.carry = self.fill(&mut group);
+        self.run_group(&mut group);
+        self.group = group;
+        self.checkpoint_if_due();
     }
 
     /// Waits for the next request; `None` once the queue is closed and empty. When the WAL should be truncated
@@ -385,7 +432,9 @@ impl Writer {
         self.state.metrics.commits.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn shut_down(mut self) {
+    /// Ends the writer: rolls back anything open, optimizes, checkpoints (under the managed policy) and closes
+    /// the connection.
+    pub(crate) fn shut_down(mut self) {
         if !self.conn.is_autocommit() {
             let _ = self.exec(ROLLBACK);
         }

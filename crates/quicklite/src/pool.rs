@@ -1,0 +1,436 @@
+//! Databases as actors on a shared, bounded thread pool (the engine behind [`Registry`](crate::Registry)).
+//!
+//! Each database keeps the queues and the group-commit / batched-read logic of a standalone [`Database`]; what
+//! changes is who runs them. Instead of a writer thread and reader threads of its own, a database with queued
+//! work puts a *task* on the pool's run queue: a write task serves one group (or one request that runs alone) on
+//! the database's writer connection, a read task one batch of reads on one of its reader connections. A database
+//! has at most one write task at a time, so its writes stay serialized, and at most `readers` read tasks. A task
+//! that leaves work behind goes to the back of the run queue instead of looping, so a busy database cannot starve
+//! the others: every database with work gets a turn per round.
+//!
+//! Connections open on a database's first task and close when it has been idle for a while, or when the number of
+//! open databases passes its cap (least recently used first). Closing takes both roles (no task may run), so a
+//! request that arrives meanwhile waits in its queue and reopens the database when the roles are released.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::Instant;
+
+use async_channel::{Receiver, Sender};
+use tokio::sync::Notify;
+
+use crate::Error;
+use crate::builder::Config;
+use crate::database::{State, open_reader, open_writer};
+use crate::reader::{Reader, flush};
+use crate::request::{ReadJob, ReadRequest, WriteRequest};
+use crate::writer::Writer;
+
+/// `read_tasks` while the database is being closed: no read task may start.
+const CLOSING: usize = usize::MAX / 2;
+
+/// A unit of work on the pool.
+pub(crate) enum Task {
+    Write(Arc<Actor>),
+    Read(Arc<Actor>),
+}
+
+/// What the pool's threads and the registry share.
+pub(crate) struct PoolShared {
+    /// The run queue.
+    tasks: Sender<Task>,
+    /// Databases with open connections, by name.
+    open: Mutex<HashMap<String, Arc<Actor>>>,
+    /// Cap on open databases, enforced by the registry's housekeeping thread.
+    pub(crate) max_open: usize,
+    /// Wakes the housekeeping thread (when the cap is passed); a full channel means a wake-up is pending already.
+    wake: SyncSender<()>,
+    pub(crate) opens: AtomicU64,
+    pub(crate) evictions: AtomicU64,
+    pub(crate) idle_closes: AtomicU64,
+    epoch: Instant,
+}
+
+impl PoolShared {
+    /// A pool state and the run queue's receiving end, for the pool threads.
+    pub(crate) fn new(max_open: usize, wake: SyncSender<()>) -> (Arc<PoolShared>, Receiver<Task>) {
+        let (tasks, rx) = async_channel::unbounded();
+        let shared = Arc::new(PoolShared {
+            tasks,
+            open: Mutex::new(HashMap::new()),
+            max_open,
+            wake,
+            opens: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            idle_closes: AtomicU64::new(0),
+            epoch: Instant::now(),
+        });
+        (shared, rx)
+    }
+
+    fn push(&self, task: Task) {
+        // The receiver lives as long as the pool threads; once they are gone the registry is closed and every
+        // database's queues with it, so a task with nowhere to go has nothing left to serve.
+        let _ = self.tasks.try_send(task);
+    }
+
+    /// Milliseconds since the pool started: the clock of `last_used`.
+    pub(crate) fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The databases open now.
+    pub(crate) fn open_actors(&self) -> Vec<Arc<Actor>> {
+        lock(&self.open).values().cloned().collect()
+    }
+
+    pub(crate) fn open_count(&self) -> usize {
+        lock(&self.open).len()
+    }
+
+    /// Tasks waiting for a pool thread.
+    pub(crate) fn queued_tasks(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Closes least recently used idle databases (other than `opening`) until the open count is back under the
+    /// cap, on the thread that just opened one: evictions then keep pace with opens on every pool thread. What
+    /// it cannot close now (every candidate busy) the housekeeping thread retries.
+    fn evict_for(&self, opening: &str) {
+        const CANDIDATES: usize = 8;
+        while self.open_count() > self.max_open {
+            let mut by_age: Vec<(u64, Arc<Actor>)> = self
+                .open_actors()
+                .into_iter()
+                .filter(|a| a.name != opening)
+                .map(|a| (a.last_used_ms(), a))
+                .collect();
+            by_age.sort_by_key(|(used, _)| *used);
+            let closed = by_age
+                .into_iter()
+                .take(CANDIDATES)
+                .any(|(_, actor)| actor.try_close());
+            if !closed {
+                self.wake_housekeeping();
+                return;
+            }
+            self.evictions.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Asks the registry's housekeeping thread for a sweep now.
+    pub(crate) fn wake_housekeeping(&self) {
+        let _ = self.wake.try_send(());
+    }
+
+    /// Stops the pool threads once the run queue is empty.
+    pub(crate) fn stop(&self) {
+        self.tasks.close();
+    }
+}
+
+/// The body of a pool thread: runs tasks until the run queue is closed and empty.
+pub(crate) fn run_pool_thread(tasks: Receiver<Task>) {
+    while let Ok(task) = tasks.recv_blocking() {
+        match task {
+            Task::Write(actor) => actor.run_write(),
+            Task::Read(actor) => actor.run_read(),
+        }
+    }
+}
+
+/// One database on the pool.
+pub(crate) struct Actor {
+    pub(crate) name: String,
+    path: PathBuf,
+    config: Config,
+    state: Arc<State>,
+    pool: Arc<PoolShared>,
+    write_rx: Receiver<WriteRequest>,
+    read_rx: Receiver<ReadRequest>,
+    /// Filled once, when the writer first opens.
+    pragmas: Arc<OnceLock<std::collections::BTreeMap<String, String>>>,
+    /// The writer, while the database is open.
+    writer: Mutex<Option<Writer>>,
+    /// Open reader connections not serving a task right now.
+    readers: Mutex<Vec<Reader>>,
+    /// Whether a write task is queued or running (at most one).
+    write_scheduled: AtomicBool,
+    /// Read tasks queued or running (at most `config.readers`), or [`CLOSING`].
+    read_tasks: AtomicUsize,
+    /// Whether the connections are open.
+    open: AtomicBool,
+    /// When a task last ran, on [`PoolShared::now_ms`]'s clock.
+    last_used_ms: AtomicU64,
+    /// Signalled whenever a task ends, for [`Actor::close`].
+    settled: Notify,
+}
+
+impl Actor {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        name: String,
+        path: PathBuf,
+        config: Config,
+        state: Arc<State>,
+        pool: Arc<PoolShared>,
+        write_rx: Receiver<WriteRequest>,
+        read_rx: Receiver<ReadRequest>,
+        pragmas: Arc<OnceLock<std::collections::BTreeMap<String, String>>>,
+    ) -> Arc<Actor> {
+        let now = pool.now_ms();
+        Arc::new(Actor {
+            name,
+            path,
+            config,
+            state,
+            pool,
+            write_rx,
+            read_rx,
+            pragmas,
+            writer: Mutex::new(None),
+            readers: Mutex::new(Vec::new()),
+            write_scheduled: AtomicBool::new(false),
+            read_tasks: AtomicUsize::new(0),
+            open: AtomicBool::new(false),
+            last_used_ms: AtomicU64::new(now),
+            settled: Notify::new(),
+        })
+    }
+
+    /// Schedules a write task unless one is queued or running.
+    pub(crate) fn wake_writer(self: &Arc<Self>) {
+        if !self.write_scheduled.swap(true, Ordering::AcqRel) {
+            self.pool.push(Task::Write(self.clone()));
+        }
+    }
+
+    /// Schedules a read task unless `readers` of them are queued or running.
+    pub(crate) fn wake_reader(self: &Arc<Self>) {
+        let mut n = self.read_tasks.load(Ordering::Acquire);
+        while n < self.config.readers {
+            match self.read_tasks.compare_exchange_weak(
+                n,
+                n + 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    self.pool.push(Task::Read(self.clone()));
+                    return;
+                }
+                Err(current) => n = current,
+            }
+        }
+    }
+
+    /// When a task last ran, on [`PoolShared::now_ms`]'s clock.
+    pub(crate) fn last_used_ms(&self) -> u64 {
+        self.last_used_ms.load(Ordering::Relaxed)
+    }
+
+    /// Whether the connections are open.
+    pub(crate) fn is_open(&self) -> bool {
+        self.open.load(Ordering::Acquire)
+    }
+
+    /// Closed, with nothing queued or scheduled: safe to forget.
+    pub(crate) fn is_quiet(&self) -> bool {
+        !self.is_open()
+            && !self.write_scheduled.load(Ordering::Acquire)
+            && self.read_tasks.load(Ordering::Acquire) == 0
+            && self.write_rx.is_empty()
+            && self.read_rx.is_empty()
+    }
+
+    /// Queued write and read requests.
+    pub(crate) fn queued(&self) -> (usize, usize) {
+        (self.write_rx.len(), self.read_rx.len())
+    }
+
+    /// A write task: one group on the writer connection, opening it first if needed.
+    fn run_write(self: &Arc<Self>) {
+        let more = {
+            let mut slot = lock(&self.writer);
+            if let Err(e) = self.ensure_writer(&mut slot) {
+                drop(slot);
+                self.fail_queued(&e);
+                self.release_write();
+                return;
+            }
+            let writer = slot.as_mut().expect("the writer was just opened");
+            writer.step();
+            writer.has_work()
+        };
+        self.touch();
+        if more {
+            // To the back of the run queue: every other database with work gets a turn first.
+            self.pool.push(Task::Write(self.clone()));
+        } else {
+            self.release_write();
+        }
+    }
+
+    /// A read task: one batch on a reader connection, opening the database first if needed.
+    fn run_read(self: &Arc<Self>) {
+        let reader = if self.open.load(Ordering::Acquire) {
+            Ok(())
+        } else {
+            let mut slot = lock(&self.writer);
+            self.ensure_writer(&mut slot)
+        }
+        .and_then(|()| match lock(&self.readers).pop() {
+            Some(reader) => Ok(reader),
+            None => open_reader(&self.path, &self.config, &self.state, self.read_rx.clone()),
+        });
+        let reader = match reader {
+            Ok(reader) => reader,
+            Err(e) => {
+                self.fail_queued(&e);
+                self.release_read();
+                return;
+            }
+        };
+        let mut answers: Vec<Box<dyn ReadJob>> = Vec::new();
+        reader.step(&mut answers);
+        flush(&mut answers);
+        lock(&self.readers).push(reader);
+        self.touch();
+        if self.read_rx.is_empty() {
+            self.release_read();
+        } else {
+            self.pool.push(Task::Read(self.clone()));
+        }
+    }
+
+    /// Opens the writer connection into `slot` if it is not open.
+    fn ensure_writer(
+        self: &Arc<Self>,
+        slot: &mut MutexGuard<'_, Option<Writer>>,
+    ) -> crate::Result<()> {
+        if slot.is_some() {
+            return Ok(());
+        }
+        crate::registry::check_file(&self.path)?;
+        let opened = open_writer(&self.path, &self.config, &self.state, self.write_rx.clone())?;
+        let _ = self.pragmas.set(opened.pragmas);
+        **slot = Some(opened.writer);
+        self.open.store(true, Ordering::Release);
+        self.pool.opens.fetch_add(1, Ordering::Relaxed);
+        let over_cap = {
+            let mut open = lock(&self.pool.open);
+            open.insert(self.name.clone(), self.clone());
+            open.len() > self.pool.max_open
+        };
+        if over_cap {
+            self.pool.evict_for(&self.name);
+        }
+        Ok(())
+    }
+
+    /// Answers every queued request with `error` (the database could not be opened).
+    fn fail_queued(&self, error: &Error) {
+        tracing::warn!(database = %self.name, %error, "could not open a registry database");
+        while let Ok(r) = self.write_rx.try_recv() {
+            r.job.finish(Some(error.duplicate()));
+        }
+        while let Ok(r) = self.read_rx.try_recv() {
+            r.job.fail(error.duplicate());
+        }
+    }
+
+    fn touch(&self) {
+        self.last_used_ms
+            .store(self.pool.now_ms(), Ordering::Relaxed);
+    }
+
+    fn release_write(self: &Arc<Self>) {
+        self.write_scheduled.store(false, Ordering::Release);
+        // A request queued after the last look but before the flag was cleared found the flag set: look again.
+        if !self.write_rx.is_empty() {
+            self.wake_writer();
+        }
+        self.settled.notify_waiters();
+    }
+
+    fn release_read(self: &Arc<Self>) {
+        self.read_tasks.fetch_sub(1, Ordering::AcqRel);
+        if !self.read_rx.is_empty() {
+            self.wake_reader();
+        }
+        self.settled.notify_waiters();
+    }
+
+    /// Closes the connections if no task is queued or running, taking both roles meanwhile so none can start.
+    /// Returns whether it closed them. Requests that arrive meanwhile wait in their queues; they reopen the
+    /// database when the roles are released.
+    pub(crate) fn try_close(self: &Arc<Self>) -> bool {
+        if !self.open.load(Ordering::Acquire) {
+            return false;
+        }
+        if self.write_scheduled.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        if self
+            .read_tasks
+            .compare_exchange(0, CLOSING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            self.release_write();
+            return false;
+        }
+        self.close_connections();
+        self.read_tasks.store(0, Ordering::Release);
+        if !self.read_rx.is_empty() {
+            self.wake_reader();
+        }
+        self.release_write();
+        true
+    }
+
+    /// Closes the connections (the caller holds both roles): readers first, then the writer, which checkpoints.
+    fn close_connections(&self) {
+        lock(&self.readers).clear();
+        if let Some(writer) = lock(&self.writer).take() {
+            writer.shut_down();
+        }
+        if self.open.swap(false, Ordering::AcqRel) {
+            lock(&self.pool.open).remove(&self.name);
+        }
+    }
+
+    /// Serves what is queued, then closes the connections for good (the queues are closed already).
+    pub(crate) async fn close(self: &Arc<Self>) {
+        loop {
+            let mut settled = std::pin::pin!(self.settled.notified());
+            settled.as_mut().enable();
+            let (writes, reads) = self.queued();
+            if writes == 0 && reads == 0 && !self.write_scheduled.swap(true, Ordering::AcqRel) {
+                if self
+                    .read_tasks
+                    .compare_exchange(0, CLOSING, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    // Both roles stay taken: the queues are closed, nothing may run any more.
+                    self.close_connections();
+                    return;
+                }
+                self.write_scheduled.store(false, Ordering::Release);
+            }
+            if writes > 0 {
+                self.wake_writer();
+            }
+            if reads > 0 {
+                self.wake_reader();
+            }
+            settled.await;
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}

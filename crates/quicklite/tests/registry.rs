@@ -1,0 +1,309 @@
+//! The registry: tenant names cannot escape its directory, thousands of databases run on a fixed pool with exact
+//! contents, eviction under load loses and duplicates nothing, close with work in flight answers everyone.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+use quicklite::{Error, Registry, rusqlite};
+
+/// Names of the entries of `dir`, sorted.
+fn entries(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Threads of this process, from the kernel.
+fn os_threads() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn names_that_would_escape_the_directory_are_refused_and_nothing_is_created() {
+    let outer = tempfile::tempdir().unwrap();
+    let dir = outer.path().join("tenants");
+    let registry = Registry::open(&dir).await.unwrap();
+    let secret = outer.path().join("secret.db");
+    std::fs::write(&secret, b"not yours").unwrap();
+
+    let long = "a".repeat(quicklite::MAX_NAME_LEN + 1);
+    let attempts = [
+        "",
+        ".",
+        "..",
+        "../secret",
+        "../../etc/passwd",
+        "/etc/passwd",
+        "sub/dir",
+        "..\\secret",
+        "nul\0byte",
+        ".hidden",
+        "a..b",
+        "with space",
+        long.as_str(),
+    ];
+    for name in attempts {
+        match registry.get(name).await {
+            Err(Error::InvalidName { reason, .. }) => assert!(!reason.is_empty()),
+            other => panic!("{name:?} was not refused: {other:?}"),
+        }
+    }
+
+    // Symbolic links planted in the directory, for the database or for a file SQLite would write next to it.
+    std::os::unix::fs::symlink(&secret, dir.join("evil.db")).unwrap();
+    std::fs::write(dir.join("sneaky.db"), b"").unwrap();
+    std::os::unix::fs::symlink(
+        outer.path().join("elsewhere-wal"),
+        dir.join("sneaky.db-wal"),
+    )
+    .unwrap();
+    for name in ["evil", "sneaky"] {
+        let err = registry.get(name).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidName { .. }), "{name}: {err}");
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+    }
+
+    assert_eq!(std::fs::read(&secret).unwrap(), b"not yours");
+    assert_eq!(
+        entries(outer.path()),
+        ["secret.db", "tenants"].map(String::from).into()
+    );
+    assert_eq!(
+        entries(&dir),
+        ["evil.db", "sneaky.db", "sneaky.db-wal"]
+            .map(String::from)
+            .into()
+    );
+    // A good name works, and lands inside.
+    let ok = registry.get("acme").await.unwrap();
+    ok.execute_batch("CREATE TABLE t (x)").await.unwrap();
+    assert!(dir.join("acme.db").exists());
+    registry.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_a_database_is_reported_by_get_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("junk.db"),
+        b"this is not an SQLite database, just text",
+    )
+    .unwrap();
+    let registry = Registry::open(dir.path()).await.unwrap();
+    let err = registry.get("junk").await.unwrap_err();
+    assert_eq!(
+        err.sqlite_code(),
+        Some(rusqlite::ErrorCode::NotADatabase),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("junk.db")).unwrap(),
+        b"this is not an SQLite database, just text"
+    );
+    // The registry serves other databases on.
+    let db = registry.get("fine").await.unwrap();
+    db.execute_batch("CREATE TABLE t (x)").await.unwrap();
+    registry.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousands_of_databases_on_a_fixed_pool_with_exact_contents() {
+    const DATABASES: usize = 2000;
+    const WRITES: i64 = 5;
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::builder(dir.path())
+        .threads(4)
+        .max_open(64)
+        .open()
+        .await
+        .unwrap();
+
+    // A few databases first: the thread count then must not grow with thousands more.
+    for i in 0..10 {
+        let db = registry.get(&format!("warm-{i}")).await.unwrap();
+        db.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
+            .await
+            .unwrap();
+    }
+    let threads_with_ten = os_threads();
+
+    let mut tasks = Vec::new();
+    for d in 0..DATABASES {
+        let registry = registry.clone();
+        tasks.push(tokio::spawn(async move {
+            let db = registry.get(&format!("tenant-{d}")).await?;
+            db.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
+                .await?;
+            // Concurrent writes to one database: grouped, serialized.
+            let writes: Vec<_> = (0..WRITES)
+                .map(|k| {
+                    let db = db.clone();
+                    tokio::spawn(async move {
+                        db.execute("INSERT INTO t VALUES (?1, ?2)", (k, d as i64 * 100 + k))
+                            .await
+                    })
+                })
+                .collect();
+            for w in writes {
+                w.await.expect("write task")?;
+            }
+            // Read back through the registry: read-your-writes holds on pooled databases too.
+            let sum: i64 = db
+                .query_row("SELECT sum(v) FROM t", [], |r| r.get(0))
+                .await?;
+            assert_eq!(sum, (0..WRITES).map(|k| d as i64 * 100 + k).sum::<i64>());
+            Ok::<(), Error>(())
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    let threads_with_thousands = os_threads();
+    let m = registry.metrics();
+    assert_eq!(m.threads, 4);
+    assert!(
+        threads_with_thousands <= threads_with_ten,
+        "{threads_with_ten} threads with 10 databases, {threads_with_thousands} with {DATABASES}"
+    );
+    assert!(m.evictions > 0, "{m:?}");
+    println!("{DATABASES} databases: {threads_with_thousands} OS threads; {m:?}");
+    registry.close().await.unwrap();
+
+    // The files, read directly: every database holds exactly its writes.
+    for d in (0..DATABASES).step_by(97) {
+        let conn = rusqlite::Connection::open(dir.path().join(format!("tenant-{d}.db"))).unwrap();
+        let rows: Vec<(i64, i64)> = conn
+            .prepare("SELECT k, v FROM t ORDER BY k")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let expected: Vec<(i64, i64)> = (0..WRITES).map(|k| (k, d as i64 * 100 + k)).collect();
+        assert_eq!(rows, expected, "tenant-{d}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eviction_under_load_loses_and_duplicates_nothing() {
+    const DATABASES: usize = 40;
+    const WRITES: i64 = 150;
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::builder(dir.path())
+        .threads(3)
+        .max_open(4)
+        .idle_timeout(Duration::from_millis(20))
+        .open()
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for d in 0..DATABASES {
+        let registry = registry.clone();
+        tasks.push(tokio::spawn(async move {
+            let name = format!("busy-{d}");
+            registry
+                .get(&name)
+                .await?
+                .execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+                .await?;
+            for id in 0..WRITES {
+                // A fresh `get` each time, as a request handler would; the primary key makes any duplicate
+                // an error.
+                registry
+                    .get(&name)
+                    .await?
+                    .execute("INSERT INTO t VALUES (?1)", (id,))
+                    .await?;
+                if id % 50 == 0 {
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                }
+            }
+            Ok::<(), Error>(())
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    let m = registry.metrics();
+    assert!(m.evictions + m.idle_closes > 0, "{m:?}");
+    assert!(
+        m.opens > DATABASES as u64,
+        "databases reopened after being closed: {m:?}"
+    );
+    for d in 0..DATABASES {
+        let db = registry.get(&format!("busy-{d}")).await.unwrap();
+        let (n, lo, hi): (i64, i64, i64) = db
+            .query_row("SELECT count(*), min(id), max(id) FROM t", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .await
+            .unwrap();
+        assert_eq!((n, lo, hi), (WRITES, 0, WRITES - 1), "busy-{d}");
+    }
+    println!("{m:?}");
+    registry.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_with_work_in_flight_answers_everyone() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::builder(dir.path())
+        .threads(2)
+        .open()
+        .await
+        .unwrap();
+    let mut writes = Vec::new();
+    for d in 0..8 {
+        let db = registry.get(&format!("db-{d}")).await.unwrap();
+        db.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+            .await
+            .unwrap();
+        for id in 0..200_i64 {
+            let db = db.clone();
+            writes.push(tokio::spawn(async move {
+                (d, id, db.execute("INSERT INTO t VALUES (?1)", (id,)).await)
+            }));
+        }
+    }
+    tokio::task::yield_now().await;
+    registry.close().await.unwrap();
+
+    let mut acknowledged = vec![BTreeSet::new(); 8];
+    for w in writes {
+        let (d, id, result) = tokio::time::timeout(Duration::from_secs(60), w)
+            .await
+            .expect("every write is answered")
+            .unwrap();
+        match result {
+            Ok(1) => {
+                acknowledged[d].insert(id);
+            }
+            Err(Error::Closed) => {}
+            other => panic!("db-{d} write {id}: {other:?}"),
+        }
+    }
+    assert!(matches!(registry.get("db-0").await, Err(Error::Closed)));
+    for (d, acked) in acknowledged.iter().enumerate() {
+        let conn = rusqlite::Connection::open(dir.path().join(format!("db-{d}.db"))).unwrap();
+        let stored: BTreeSet<i64> = conn
+            .prepare("SELECT id FROM t")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert!(
+            acked.is_subset(&stored),
+            "db-{d}: acknowledged writes missing"
+        );
+    }
+}
