@@ -1,0 +1,376 @@
+//! Hostile input, in-process fuzz loops over the public API's inputs: SQL text, parameters, PRAGMA overrides,
+//! tenant names and corrupted database files. Every call must return (`Ok` or a clear `Err`), never panic or
+//! hang, and the handle must serve on afterwards with an intact database.
+//!
+//! The loops are seeded (a failure replays); `QUICKLITE_FUZZ_ITERATIONS` runs them longer.
+
+mod common;
+
+use std::time::Duration;
+
+use common::temp_db;
+use quicklite::{Database, Error, Registry, rusqlite};
+
+/// A small xorshift generator: deterministic, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+fn iterations(default: u64) -> u64 {
+    std::env::var("QUICKLITE_FUZZ_ITERATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Fragments SQL is made of, valid and not. `ATTACH` is left out: on the writer's connection it would create files
+/// wherever the test runs.
+const TOKENS: &[&str] = &[
+    "SELECT",
+    "INSERT",
+    "INTO",
+    "UPDATE",
+    "DELETE",
+    "FROM",
+    "WHERE",
+    "VALUES",
+    "SET",
+    "CREATE",
+    "TABLE",
+    "DROP",
+    "INDEX",
+    "ON",
+    "t",
+    "u",
+    "x",
+    "y",
+    "id",
+    "(",
+    ")",
+    ",",
+    ";",
+    "*",
+    "=",
+    "+",
+    "-",
+    "/",
+    "%",
+    "||",
+    "'",
+    "\"",
+    "'a''b'",
+    "1",
+    "-9223372036854775808",
+    "9223372036854775807",
+    "1e308",
+    "NULL",
+    "?",
+    "?1",
+    "?999999",
+    ":p",
+    "@x",
+    "$y",
+    "zeroblob(1000000000)",
+    "randomblob(-1)",
+    "printf('%.*c', 1000000, 'x')",
+    "WITH RECURSIVE",
+    "c(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM c WHERE n < 100)",
+    "PRAGMA",
+    "journal_mode",
+    "=",
+    "OFF",
+    "BEGIN",
+    "COMMIT",
+    "ROLLBACK",
+    "SAVEPOINT",
+    "RELEASE",
+    "quicklite_write",
+    "VACUUM",
+    "\0",
+    "é",
+    "--",
+    "/*",
+    "*/",
+    "CAST(",
+    "AS",
+    "BLOB",
+    "TEXT",
+    "INTEGER",
+    "REAL",
+    "GROUP BY",
+    "ORDER BY",
+    "LIMIT",
+    "OFFSET",
+    "JOIN",
+    "sqlite_schema",
+    "load_extension('x')",
+    "readfile('/etc/passwd')",
+    "char(0)",
+];
+
+/// Well-formed statements, run with random values (and sometimes the wrong number of them).
+const TEMPLATES: &[&str] = &[
+    "SELECT ?1",
+    "SELECT typeof(?1), length(?1), hex(?1)",
+    "INSERT INTO t (x, y) VALUES (?1, ?2)",
+    "UPDATE t SET x = ?1 WHERE id = ?2",
+    "SELECT * FROM t WHERE x = ?1 ORDER BY y LIMIT ?2",
+    "DELETE FROM t WHERE id = ?1",
+    "SELECT count(*) FROM t JOIN keep ON keep.v = ?1",
+    "INSERT INTO t (x) SELECT ?1 FROM t LIMIT 10",
+];
+
+fn random_sql(rng: &mut Rng) -> String {
+    if rng.below(2) == 0 {
+        return rng.pick(TEMPLATES).to_string();
+    }
+    let n = 1 + rng.below(12);
+    let mut sql = String::new();
+    for _ in 0..n {
+        if rng.below(20) == 0 {
+            // Raw bytes, made text.
+            let bytes: Vec<u8> = (0..rng.below(8)).map(|_| rng.next() as u8).collect();
+            sql.push_str(&String::from_utf8_lossy(&bytes));
+        } else {
+            sql.push_str(*rng.pick(TOKENS));
+        }
+        sql.push(' ');
+    }
+    sql
+}
+
+fn random_value(rng: &mut Rng) -> rusqlite::types::Value {
+    use rusqlite::types::Value;
+    match rng.below(5) {
+        0 => Value::Null,
+        1 => Value::Integer(rng.next() as i64),
+        2 => Value::Real(f64::from_bits(rng.next())),
+        3 => Value::Text(random_sql(rng)),
+        _ => Value::Blob((0..rng.below(64)).map(|_| rng.next() as u8).collect()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_sql_and_parameters_never_panic_and_leave_the_database_intact() {
+    let t = temp_db();
+    let db = Database::builder(&t.path)
+        .busy_timeout(Duration::from_millis(100))
+        .open()
+        .await
+        .unwrap();
+    db.execute_batch(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, x, y); CREATE TABLE keep (v INTEGER NOT NULL);
+         INSERT INTO keep VALUES (42);",
+    )
+    .await
+    .unwrap();
+    let mut rng = Rng(0x5eed_0001);
+    let n = iterations(1500);
+    let (mut ok, mut err) = (0_u64, 0_u64);
+    for _ in 0..n {
+        let sql = random_sql(&mut rng);
+        let params: Vec<rusqlite::types::Value> =
+            (0..rng.below(4)).map(|_| random_value(&mut rng)).collect();
+        let outcome = match rng.below(4) {
+            0 => db
+                .execute(sql, rusqlite::params_from_iter(params))
+                .await
+                .map(|_| ()),
+            1 => db.execute_batch(sql).await,
+            2 => db
+                .query_all(sql, rusqlite::params_from_iter(params), |r| {
+                    r.get::<_, rusqlite::types::Value>(0)
+                })
+                .await
+                .map(|_| ()),
+            _ => {
+                db.read(move |c| {
+                    let mut stmt = c.prepare(&sql)?;
+                    let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+                    while rows.next()?.is_some() {}
+                    Ok(())
+                })
+                .await
+            }
+        };
+        match outcome {
+            Ok(()) => ok += 1,
+            Err(e) => {
+                // Every failure is an error value with a message, never a panic or a poisoned handle.
+                assert!(!e.to_string().is_empty());
+                assert!(!matches!(e, Error::Panic { .. } | Error::Closed), "{e}");
+                err += 1;
+            }
+        }
+    }
+    println!("{n} random statements: {ok} ran, {err} refused with an error");
+    // The handle serves on; the database is intact. (`keep` may have been dropped by a random DROP TABLE, which
+    // is the SQL doing what it says; integrity is what must hold.)
+    let integrity: String = db
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .await
+        .unwrap();
+    assert_eq!(integrity, "ok");
+    db.execute_batch("CREATE TABLE IF NOT EXISTS after (v)")
+        .await
+        .unwrap();
+    db.execute("INSERT INTO after VALUES (1)", ())
+        .await
+        .unwrap();
+    assert_eq!(db.metrics().panics, 0);
+    db.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn random_pragma_overrides_are_applied_or_refused_never_injected() {
+    let mut rng = Rng(0x5eed_0002);
+    let names = [
+        "cache_size",
+        "synchronous",
+        "journal_mode",
+        "x; DROP TABLE t",
+        "",
+        "mmap_size",
+        "a.b.c",
+    ];
+    let values = [
+        "-64000",
+        "FULL",
+        "WAL",
+        "1; DROP TABLE t",
+        "'x'",
+        "",
+        "9999999999999999999999",
+        "OFF",
+    ];
+    for _ in 0..iterations(60) {
+        let t = temp_db();
+        let (name, value) = (*rng.pick(&names), *rng.pick(&values));
+        match Database::builder(&t.path).pragma(name, value).open().await {
+            Ok(db) => {
+                db.execute_batch("CREATE TABLE t (x)").await.unwrap();
+                db.close().await.unwrap();
+            }
+            Err(e) => assert!(
+                matches!(e, Error::InvalidConfig(_) | Error::Sqlite(_)),
+                "{name}={value}: {e}"
+            ),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_tenant_names_never_reach_outside_the_registry() {
+    let outer = tempfile::tempdir().unwrap();
+    let dir = outer.path().join("tenants");
+    let registry = Registry::builder(&dir).max_open(8).open().await.unwrap();
+    let mut rng = Rng(0x5eed_0003);
+    let alphabet: Vec<char> = "aZ09_-./\\\0 :~*?é\n".chars().collect();
+    let mut created = 0;
+    for _ in 0..iterations(600) {
+        let name: String = (0..rng.below(12)).map(|_| *rng.pick(&alphabet)).collect();
+        match registry.get(&name).await {
+            Ok(db) => {
+                db.execute_batch("CREATE TABLE IF NOT EXISTS t (x)")
+                    .await
+                    .unwrap();
+                created += 1;
+            }
+            Err(Error::InvalidName { .. }) => {}
+            Err(e) => panic!("{name:?}: unexpected {e}"),
+        }
+    }
+    registry.close().await.unwrap();
+    // Nothing outside the directory but the directory itself; inside, only `<valid name>.db` and companions.
+    let outside: Vec<_> = std::fs::read_dir(outer.path()).unwrap().collect();
+    assert_eq!(outside.len(), 1);
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let file = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let stem = file
+            .trim_end_matches("-wal")
+            .trim_end_matches("-shm")
+            .trim_end_matches("-journal");
+        let name = stem
+            .strip_suffix(".db")
+            .unwrap_or_else(|| panic!("stray file {file}"));
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)),
+            "{file}"
+        );
+    }
+    assert!(created > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupted_database_files_give_errors_not_panics() {
+    let mut rng = Rng(0x5eed_0004);
+    // A real database to damage.
+    let template = temp_db();
+    {
+        let conn = rusqlite::Connection::open(&template.path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT); CREATE INDEX t_body ON t (body);
+             WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 3000)
+             INSERT INTO t SELECT n, printf('row %d %s', n, hex(randomblob(20))) FROM c;",
+        )
+        .unwrap();
+    }
+    let original = std::fs::read(&template.path).unwrap();
+    let (mut opened, mut refused) = (0, 0);
+    for _ in 0..iterations(40) {
+        let mut bytes = original.clone();
+        for _ in 0..1 + rng.below(20) {
+            // A third of the damage in the 100-byte header, the rest anywhere.
+            let span = if rng.below(3) == 0 {
+                100
+            } else {
+                bytes.len() as u64
+            };
+            let at = rng.below(span) as usize;
+            bytes[at] = rng.next() as u8;
+        }
+        let t = temp_db();
+        std::fs::write(&t.path, &bytes).unwrap();
+        let db = match Database::open(&t.path).await {
+            Ok(db) => db,
+            Err(e) => {
+                assert!(!matches!(e, Error::Panic { .. }), "{e}");
+                refused += 1;
+                continue;
+            }
+        };
+        opened += 1;
+        // Reads, writes and the integrity check each answer, whatever the damage.
+        let _ = db
+            .query_row("SELECT count(*), sum(length(body)) FROM t", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .await;
+        let _ = db
+            .query_row("SELECT body FROM t WHERE body > 'row 5'", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .await;
+        let _ = db.execute("INSERT INTO t (body) VALUES ('new')", ()).await;
+        let _ = db
+            .query_all("PRAGMA integrity_check", [], |r| r.get::<_, String>(0))
+            .await;
+        assert_eq!(db.metrics().panics, 0);
+        db.close().await.unwrap();
+    }
+    println!("corrupted files: {opened} opened (errors or data on use), {refused} refused at open");
+}
