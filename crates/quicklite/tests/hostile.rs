@@ -145,7 +145,8 @@ fn random_sql(rng: &mut Rng) -> String {
             let bytes: Vec<u8> = (0..rng.below(8)).map(|_| rng.next() as u8).collect();
             sql.push_str(&String::from_utf8_lossy(&bytes));
         } else {
-            sql.push_str(*rng.pick(TOKENS));
+            let token: &&str = rng.pick(TOKENS);
+            sql.push_str(token);
         }
         sql.push(' ');
     }
