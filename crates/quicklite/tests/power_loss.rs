@@ -1,0 +1,519 @@
+//! Power loss: a test VFS wraps SQLite's default one and keeps, for every file, its contents as of the last
+//! `fsync`. A "power cut" makes every later write and sync fail, then puts every file back to its last synced
+//! contents (a file never synced disappears) — what a disk that lost its cache would hold.
+//!
+//! Under `Durable` (`synchronous=FULL`) every acknowledged write survives. Under `Server` (`synchronous=NORMAL`)
+//! the database is consistent and loses at most the commits acknowledged since the last sync: every write
+//! acknowledged before the last `fsync` began is there.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use quicklite::{Database, Profile, rusqlite};
+
+mod vfs {
+    //! The power-cut VFS. Files are tracked by path; the main database, journal and WAL all go through
+    //! `xOpen`. The `-shm` file (SQLite's WAL index, rebuilt from the WAL after a crash) is not tracked and is
+    //! deleted by [`restore`].
+
+    use std::collections::{HashMap, HashSet};
+    use std::ffi::{CStr, c_char, c_int, c_void};
+    use std::ptr::null_mut;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::{LazyLock, Mutex, OnceLock};
+
+    use quicklite::rusqlite::ffi;
+
+    /// The VFS's name, for `file:…?vfs=powercut` URIs.
+    pub const NAME: &str = "powercut";
+
+    /// Set by [`cut`]: every write, truncate, sync and delete fails from then on.
+    static CUT: AtomicBool = AtomicBool::new(false);
+    /// Writes acknowledged so far, counted by the test.
+    pub static ACKS: AtomicU64 = AtomicU64::new(0);
+    /// `ACKS` when the last successful sync began: every write acknowledged before it is on "disk".
+    pub static SYNCED_ACKS: AtomicU64 = AtomicU64::new(0);
+
+    #[derive(Default)]
+    struct Disk {
+        /// Contents as of the last sync, by path (absent: never synced since it was created).
+        durable: HashMap<String, Vec<u8>>,
+        /// Every path opened or deleted through the VFS.
+        touched: HashSet<String>,
+    }
+
+    static DISK: LazyLock<Mutex<Disk>> = LazyLock::new(|| Mutex::new(Disk::default()));
+
+    /// Our file: the wrapped file lives in the same allocation, after this header.
+    #[repr(C)]
+    struct ShimFile {
+        base: ffi::sqlite3_file,
+        real: *mut ffi::sqlite3_file,
+        /// The file's path (boxed), or null for a temporary file.
+        path: *mut String,
+    }
+
+    /// Where the wrapped file starts in a [`ShimFile`] allocation (8-byte aligned).
+    const REAL_OFFSET: usize = std::mem::size_of::<ShimFile>().next_multiple_of(8);
+
+    static BASE: OnceLock<usize> = OnceLock::new();
+
+    fn base() -> *mut ffi::sqlite3_vfs {
+        *BASE.get().expect("registered") as *mut ffi::sqlite3_vfs
+    }
+
+    /// Registers the VFS (once per process).
+    pub fn register() {
+        static DONE: OnceLock<()> = OnceLock::new();
+        DONE.get_or_init(|| unsafe {
+            let base = ffi::sqlite3_vfs_find(std::ptr::null());
+            assert!(!base.is_null());
+            BASE.set(base as usize).unwrap();
+            let mut vfs = *base;
+            vfs.pNext = null_mut();
+            vfs.zName = c"powercut".as_ptr();
+            vfs.szOsFile = (REAL_OFFSET + (*base).szOsFile as usize) as c_int;
+            vfs.xOpen = Some(open);
+            vfs.xDelete = Some(delete);
+            let rc = ffi::sqlite3_vfs_register(Box::leak(Box::new(vfs)), 0);
+            assert_eq!(rc, ffi::SQLITE_OK);
+        });
+    }
+
+    /// Cuts the power: nothing written from now on reaches the disk.
+    pub fn cut() {
+        CUT.store(true, Ordering::SeqCst);
+    }
+
+    /// Puts every file back to its last synced contents, deletes the files never synced and the WAL indexes, and
+    /// switches the power back on. Call with every connection closed.
+    pub fn restore() {
+        let mut disk = DISK.lock().unwrap();
+        let touched: Vec<String> = disk.touched.drain().collect();
+        for path in touched {
+            match disk.durable.get(&path) {
+                Some(bytes) => std::fs::write(&path, bytes).unwrap(),
+                None => match std::fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => panic!("{path}: {e}"),
+                },
+            }
+            let _ = std::fs::remove_file(format!("{path}-shm"));
+        }
+        disk.durable.clear();
+        ACKS.store(0, Ordering::SeqCst);
+        SYNCED_ACKS.store(0, Ordering::SeqCst);
+        CUT.store(false, Ordering::SeqCst);
+    }
+
+    fn track_open(path: &str) {
+        let mut disk = DISK.lock().unwrap();
+        if disk.touched.insert(path.to_string())
+            && let Ok(bytes) = std::fs::read(path)
+        {
+            // It existed before we saw it: what is there now is on disk.
+            disk.durable.insert(path.to_string(), bytes);
+        }
+    }
+
+    unsafe fn shim<'a>(f: *mut ffi::sqlite3_file) -> &'a mut ShimFile {
+        unsafe { &mut *(f as *mut ShimFile) }
+    }
+
+    unsafe fn real(
+        f: *mut ffi::sqlite3_file,
+    ) -> (*mut ffi::sqlite3_file, &'static ffi::sqlite3_io_methods) {
+        unsafe {
+            let real = shim(f).real;
+            (real, &*(*real).pMethods)
+        }
+    }
+
+    unsafe extern "C" fn open(
+        _vfs: *mut ffi::sqlite3_vfs,
+        name: ffi::sqlite3_filename,
+        file: *mut ffi::sqlite3_file,
+        flags: c_int,
+        out_flags: *mut c_int,
+    ) -> c_int {
+        unsafe {
+            let s = shim(file);
+            s.base.pMethods = std::ptr::null();
+            s.real = (file as *mut u8).add(REAL_OFFSET) as *mut ffi::sqlite3_file;
+            s.path = null_mut();
+            let path =
+                (!name.is_null()).then(|| CStr::from_ptr(name).to_string_lossy().into_owned());
+            if let Some(p) = &path {
+                track_open(p);
+            }
+            let base = base();
+            let rc = ((*base).xOpen.unwrap())(base, name, s.real, flags, out_flags);
+            if rc != ffi::SQLITE_OK {
+                return rc;
+            }
+            if let Some(p) = path {
+                s.path = Box::into_raw(Box::new(p));
+            }
+            s.base.pMethods = &METHODS;
+            rc
+        }
+    }
+
+    unsafe extern "C" fn delete(
+        _vfs: *mut ffi::sqlite3_vfs,
+        name: *const c_char,
+        sync_dir: c_int,
+    ) -> c_int {
+        if CUT.load(Ordering::SeqCst) {
+            return ffi::SQLITE_IOERR_DELETE;
+        }
+        unsafe {
+            let base = base();
+            let rc = ((*base).xDelete.unwrap())(base, name, sync_dir);
+            if rc == ffi::SQLITE_OK {
+                let path = CStr::from_ptr(name).to_string_lossy().into_owned();
+                let mut disk = DISK.lock().unwrap();
+                disk.durable.remove(&path);
+                disk.touched.insert(path);
+            }
+            rc
+        }
+    }
+
+    static METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
+        iVersion: 3,
+        xClose: Some(close),
+        xRead: Some(read),
+        xWrite: Some(write),
+        xTruncate: Some(truncate),
+        xSync: Some(sync),
+        xFileSize: Some(file_size),
+        xLock: Some(lock),
+        xUnlock: Some(unlock),
+        xCheckReservedLock: Some(check_reserved_lock),
+        xFileControl: Some(file_control),
+        xSectorSize: Some(sector_size),
+        xDeviceCharacteristics: Some(device_characteristics),
+        xShmMap: Some(shm_map),
+        xShmLock: Some(shm_lock),
+        xShmBarrier: Some(shm_barrier),
+        xShmUnmap: Some(shm_unmap),
+        xFetch: Some(fetch),
+        xUnfetch: Some(unfetch),
+    };
+
+    unsafe extern "C" fn close(f: *mut ffi::sqlite3_file) -> c_int {
+        unsafe {
+            let (r, m) = real(f);
+            let rc = (m.xClose.unwrap())(r);
+            let s = shim(f);
+            if !s.path.is_null() {
+                drop(Box::from_raw(s.path));
+                s.path = null_mut();
+            }
+            rc
+        }
+    }
+
+    unsafe extern "C" fn read(
+        f: *mut ffi::sqlite3_file,
+        buf: *mut c_void,
+        n: c_int,
+        at: i64,
+    ) -> c_int {
+        unsafe {
+            let (r, m) = real(f);
+            (m.xRead.unwrap())(r, buf, n, at)
+        }
+    }
+
+    unsafe extern "C" fn write(
+        f: *mut ffi::sqlite3_file,
+        buf: *const c_void,
+        n: c_int,
+        at: i64,
+    ) -> c_int {
+        if CUT.load(Ordering::SeqCst) {
+            return ffi::SQLITE_IOERR_WRITE;
+        }
+        unsafe {
+            let (r, m) = real(f);
+            (m.xWrite.unwrap())(r, buf, n, at)
+        }
+    }
+
+    unsafe extern "C" fn truncate(f: *mut ffi::sqlite3_file, size: i64) -> c_int {
+        if CUT.load(Ordering::SeqCst) {
+            return ffi::SQLITE_IOERR_TRUNCATE;
+        }
+        unsafe {
+            let (r, m) = real(f);
+            (m.xTruncate.unwrap())(r, size)
+        }
+    }
+
+    unsafe extern "C" fn sync(f: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
+        if CUT.load(Ordering::SeqCst) {
+            return ffi::SQLITE_IOERR_FSYNC;
+        }
+        let acks = ACKS.load(Ordering::SeqCst);
+        unsafe {
+            let (r, m) = real(f);
+            let rc = (m.xSync.unwrap())(r, flags);
+            let s = shim(f);
+            if rc == ffi::SQLITE_OK && !s.path.is_null() {
+                // What the file holds now is on disk.
+                let mut size = 0_i64;
+                assert_eq!((m.xFileSize.unwrap())(r, &mut size), ffi::SQLITE_OK);
+                let mut bytes = vec![0_u8; size as usize];
+                if size > 0 {
+                    let rc = (m.xRead.unwrap())(r, bytes.as_mut_ptr().cast(), size as c_int, 0);
+                    assert_eq!(rc, ffi::SQLITE_OK);
+                }
+                let mut disk = DISK.lock().unwrap();
+                disk.durable.insert((*s.path).clone(), bytes);
+                SYNCED_ACKS.fetch_max(acks, Ordering::SeqCst);
+            }
+            rc
+        }
+    }
+
+    unsafe extern "C" fn file_size(f: *mut ffi::sqlite3_file, size: *mut i64) -> c_int {
+        unsafe {
+            let (r, m) = real(f);
+            (m.xFileSize.unwrap())(r, size)
+        }
+    }
+
+    unsafe extern "C" fn lock(f: *mut ffi::sqlite3_file, level: c_int) -> c_int {
+        unsafe {
+            let (r, m) = real(f);
+            (m.xLock.unwrap())(r, level)
+        }
+    }
+
+    unsafe extern "C" fn unlock(f: *mut ffi::sqlite3_file, level: c_int) -> c_int {
+        unsafe {
+            let (r, m) = real(f);
+            (m.xUnlock.unwrap())(r, level)
+        }
+    }
+
+    unsafe extern "C" fn check_reserved_lock(f: *mut ffi::sqlite3_file, out: *mut c_int) -> c_int {
+        unsafe {
+            let (r, m) = real(f);
+            (m.xCheckReservedLock.unwrap())(r, out)
+        }
+    }
+
+    unsafe extern "C" fn file_control(
+        f: *mut ffi::sqlite3_file,
+        op: c_int,
+        arg: *mut c_void,
+    ) -> c_int {
+        unsafe {
+            let (r, m) = real(f);
+            (m.xFileControl.unwrap())(r, op, arg)
+        }
+    }
+
+    unsafe extern "C" fn sector_size(f: *mut ffi::sqlite3_file) -> c_int {
+        unsafe {
+            let (r, m) = real(f);
+            (m.xSectorSize.unwrap())(r)
+        }
+    }
+
+    unsafe extern "C" fn device_characteristics(f: *mut ffi::sqlite3_file) -> c_int {
+        unsafe {
+            let (r, m) = real(f);
+            (m.xDeviceCharacteristics.unwrap())(r)
+        }
+    }
+
+    unsafe extern "C" fn shm_map(
+        f: *mut ffi::sqlite3_file,
+        page: c_int,
+        size: c_int,
+        extend: c_int,
+        out: *mut *mut c_void,
+    ) -> c_int {
+        unsafe {
+            let (r, m) = real(f);
+            (m.xShmMap.unwrap())(r, page, size, extend, out)
+        }
+    }
+
+    unsafe extern "C" fn shm_lock(
+        f: *mut ffi::sqlite3_file,
+        offset: c_int,
+        n: c_int,
+        flags: c_int,
+    ) -> c_int {
+        unsafe {
+            let (r, m) = real(f);
+            (m.xShmLock.unwrap())(r, offset, n, flags)
+        }
+    }
+
+    unsafe extern "C" fn shm_barrier(f: *mut ffi::sqlite3_file) {
+        unsafe {
+            let (r, m) = real(f);
+            (m.xShmBarrier.unwrap())(r)
+        }
+    }
+
+    unsafe extern "C" fn shm_unmap(f: *mut ffi::sqlite3_file, delete: c_int) -> c_int {
+        unsafe {
+            let (r, m) = real(f);
+            (m.xShmUnmap.unwrap())(r, delete)
+        }
+    }
+
+    unsafe extern "C" fn fetch(
+        f: *mut ffi::sqlite3_file,
+        at: i64,
+        n: c_int,
+        out: *mut *mut c_void,
+    ) -> c_int {
+        unsafe {
+            let (r, m) = real(f);
+            (m.xFetch.unwrap())(r, at, n, out)
+        }
+    }
+
+    unsafe extern "C" fn unfetch(f: *mut ffi::sqlite3_file, at: i64, p: *mut c_void) -> c_int {
+        unsafe {
+            let (r, m) = real(f);
+            (m.xUnfetch.unwrap())(r, at, p)
+        }
+    }
+}
+
+/// One round: 8 tasks write (each write puts its id in two tables) until the power is cut `after` the start;
+/// returns each acknowledged id with its acknowledgement number, and the acknowledgements synced at the cut.
+async fn power_cut_round(
+    path: &Path,
+    profile: Profile,
+    after: Duration,
+) -> (BTreeMap<i64, u64>, u64) {
+    let uri = format!("file:{}?vfs={}", path.display(), vfs::NAME);
+    let db = Database::builder(&uri)
+        .profile(profile)
+        .open()
+        .await
+        .unwrap();
+    db.execute_batch(
+        "CREATE TABLE IF NOT EXISTS a (id INTEGER PRIMARY KEY, body BLOB NOT NULL);
+         CREATE TABLE IF NOT EXISTS b (id INTEGER PRIMARY KEY, body BLOB NOT NULL);",
+    )
+    .await
+    .unwrap();
+    let acked = Arc::new(std::sync::Mutex::new(BTreeMap::new()));
+    let mut tasks = Vec::new();
+    for t in 0..8_i64 {
+        let (db, acked) = (db.clone(), acked.clone());
+        tasks.push(tokio::spawn(async move {
+            for i in 0.. {
+                let id = t * 1_000_000 + i;
+                let written = db
+                    .write(move |c| {
+                        c.prepare_cached("INSERT INTO a VALUES (?1, randomblob(200))")?
+                            .execute([id])?;
+                        c.prepare_cached("INSERT INTO b VALUES (?1, randomblob(500))")?
+                            .execute([id])
+                    })
+                    .await;
+                if written.is_err() {
+                    // The power is out: nothing more can be written.
+                    return;
+                }
+                let seq = vfs::ACKS.fetch_add(1, Ordering::SeqCst);
+                acked.lock().unwrap().insert(id, seq);
+            }
+        }));
+    }
+    tokio::time::sleep(after).await;
+    vfs::cut();
+    let synced = vfs::SYNCED_ACKS.load(Ordering::SeqCst);
+    for t in tasks {
+        t.await.unwrap();
+    }
+    // Closing fails to checkpoint (the disk is gone) but closes every connection.
+    db.close().await.unwrap();
+    vfs::restore();
+    let acked = acked.lock().unwrap().clone();
+    (acked, synced)
+}
+
+/// After the power came back: the database opens with SQLite's own VFS, passes `integrity_check`, and every
+/// write is whole. Returns the ids stored.
+fn check_after_power_cut(path: &Path) -> std::collections::BTreeSet<i64> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let integrity: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(integrity, "ok");
+    let ids = |table: &str| -> std::collections::BTreeSet<i64> {
+        conn.prepare(&format!("SELECT id FROM {table}"))
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    };
+    let (a, b) = (ids("a"), ids("b"));
+    assert_eq!(a, b, "a write was half-applied");
+    a
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn power_cuts_lose_nothing_durable_and_only_unsynced_commits_otherwise() {
+    quicklite::sqlite_setup();
+    vfs::register();
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for (profile, rounds) in [(Profile::Durable, 8), (Profile::Server, 8)] {
+        let (mut acked_total, mut lost_total) = (0, 0);
+        for _ in 0..rounds {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let after = Duration::from_millis(30 + x % 300);
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("power.db");
+            let (acked, synced) = power_cut_round(&path, profile, after).await;
+            let stored = check_after_power_cut(&path);
+            let lost: Vec<(i64, u64)> = acked
+                .iter()
+                .filter(|(id, _)| !stored.contains(id))
+                .map(|(id, seq)| (*id, *seq))
+                .collect();
+            match profile {
+                Profile::Durable => {
+                    assert!(
+                        lost.is_empty(),
+                        "durable: acknowledged writes lost: {lost:?}"
+                    )
+                }
+                _ => {
+                    let before_sync: Vec<_> =
+                        lost.iter().filter(|(_, seq)| *seq < synced).collect();
+                    assert!(
+                        before_sync.is_empty(),
+                        "server: writes acknowledged before the last sync were lost: {before_sync:?}"
+                    );
+                }
+            }
+            acked_total += acked.len();
+            lost_total += lost.len();
+        }
+        println!(
+            "{profile:?}: {rounds} power cuts, {acked_total} acknowledged writes, {lost_total} lost (all after the last sync)"
+        );
+        assert!(acked_total > 0);
+    }
+}
