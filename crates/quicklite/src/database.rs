@@ -292,6 +292,12 @@ impl Database {
         }
     }
 
+    /// Closes the queues: queued requests are still served, new ones fail with [`Error::Closed`].
+    pub(crate) fn close_queues(&self) {
+        self.inner.write_tx.close();
+        self.inner.read_tx.close();
+    }
+
     /// Whether `other` is a handle to the same database.
     pub(crate) fn same_as(&self, other: &Database) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)

@@ -72,9 +72,12 @@ impl PoolShared {
     }
 
     fn push(&self, task: Task) {
-        // The receiver lives as long as the pool threads; once they are gone the registry is closed and every
-        // database's queues with it, so a task with nowhere to go has nothing left to serve.
-        let _ = self.tasks.try_send(task);
+        // Refused only once the pool is stopped (the registry closed or dropped): nothing will serve the
+        // database any more, so whatever it has queued is answered `Closed` rather than left waiting.
+        if let Err(refused) = self.tasks.try_send(task) {
+            let (Task::Write(actor) | Task::Read(actor)) = refused.into_inner();
+            actor.fail_queued(&Error::Closed);
+        }
     }
 
     /// Milliseconds since the pool started: the clock of `last_used`.
@@ -331,9 +334,11 @@ impl Actor {
         Ok(())
     }
 
-    /// Answers every queued request with `error` (the database could not be opened).
+    /// Answers every queued request with `error` (the database could not be opened, or the pool is stopped).
     fn fail_queued(&self, error: &Error) {
-        tracing::warn!(database = %self.name, %error, "could not open a registry database");
+        if !matches!(error, Error::Closed) {
+            tracing::warn!(database = %self.name, %error, "could not open a registry database");
+        }
         while let Ok(r) = self.write_rx.try_recv() {
             r.job.finish(Some(error.duplicate()));
         }

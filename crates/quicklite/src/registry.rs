@@ -321,9 +321,17 @@ impl Registry {
 
 impl Drop for RegistryInner {
     fn drop(&mut self) {
-        // Without `close`: stop the pool once its run queue is empty, and close what is still open in the
-        // background (its handles are gone, so nothing new can arrive).
+        // Without `close`: refuse new requests on every database (handles still held get `Closed`), stop the
+        // pool once its run queue is empty, and close what is still open in the background.
         self.closed.store(true, Ordering::Release);
+        for db in self
+            .known
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+        {
+            db.close_queues();
+        }
         self.pool.stop();
         let pool = self.pool.clone();
         let _ = std::thread::Builder::new()

@@ -307,3 +307,31 @@ async fn close_with_work_in_flight_answers_everyone() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_outliving_its_dropped_registry_gets_closed_not_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::open(dir.path()).await.unwrap();
+    let db = registry.get("kept").await.unwrap();
+    db.execute_batch("CREATE TABLE t (x)").await.unwrap();
+    db.execute("INSERT INTO t VALUES (1)", ()).await.unwrap();
+    drop(registry);
+    let late = tokio::time::timeout(
+        Duration::from_secs(30),
+        db.execute("INSERT INTO t VALUES (2)", ()),
+    )
+    .await
+    .expect("answered, not left waiting");
+    assert!(matches!(late, Err(Error::Closed)), "{late:?}");
+    // What was acknowledged before is in the file once the background close has run.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let conn = rusqlite::Connection::open(dir.path().join("kept.db")).unwrap();
+        if let Ok(n) = conn.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0)) {
+            assert_eq!(n, 1);
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
