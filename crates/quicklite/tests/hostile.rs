@@ -29,6 +29,17 @@ impl Rng {
     }
 }
 
+/// Resident memory of this process, in bytes (Linux; 0 elsewhere).
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
 fn iterations(default: u64) -> u64 {
     std::env::var("QUICKLITE_FUZZ_ITERATIONS")
         .ok()
@@ -181,7 +192,11 @@ async fn random_sql_and_parameters_never_panic_and_leave_the_database_intact() {
     let mut rng = Rng(0x5eed_0001);
     let n = iterations(1500);
     let (mut ok, mut err) = (0_u64, 0_u64);
-    for _ in 0..n {
+    let mut rss_early = 0;
+    for i in 0..n {
+        if i == n / 10 {
+            rss_early = rss_bytes();
+        }
         let sql = random_sql(&mut rng);
         let params: Vec<rusqlite::types::Value> =
             (0..rng.below(4)).map(|_| random_value(&mut rng)).collect();
@@ -217,7 +232,12 @@ async fn random_sql_and_parameters_never_panic_and_leave_the_database_intact() {
             }
         }
     }
-    println!("{n} random statements: {ok} ran, {err} refused with an error");
+    println!(
+        "{n} random statements: {ok} ran, {err} refused with an error; resident memory {:.1} MiB after a tenth, \
+         {:.1} MiB at the end",
+        rss_early as f64 / 1048576.0,
+        rss_bytes() as f64 / 1048576.0
+    );
     // The handle serves on; the database is intact. (`keep` may have been dropped by a random DROP TABLE, which
     // is the SQL doing what it says; integrity is what must hold.)
     let integrity: String = db
