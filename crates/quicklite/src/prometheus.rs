@@ -20,9 +20,9 @@ use std::fmt;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::{Registry as PromRegistry, Unit};
 
-use crate::{Database, Distribution, MetricsSnapshot};
+use crate::{Database, Distribution, MetricsSnapshot, Registry};
 
 /// Renders the metrics of `databases` (each a `database` label value and a snapshot) as OpenMetrics text,
 /// ending with `# EOF`; serve it with the content type
@@ -32,12 +32,88 @@ pub fn render(databases: &[(&str, &MetricsSnapshot)]) -> String {
         .iter()
         .map(|(name, s)| (name.to_string(), (*s).clone()))
         .collect();
-    let mut registry = Registry::default();
+    let mut registry = PromRegistry::default();
     registry.register_collector(Box::new(Snapshots(snapshots)));
     let mut out = String::new();
     prometheus_client::encoding::text::encode(&mut out, &registry)
         .expect("writing to a String cannot fail");
     out
+}
+
+/// Renders a [`Registry`]: its own figures (`quicklite_registry_*`: threads, open and known databases, opens,
+/// evictions, idle closes, queued tasks) and every known database's metrics, labelled with its name.
+pub fn render_registry(registry: &Registry) -> String {
+    let mut out = String::new();
+    let mut prom = PromRegistry::default();
+    prom.register_collector(Box::new(RegistryCollector(registry.clone())));
+    prometheus_client::encoding::text::encode(&mut out, &prom)
+        .expect("writing to a String cannot fail");
+    out
+}
+
+/// A `prometheus-client` collector for a [`Registry`] (see [`render_registry`]).
+#[derive(Debug, Clone)]
+pub struct RegistryCollector(pub Registry);
+
+impl Collector for RegistryCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let m = self.0.metrics();
+        let gauges: [(&str, &str, u64); 5] = [
+            (
+                "quicklite_registry_threads",
+                "Threads of the registry's pool.",
+                m.threads as u64,
+            ),
+            (
+                "quicklite_registry_open_databases",
+                "Databases with open connections.",
+                m.open_databases as u64,
+            ),
+            (
+                "quicklite_registry_known_databases",
+                "Databases the registry holds a handle to.",
+                m.known_databases as u64,
+            ),
+            (
+                "quicklite_registry_max_open",
+                "Cap on open databases.",
+                m.max_open as u64,
+            ),
+            (
+                "quicklite_registry_queued_tasks",
+                "Tasks waiting for a pool thread.",
+                m.queued_tasks as u64,
+            ),
+        ];
+        for (name, help, value) in gauges {
+            encoder
+                .encode_descriptor(name, help, None, MetricType::Gauge)?
+                .encode_gauge(&value)?;
+        }
+        let counters: [(&str, &str, u64); 3] = [
+            (
+                "quicklite_registry_opens",
+                "Times a database's connections were opened.",
+                m.opens,
+            ),
+            (
+                "quicklite_registry_evictions",
+                "Databases closed because the open cap was passed.",
+                m.evictions,
+            ),
+            (
+                "quicklite_registry_idle_closes",
+                "Databases closed because they were idle.",
+                m.idle_closes,
+            ),
+        ];
+        for (name, help, value) in counters {
+            encoder
+                .encode_descriptor(name, help, None, MetricType::Counter)?
+                .encode_counter::<NoLabelSet, _, u64>(&value, None)?;
+        }
+        encode(encoder, &self.0.database_metrics())
+    }
 }
 
 /// A `prometheus-client` collector that snapshots databases at every scrape, for applications that already

@@ -335,3 +335,32 @@ async fn a_handle_outliving_its_dropped_registry_gets_closed_not_a_hang() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test]
+async fn prometheus_text_covers_the_registry_and_its_databases() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::builder(dir.path())
+        .threads(3)
+        .open()
+        .await
+        .unwrap();
+    for name in ["a", "b"] {
+        let db = registry.get(name).await.unwrap();
+        db.execute_batch("CREATE TABLE t (x)").await.unwrap();
+    }
+    let text = quicklite::prometheus::render_registry(&registry);
+    assert!(text.contains("quicklite_registry_threads 3"), "{text}");
+    assert!(
+        text.contains("quicklite_registry_open_databases 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("quicklite_commits_total{database=\"a\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("quicklite_commits_total{database=\"b\"} 1"),
+        "{text}"
+    );
+    registry.close().await.unwrap();
+}
