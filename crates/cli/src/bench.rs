@@ -145,8 +145,14 @@ fn options(args: &BenchArgs) -> anyhow::Result<BenchOptions> {
     if let Some(v) = args.readers {
         o.readers = v;
     }
+    if let Some(v) = args.total_readers {
+        o.total_readers = Some(v);
+    }
     if let Some(v) = &args.write_delays {
         o.write_delays_ms = v.clone();
+    }
+    if let Some(v) = &args.write_mode {
+        o.write_modes = v.clone();
     }
     if let Some(v) = &args.num_databases {
         o.num_databases = v.clone();

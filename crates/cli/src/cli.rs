@@ -100,12 +100,35 @@ pub struct BenchArgs {
     pub rows: Option<u64>,
 
     /// multi-db: reader tasks per database [default: 3].
-    #[arg(short, long, visible_alias = "readers-per-db", value_name = "N")]
+    #[arg(
+        short,
+        long,
+        visible_alias = "readers-per-db",
+        value_name = "N",
+        conflicts_with = "total_readers"
+    )]
     pub readers: Option<u32>,
 
-    /// multi-db: milliseconds each database's writer spends per write [default: 100,1000,10000].
+    /// multi-db: N reader tasks in all instead of --readers per database, each read on a database picked at
+    /// random: the same total read load at every --num-databases, e.g. to compare p99 read latency at 1 and 1000
+    /// databases.
+    #[arg(long, value_name = "N")]
+    pub total_readers: Option<u32>,
+
+    /// multi-db: the writer's delay in milliseconds, per write (blocking) or between writes (paced)
+    /// [default: 100,1000,10000].
     #[arg(long, value_delimiter = ',', value_name = "MS,MS")]
     pub write_delays: Option<Vec<u64>>,
+
+    /// multi-db: how each database's writer spends its delay [default: blocking].
+    ///
+    /// blocking: seed 004's writer — a blocking sleep inside the write transaction, writes back to back; it holds
+    /// a thread for the whole delay, so a bounded thread pool completes at most threads ÷ delay writes per
+    /// second, whatever the number of databases. paced: one write every delay per database (an async sleep
+    /// between writes on a fixed schedule), each just the block's statements; write completion is writes done
+    /// ÷ (duration ÷ delay × databases).
+    #[arg(long, value_delimiter = ',', value_name = "MODES")]
+    pub write_mode: Option<Vec<String>>,
 
     /// multi-db: numbers of databases [default: 1,10,50,100].
     #[arg(long, value_delimiter = ',', value_name = "N,N")]
@@ -131,7 +154,8 @@ pub struct BenchArgs {
     #[arg(long = "runner", value_name = "PROGRAM")]
     pub runners: Vec<PathBuf>,
 
-    /// Kill a cell's runner after this many seconds [default: (warm-up + duration) × 3 + 30].
+    /// Kill a cell's runner after this many seconds [default: (warm-up + duration) × 3 + 30, plus 0.01 per
+    /// multi-db database].
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
 

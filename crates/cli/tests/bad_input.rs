@@ -68,6 +68,18 @@ fn contradictory_options_name_the_option() {
     rejects(&["--memstatus", "maybe"], "invalid value 'maybe'");
     rejects(&["--baseline", "tokio"], "unknown --baseline `tokio`");
     rejects(&["--timeout", "0"], "invalid --timeout");
+    rejects(
+        &["--write-mode", "lazy"],
+        "invalid --write-mode: unknown value `lazy` (valid: blocking, paced)",
+    );
+    rejects(
+        &["--workloads", "multi-db", "--total-readers", "0"],
+        "invalid --total-readers",
+    );
+    rejects(
+        &["--readers", "3", "--total-readers", "8"],
+        "cannot be used with",
+    );
 }
 
 #[test]

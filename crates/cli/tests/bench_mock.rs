@@ -71,3 +71,65 @@ fn a_crashing_cell_is_recorded_and_the_exit_code_says_so() {
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
     assert_eq!(csv.lines().count(), 3);
 }
+
+#[test]
+fn write_modes_and_total_readers_become_columns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    Command::cargo_bin("quicklite")
+        .unwrap()
+        .args([
+            "bench",
+            "--workloads",
+            "multi-db",
+            "--approaches",
+            "quicklite",
+            "--num-databases",
+            "1,1000",
+            "--write-delays",
+            "100",
+            "--write-mode",
+            "blocking,paced",
+            "--total-readers",
+            "8",
+            "--duration",
+            "0.1",
+            "--warmup",
+            "0",
+            "--runner",
+        ])
+        .arg(mock_runner())
+        .arg("--output")
+        .arg(&out)
+        .assert()
+        .success();
+    let mut reader = csv::Reader::from_path(out.join("results.csv")).unwrap();
+    let header = reader.headers().unwrap().clone();
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let cells: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                &r[column("num_databases")],
+                &r[column("write_mode")],
+                &r[column("total_readers")],
+            )
+        })
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            ("1", "blocking", "8"),
+            ("1", "paced", "8"),
+            ("1000", "blocking", "8"),
+            ("1000", "paced", "8"),
+        ]
+    );
+    let markdown = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(markdown.contains("write mode paced"), "{markdown}");
+    assert!(
+        markdown.contains("readers 8 in all, random database per read"),
+        "{markdown}"
+    );
+}

@@ -46,9 +46,102 @@ pub struct Cell {
 pub struct MultiDb {
     /// Number of databases.
     pub num_databases: u32,
-    /// Reader tasks per database, each running the JOIN query in a loop.
+    /// Reader tasks per database, each running the JOIN query in a loop on its database; not used when
+    /// [`MultiDb::total_readers`] is set.
     pub readers: u32,
-    /// Delay of the single writer per database between writes, in milliseconds; the delay is spent
-    /// *inside* the write (blocking the way seed 004's does, simulating a slow writer).
+    /// The writer's delay in milliseconds: how long each write blocks ([`WriteMode::Blocking`]) or the period
+    /// between writes ([`WriteMode::Paced`]).
     pub write_delay_ms: u64,
+    /// How each database's writer spends its delay. Absent in cells written before the knob existed, which
+    /// meant [`WriteMode::Blocking`].
+    #[serde(default)]
+    pub write_mode: WriteMode,
+    /// A fixed number of reader tasks for the whole cell, each read on a database chosen at random, instead of
+    /// [`MultiDb::readers`] per database: the same total read load whatever the number of databases.
+    #[serde(default)]
+    pub total_readers: Option<u32>,
+}
+
+impl MultiDb {
+    /// Reader tasks the cell runs in all.
+    pub fn reader_tasks(&self) -> u64 {
+        match self.total_readers {
+            Some(total) => u64::from(total),
+            None => u64::from(self.readers) * u64::from(self.num_databases),
+        }
+    }
+}
+
+/// How a `multi-db` writer spends its delay: the knob that decides whether write completion measures threads or
+/// throughput.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteMode {
+    /// Seed 004's writer: the delay is a blocking `std::thread::sleep` *inside* the write transaction, and the
+    /// next write starts when the previous one returns. Every write holds a thread for the whole delay, so an
+    /// approach with a bounded number of threads completes at most `threads / delay` writes per second, whatever
+    /// the number of databases: by construction it cannot reach 100% once databases outnumber its threads.
+    #[default]
+    Blocking,
+    /// A writer that issues one write every delay (an async sleep between writes, on a fixed schedule staggered
+    /// across databases); the write itself is just the block's statements. Completion then says whether the
+    /// approach keeps up with `databases / delay` writes per second.
+    Paced,
+}
+
+impl WriteMode {
+    /// Every mode, in report order.
+    pub const ALL: [WriteMode; 2] = [Self::Blocking, Self::Paced];
+
+    /// The name used in cells, results and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Blocking => "blocking",
+            Self::Paced => "paced",
+        }
+    }
+
+    /// Parses `blocking` or `paced`.
+    pub fn parse(name: &str) -> anyhow::Result<Self> {
+        match Self::ALL.iter().find(|m| m.name() == name) {
+            Some(mode) => Ok(*mode),
+            None => anyhow::bail!("unknown write mode `{name}` (expected `blocking` or `paced`)"),
+        }
+    }
+}
+
+impl std::fmt::Display for WriteMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_without_the_new_knobs_still_parse() {
+        let m: MultiDb =
+            serde_json::from_str(r#"{"num_databases":2,"readers":3,"write_delay_ms":100}"#)
+                .unwrap();
+        assert_eq!(m.write_mode, WriteMode::Blocking);
+        assert_eq!(m.total_readers, None);
+        assert_eq!(m.reader_tasks(), 6);
+    }
+
+    #[test]
+    fn write_modes_round_trip() {
+        for mode in WriteMode::ALL {
+            assert_eq!(WriteMode::parse(mode.name()).unwrap(), mode);
+            let json = serde_json::to_string(&mode).unwrap();
+            assert_eq!(json, format!("\"{mode}\""));
+        }
+        assert!(
+            WriteMode::parse("lazy")
+                .unwrap_err()
+                .to_string()
+                .contains("`lazy`")
+        );
+    }
 }

@@ -8,6 +8,7 @@ use anyhow::Result;
 
 use crate::data::{self, LedgerGenerator, NewItem};
 use crate::driver::Approach;
+use crate::pacing::Schedule;
 use crate::rng::Rng;
 use crate::stats::{OpKind, TaskStats};
 use crate::workload::{MIXED_READ_PERCENT, Workload};
@@ -63,13 +64,18 @@ fn record(
     outcome: Result<()>,
 ) {
     let done = Instant::now();
-    if !window.counts(done) {
-        return;
+    if window.counts(done) {
+        store(stats, kind, done - started, outcome);
     }
-    // Each task owns its statistics; the lock is only shared with the final merge.
+}
+
+/// Adds one counted operation to the task's statistics.
+fn store(stats: &Mutex<TaskStats>, kind: OpKind, latency: Duration, outcome: Result<()>) {
+    // Tasks share a statistics block only with a few others (see `driver::StatsShards`); the lock is held for
+    // one histogram update.
     let mut stats = stats.lock().unwrap_or_else(PoisonError::into_inner);
     match outcome {
-        Ok(()) => stats.record(kind, (done - started).as_nanos() as u64),
+        Ok(()) => stats.record(kind, latency.as_nanos() as u64),
         Err(e) => stats.record_error(format!("{e:#}")),
     }
 }
@@ -115,8 +121,9 @@ pub(crate) async fn client<A: Approach>(
     }
 }
 
-/// The `multi-db` writer of database `db`: one block after another, each holding the write for `delay`.
-pub(crate) async fn paced_writer<A: Approach>(
+/// The `multi-db` writer of database `db` in the `blocking` write mode: one block after another, each holding the
+/// write for `delay`.
+pub(crate) async fn blocking_writer<A: Approach>(
     approach: Arc<A>,
     db: usize,
     mut generator: LedgerGenerator,
@@ -139,10 +146,64 @@ pub(crate) async fn paced_writer<A: Approach>(
     }
 }
 
-/// A `multi-db` reader of database `db`: the account-history JOIN in a loop, random accounts.
-pub(crate) async fn ledger_reader<A: Approach>(
+/// The `multi-db` writer of database `db` in the `paced` write mode: write `k` is due at `origin +
+/// schedule.tick(k)`; the writer sleeps (asynchronously) until then, issues the block without any delay inside,
+/// and awaits it. A late writer issues its overdue writes back to back, so none is skipped.
+///
+/// A write counts when it was *due* inside the window and completed before the window closed: the count is then
+/// at most the writes the schedule puts in the window, which is what [`crate::drive`] expects. Its latency runs
+/// from when it was issued.
+pub(crate) async fn paced_writer<A: Approach>(
     approach: Arc<A>,
     db: usize,
+    mut generator: LedgerGenerator,
+    schedule: Schedule,
+    origin: Instant,
+    window: Window,
+    stats: Arc<Mutex<TaskStats>>,
+) {
+    let mut ready = false;
+    for k in 0.. {
+        let due = origin + schedule.tick(k);
+        if due >= window.end {
+            return;
+        }
+        tokio::time::sleep_until(due.into()).await;
+        yield_if_never_pending(ready).await;
+        let started = Instant::now();
+        let (outcome, ready_now) =
+            observe(approach.paced_write(db, generator.next_block(), Duration::ZERO)).await;
+        let done = Instant::now();
+        if due >= window.measure_start && done < window.end {
+            store(&stats, OpKind::Write, done - started, outcome);
+        }
+        ready = ready_now;
+    }
+}
+
+/// Which database a `multi-db` reader reads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ReadTarget {
+    /// Always this one (`readers` per database).
+    Fixed(usize),
+    /// One of this many, chosen at random for every read (`total_readers`).
+    Any(usize),
+}
+
+impl ReadTarget {
+    /// The database of the next read.
+    pub(crate) fn pick(self, rng: &mut Rng) -> usize {
+        match self {
+            Self::Fixed(db) => db,
+            Self::Any(databases) => rng.below(databases.max(1) as u64) as usize,
+        }
+    }
+}
+
+/// A `multi-db` reader: the account-history JOIN in a loop, random accounts, on the databases `target` names.
+pub(crate) async fn ledger_reader<A: Approach>(
+    approach: Arc<A>,
+    target: ReadTarget,
     mut rng: Rng,
     window: Window,
     stats: Arc<Mutex<TaskStats>>,
@@ -155,6 +216,7 @@ pub(crate) async fn ledger_reader<A: Approach>(
         }
         // Waiting for the worker is part of this operation's latency, as a request waits for one.
         yield_if_never_pending(ready).await;
+        let db = target.pick(&mut rng);
         let account = rng.between(1, data::LEDGER_ACCOUNTS);
         let (outcome, ready_now) = observe(approach.join_read(db, account)).await;
         record(&stats, &window, OpKind::Read, started, outcome);

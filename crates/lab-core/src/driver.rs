@@ -14,12 +14,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::clients::{Window, client, ledger_reader, paced_writer};
+use crate::cell::WriteMode;
+use crate::clients::{ReadTarget, Window, blocking_writer, client, ledger_reader, paced_writer};
 use crate::data::{Block, LedgerGenerator, NewItem};
+use crate::pacing::Schedule;
 use crate::rng::Rng;
 use crate::stats::{OpKind, TaskStats};
 use crate::workload::{Workload, multi_db_settings};
-use crate::{Cell, CellResult, Completion, Environment, OpStats, process};
+use crate::{Cell, CellResult, Completion, Environment, MultiDb, OpStats, process};
 
 /// One way of using SQLite from async Rust, as measured by the lab.
 ///
@@ -42,13 +44,27 @@ pub trait Approach: Send + Sync + 'static {
     /// `multi-db`'s write: append `block` to database `db` in one transaction, and before committing block
     /// the calling thread for `delay` with `std::thread::sleep` *inside* the database operation (inside the
     /// closure the approach sends to its thread, or directly on the caller's thread for approaches that have
-    /// none) — the slow writer of seed 004.
+    /// none) — the slow writer of seed 004. In the `paced` write mode `delay` is zero and nothing sleeps.
     fn paced_write(
         &self,
         db: usize,
         block: Block,
         delay: Duration,
     ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Databases with open connections right now, if the approach knows: all of them for approaches that open
+    /// every database up front; fewer for one that closes idle databases (quicklite's registry). By default,
+    /// unknown.
+    fn open_databases(&self) -> Option<u64> {
+        None
+    }
+
+    /// Times databases were opened (connections set up) since the approach started: once per database for
+    /// approaches that open everything up front and keep it open — the default, [`Approach::open_databases`] —
+    /// and more when a capped registry closes databases and reopens them on demand.
+    fn database_opens(&self) -> Option<u64> {
+        self.open_databases()
+    }
 }
 
 /// What [`drive`] measured; becomes a [`CellResult`] once the runner adds its environment.
@@ -72,6 +88,10 @@ pub struct Measurement {
     pub threads: Option<u64>,
     /// Resident memory at the end of the window, in bytes.
     pub rss_bytes: Option<u64>,
+    /// Databases with open connections at the end of the window, as the approach reports it.
+    pub open_databases: Option<u64>,
+    /// Database opens since the approach started, as the approach reports it.
+    pub database_opens: Option<u64>,
 }
 
 impl Measurement {
@@ -89,6 +109,8 @@ impl Measurement {
             cpu_secs: self.cpu_secs,
             threads: self.threads,
             rss_bytes: self.rss_bytes,
+            open_databases: self.open_databases,
+            database_opens: self.database_opens,
             env,
         }
     }
@@ -127,55 +149,63 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
     std::thread::Builder::new()
         .name("lab-timekeeper".into())
         .spawn(move || {
+            // Opened before the approach gets to use up the file descriptors.
+            let mut status = process::StatusFile::open();
             sleep_until(window.measure_start);
             let cpu_start = process::cpu_time();
             sleep_until(window.end);
             let cpu_end = process::cpu_time();
             let _ = edges_tx.send(Edges {
                 cpu_secs: (cpu_end - cpu_start).as_secs_f64(),
-                threads: process::threads(),
-                rss_bytes: process::rss_bytes(),
+                threads: status.threads(),
+                rss_bytes: status.rss_bytes(),
             });
         })
         .context("cannot start the timekeeper thread")?;
 
-    // One statistics block per task, merged when the window closes.
-    let mut all_stats = Vec::new();
-    let mut new_stats = || {
-        let stats = Arc::new(Mutex::new(TaskStats::new()));
-        all_stats.push(stats.clone());
-        stats
-    };
-
+    let mut stats = StatsShards::default();
     let mut expected_writes = None;
     if workload == Workload::MultiDb {
         let settings = multi_db_settings(cell)?;
+        let databases = settings.num_databases as usize;
         let delay = Duration::from_millis(settings.write_delay_ms);
-        // Without a delay the writer is not paced, and there is no expected count to compare with.
-        expected_writes = cell
-            .duration_ms
-            .checked_div(settings.write_delay_ms)
-            .map(|per_db| per_db * u64::from(settings.num_databases));
-        for db in 0..settings.num_databases as usize {
+        for db in 0..databases {
             let generator = LedgerGenerator::writing(cell.seed, db);
-            tokio::spawn(paced_writer(
-                approach.clone(),
-                db,
-                generator,
-                delay,
-                window,
-                new_stats(),
-            ));
-            for reader in 0..settings.readers {
-                let rng = Rng::derive(cell.seed, ((db as u64) << 20) | u64::from(reader));
-                tokio::spawn(ledger_reader(
-                    approach.clone(),
-                    db,
-                    rng,
-                    window,
-                    new_stats(),
-                ));
+            match settings.write_mode {
+                WriteMode::Blocking => {
+                    tokio::spawn(blocking_writer(
+                        approach.clone(),
+                        db,
+                        generator,
+                        delay,
+                        window,
+                        stats.next(),
+                    ));
+                }
+                WriteMode::Paced => {
+                    let schedule = Schedule::for_database(delay, db, databases);
+                    tokio::spawn(paced_writer(
+                        approach.clone(),
+                        db,
+                        generator,
+                        schedule,
+                        start,
+                        window,
+                        stats.next(),
+                    ));
+                }
             }
+        }
+        expected_writes = expected(cell, settings.write_mode, delay, databases);
+        for (target, stream) in reader_plan(settings) {
+            let rng = Rng::derive(cell.seed, stream);
+            tokio::spawn(ledger_reader(
+                approach.clone(),
+                target,
+                rng,
+                window,
+                stats.next(),
+            ));
         }
     } else {
         for task in 0..cell.concurrency {
@@ -186,7 +216,7 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
                 cell.rows,
                 rng,
                 window,
-                new_stats(),
+                stats.next(),
             ));
         }
     }
@@ -195,10 +225,9 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
         .await
         .context("the timekeeper thread stopped early")?;
 
-    let mut total = TaskStats::new();
-    for stats in &all_stats {
-        total.merge(&stats.lock().unwrap_or_else(PoisonError::into_inner));
-    }
+    let open_databases = approach.open_databases();
+    let database_opens = approach.database_opens();
+    let total = stats.merged();
     let wall_secs = window
         .end
         .duration_since(window.measure_start)
@@ -225,7 +254,94 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
         cpu_secs: edges.cpu_secs,
         threads: edges.threads,
         rss_bytes: edges.rss_bytes,
+        open_databases,
+        database_opens,
     })
+}
+
+/// The `multi-db` reader tasks: what each reads, and the stream its random numbers come from.
+///
+/// `readers` per database read their own database; `total_readers` read any, so the total read load stays the
+/// same whatever the number of databases.
+fn reader_plan(settings: &MultiDb) -> Vec<(ReadTarget, u64)> {
+    let databases = settings.num_databases as usize;
+    match settings.total_readers {
+        Some(total) => (0..total)
+            .map(|reader| (ReadTarget::Any(databases), u64::from(reader)))
+            .collect(),
+        None => (0..databases)
+            .flat_map(|db| {
+                (0..settings.readers).map(move |reader| {
+                    (
+                        ReadTarget::Fixed(db),
+                        ((db as u64) << 20) | u64::from(reader),
+                    )
+                })
+            })
+            .collect(),
+    }
+}
+
+/// The writes the window expects, over all databases; `None` when the writers are not paced (no delay).
+///
+/// `blocking`: `duration / delay` per database, seed 004's formula. `paced`: the writes the schedules put inside
+/// the window — the same `duration / delay` per database when the duration is a whole number of periods.
+fn expected(cell: &Cell, mode: WriteMode, delay: Duration, databases: usize) -> Option<u64> {
+    if delay.is_zero() {
+        return None;
+    }
+    match mode {
+        WriteMode::Blocking => cell
+            .duration_ms
+            .checked_div(delay.as_millis() as u64)
+            .map(|per_db| per_db * databases as u64),
+        WriteMode::Paced => {
+            let from = Duration::from_millis(cell.warmup_ms);
+            let to = from + Duration::from_millis(cell.duration_ms);
+            Some(
+                (0..databases)
+                    .map(|db| Schedule::for_database(delay, db, databases).ticks_in(from, to))
+                    .sum(),
+            )
+        }
+    }
+}
+
+/// Statistics blocks shared round-robin by the client tasks, merged when the window closes.
+///
+/// One block per task would cost tens of kilobytes of histogram per task — gigabytes at 10,000 databases, which
+/// would show in the resident memory the cell reports as the approach's. [`STATS_SHARDS`] blocks keep the lab's
+/// own footprint flat while tasks rarely wait for one another's lock.
+#[derive(Default)]
+struct StatsShards {
+    /// The blocks handed out so far.
+    shards: Vec<Arc<Mutex<TaskStats>>>,
+    /// Tasks served so far.
+    tasks: usize,
+}
+
+/// Statistics blocks a cell shares among its tasks (a task per block up to this many).
+const STATS_SHARDS: usize = 64;
+
+impl StatsShards {
+    /// The block for the next task.
+    fn next(&mut self) -> Arc<Mutex<TaskStats>> {
+        let index = self.tasks % STATS_SHARDS;
+        self.tasks += 1;
+        if index == self.shards.len() {
+            self.shards.push(Arc::new(Mutex::new(TaskStats::new())));
+        }
+        self.shards[index].clone()
+    }
+
+    /// Every block's measurements, added up.
+    fn merged(&self) -> TaskStats {
+        let mut total = TaskStats::new();
+        for shard in &self.shards {
+            total.merge(&shard.lock().unwrap_or_else(PoisonError::into_inner));
+        }
+        total
+    }
 }
 
 /// Sleeps the current OS thread until `deadline`.
@@ -375,6 +491,96 @@ mod tests {
                 .collect();
             assert_eq!(*written, expected);
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn paced_writes_count_against_the_schedule() {
+        let mut cell = sample_cell("multi-db", "fake");
+        let m = cell.multi_db.as_mut().unwrap();
+        m.write_mode = WriteMode::Paced;
+        // 60 ms window, one write every 5 ms on each of 3 databases.
+        let (measured, fake) = run(&cell, Fake::default()).await;
+        let completion = measured.write_completion.expect("paced writes are counted");
+        assert_eq!(completion.expected, 60 / 5 * 3);
+        assert_eq!(completion.completed, measured.writes.ops);
+        // At most one write per scheduled tick inside the window is counted, whatever the machine's load.
+        assert!(
+            completion.completed <= completion.expected,
+            "{completion:?}"
+        );
+        assert!((completion.ratio - completion.completed as f64 / 36.0).abs() < 1e-9);
+        assert_eq!(measured.errors, 0, "{:?}", measured.error_samples);
+        // Every database got its blocks in order; the ones counted are among them.
+        let blocks = fake.blocks.lock().unwrap();
+        let written: usize = blocks.values().map(Vec::len).sum();
+        assert!(written as u64 >= completion.completed);
+        for written in blocks.values() {
+            let expected: Vec<i64> = (0..written.len() as i64)
+                .map(|i| data::LEDGER_SEED_BLOCKS + i)
+                .collect();
+            assert_eq!(*written, expected);
+        }
+    }
+
+    #[test]
+    fn expected_paced_writes_follow_the_schedules() {
+        let mut cell = sample_cell("multi-db", "fake");
+        cell.duration_ms = 1_000;
+        cell.warmup_ms = 250;
+        let period = Duration::from_millis(100);
+        assert_eq!(expected(&cell, WriteMode::Paced, period, 7), Some(70));
+        assert_eq!(expected(&cell, WriteMode::Blocking, period, 7), Some(70));
+        // Window [250, 1250) ms, one write every 300 ms at phases 0, 100 and 200 ms: due at 300, 600, 900 and
+        // 1200; at 400, 700 and 1000; at 500, 800 and 1100.
+        assert_eq!(expected(&cell, WriteMode::Paced, 3 * period, 3), Some(10));
+        assert_eq!(expected(&cell, WriteMode::Blocking, 3 * period, 3), Some(9));
+        assert_eq!(
+            expected(&cell, WriteMode::Blocking, Duration::ZERO, 3),
+            None
+        );
+    }
+
+    #[test]
+    fn total_readers_spread_over_every_database() {
+        let settings = MultiDb {
+            num_databases: 1_000,
+            readers: 3,
+            write_delay_ms: 100,
+            write_mode: WriteMode::Paced,
+            total_readers: Some(8),
+        };
+        let plan = reader_plan(&settings);
+        assert_eq!(
+            plan.len(),
+            8,
+            "a fixed number of readers, not 3 per database"
+        );
+        assert!(
+            plan.iter()
+                .all(|(t, _)| matches!(t, ReadTarget::Any(1_000)))
+        );
+        // Each read picks its database afresh: one reader's picks cover many databases, all valid.
+        let mut rng = Rng::derive(4, plan[0].1);
+        let picks: BTreeSet<usize> = (0..5_000).map(|_| plan[0].0.pick(&mut rng)).collect();
+        assert!(picks.len() > 900, "{} databases", picks.len());
+        assert!(picks.iter().all(|&db| db < 1_000));
+
+        let per_db = MultiDb {
+            total_readers: None,
+            ..settings
+        };
+        let plan = reader_plan(&per_db);
+        assert_eq!(plan.len(), 3_000);
+        assert!(matches!(plan[2_999].0, ReadTarget::Fixed(999)));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn total_readers_read_only_existing_databases() {
+        let mut cell = sample_cell("multi-db", "fake");
+        cell.multi_db.as_mut().unwrap().total_readers = Some(1);
+        let (m, fake) = run(&cell, Fake::default()).await;
+        assert_eq!(m.errors, 0, "{:?}", m.error_samples);
+        assert!(fake.joined.lock().unwrap().iter().all(|&db| db < 3));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

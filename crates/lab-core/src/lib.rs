@@ -42,6 +42,7 @@ mod data;
 mod driver;
 mod knobs;
 mod machine;
+mod pacing;
 pub mod process;
 mod result;
 mod rng;
@@ -55,7 +56,7 @@ mod test_support;
 pub mod runner_testing;
 mod workload;
 
-pub use cell::{Cell, MultiDb};
+pub use cell::{Cell, MultiDb, WriteMode};
 pub use data::{
     Block, LEDGER_ACCOUNTS, LEDGER_SEED_BLOCKS, LedgerGenerator, NewItem, Param, Statement,
     TRANSACTIONS_PER_BLOCK,
@@ -63,6 +64,7 @@ pub use data::{
 pub use driver::{Approach, Measurement, drive, failed_result};
 pub use knobs::{Knobs, MutexMode, Pragma, Profile, REPORTED_PRAGMAS, SERVER_PRAGMAS};
 pub use machine::{cpu_model, rfc3339_utc};
+pub use pacing::Schedule;
 pub use result::{CellResult, Completion, Environment, OpStats};
 pub use rng::Rng;
 pub use runner_main::{Runner, run_runner_main};

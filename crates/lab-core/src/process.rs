@@ -1,4 +1,4 @@
-//! Samples of the runner process itself: CPU time, threads, resident memory.
+//! Samples of the runner process itself: CPU time, threads, resident memory, open files; and its open-file limit.
 
 use std::time::Duration;
 
@@ -28,6 +28,95 @@ pub fn rss_bytes() -> Option<u64> {
     status_field("VmRSS:").map(|kb| kb * 1024)
 }
 
+/// Files the process has open (entries of `/proc/self/fd`), if known.
+pub fn open_files() -> Option<u64> {
+    Some(std::fs::read_dir("/proc/self/fd").ok()?.count() as u64)
+}
+
+/// The soft open-file limit (`RLIMIT_NOFILE`) and the hard one it may be raised to.
+pub fn open_files_limits() -> std::io::Result<(u64, u64)> {
+    // SAFETY: `getrlimit` only writes into the struct we pass, a plain C struct valid when zeroed.
+    unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((limit.rlim_cur as u64, limit.rlim_max as u64))
+    }
+}
+
+/// Raises the soft open-file limit to the hard limit and returns the limit now in effect.
+///
+/// Every open database holds a few file descriptors (database and WAL file per connection, the shared-memory
+/// file), and the usual soft limit of 1024 would cap the lab at a couple of hundred databases; the hard limit is
+/// what the administrator allows. An unlimited hard limit is capped at the kernel's `fs.nr_open`, the most one
+/// process may have.
+#[allow(
+    clippy::unnecessary_cast,
+    reason = "rlim_t is u64 here, but not on every target"
+)]
+pub fn raise_open_files_limit() -> std::io::Result<u64> {
+    let (soft, hard) = open_files_limits()?;
+    let target = if hard == libc::RLIM_INFINITY as u64 {
+        std::fs::read_to_string("/proc/sys/fs/nr_open")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(1 << 20)
+    } else {
+        hard
+    };
+    if soft >= target {
+        return Ok(soft);
+    }
+    let limit = libc::rlimit {
+        rlim_cur: target as libc::rlim_t,
+        rlim_max: hard as libc::rlim_t,
+    };
+    // SAFETY: `setrlimit` only reads the struct we pass.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(target)
+}
+
+/// `/proc/self/status`, opened once and read again on each sample: an approach that uses up every file
+/// descriptor (a thousand databases too many) leaves none to open it, and its threads and memory are exactly what
+/// the report then needs.
+#[derive(Debug)]
+pub struct StatusFile {
+    /// The open file, if it could be opened.
+    file: Option<std::fs::File>,
+}
+
+impl StatusFile {
+    /// Opens `/proc/self/status` now.
+    pub fn open() -> Self {
+        Self {
+            file: std::fs::File::open("/proc/self/status").ok(),
+        }
+    }
+
+    /// OS threads of the process now.
+    pub fn threads(&mut self) -> Option<u64> {
+        parse_status_field(&self.read()?, "Threads:")
+    }
+
+    /// Resident set size in bytes now.
+    pub fn rss_bytes(&mut self) -> Option<u64> {
+        parse_status_field(&self.read()?, "VmRSS:").map(|kb| kb * 1024)
+    }
+
+    /// The file's current content: procfs regenerates it when read from the start.
+    fn read(&mut self) -> Option<String> {
+        use std::io::{Read, Seek};
+        let file = self.file.as_mut()?;
+        file.rewind().ok()?;
+        let mut text = String::new();
+        file.read_to_string(&mut text).ok()?;
+        Some(text)
+    }
+}
+
 /// The first number on the line of `/proc/self/status` that starts with `key`.
 fn status_field(key: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -49,6 +138,24 @@ mod tests {
         assert_eq!(parse_status_field(status, "VmRSS:"), Some(12345));
         assert_eq!(parse_status_field(status, "Threads:"), Some(7));
         assert_eq!(parse_status_field(status, "Missing:"), None);
+    }
+
+    #[test]
+    fn the_status_file_can_be_read_again_and_again() {
+        let mut status = StatusFile::open();
+        for _ in 0..3 {
+            assert!(status.threads().unwrap() >= 1);
+            assert!(status.rss_bytes().unwrap() > 0);
+        }
+    }
+
+    #[test]
+    fn the_open_file_limit_is_raised_to_the_hard_limit() {
+        let raised = raise_open_files_limit().unwrap();
+        let (soft, hard) = open_files_limits().unwrap();
+        assert_eq!(soft, raised);
+        assert!(soft <= hard);
+        assert!(open_files().unwrap_or(1) >= 1);
     }
 
     #[test]

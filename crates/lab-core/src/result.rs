@@ -32,6 +32,14 @@ pub struct CellResult {
     pub threads: Option<u64>,
     /// Resident memory of the runner process at the end of the measured window, in bytes.
     pub rss_bytes: Option<u64>,
+    /// Databases with open connections at the end of the measured window, if the approach reports it
+    /// (`rss_bytes / open_databases` is the memory an open database costs, the lab's own tasks included).
+    #[serde(default)]
+    pub open_databases: Option<u64>,
+    /// Times databases were opened since the approach started (set-up included), if the approach reports it:
+    /// the number of databases when each opens once; more when a capped registry closes and reopens them.
+    #[serde(default)]
+    pub database_opens: Option<u64>,
     /// Where and with what the number was obtained.
     pub env: Environment,
 }
@@ -83,6 +91,10 @@ pub struct Environment {
     pub cpu_model: String,
     /// Logical CPUs available to the runner.
     pub cpus: u32,
+    /// The runner's open-file limit (`RLIMIT_NOFILE`, soft) after raising it to the hard limit at start: with a
+    /// few files per open database, it caps how many databases an approach can keep open.
+    #[serde(default)]
+    pub open_files_limit: Option<u64>,
     /// Kernel release (`uname -r`).
     pub kernel: String,
     /// UTC time the cell started, RFC 3339.

@@ -59,6 +59,16 @@ pub fn run_runner_main(runner: impl Runner) -> ExitCode {
 /// Runs one cell and always returns a result; a failure is recorded in it.
 fn run_cell(runner: &impl Runner, cell: Cell) -> CellResult {
     let mut env = Environment::for_machine(runner.name());
+    // Before any database opens: thousands of databases need thousands of file descriptors.
+    match crate::process::raise_open_files_limit() {
+        Ok(limit) => env.open_files_limit = Some(limit),
+        Err(e) => {
+            eprintln!("{}: cannot raise the open-file limit: {e}", runner.name());
+            env.open_files_limit = crate::process::open_files_limits()
+                .ok()
+                .map(|(soft, _)| soft);
+        }
+    }
     if !runner.approaches().contains(&cell.approach.as_str()) {
         let message = format!(
             "unknown approach `{}` for {} (supported: {})",
@@ -148,6 +158,7 @@ mod tests {
         assert!(failure.contains("unknown approach `other`"), "{failure}");
         assert!(failure.contains("noop"), "{failure}");
         assert_eq!(result.env.runner, "noop-runner 0");
+        assert!(result.env.open_files_limit.is_some());
     }
 
     #[test]

@@ -80,24 +80,55 @@ pub fn assert_measured(result: &Value) {
 /// runners at once), so the count is checked against itself, not against a floor; that the writers wrote at all
 /// is for the caller to check in the database files, where timing does not matter.
 pub fn assert_write_completion(result: &Value) {
+    assert_completion(result, 30);
+}
+
+/// Checks a `multi-db` result whose writers were expected to complete `expected` writes: no failure, no errors,
+/// the expected count as given, and the completed count at most that and equal to the writes counted.
+///
+/// `expected` is `duration / delay × databases`; in the `paced` write mode a write counts only if it was due
+/// inside the window, so the completed count can never exceed it.
+pub fn assert_completion(result: &Value, expected: u64) {
     assert_eq!(result["failure"], Value::Null, "{result:#}");
     assert_eq!(result["errors"], 0, "{result:#}");
     let completion = &result["write_completion"];
-    assert_eq!(completion["expected"], 30, "{result:#}");
+    assert_eq!(completion["expected"], expected, "{result:#}");
     let completed = completion["completed"].as_u64().unwrap();
     assert_eq!(
         completed,
         result["writes"]["ops"].as_u64().unwrap(),
         "{result:#}"
     );
-    assert!(completed <= 30, "{result:#}");
+    assert!(completed <= expected, "{result:#}");
     let ratio = completion["ratio"].as_f64().unwrap();
-    assert!((ratio - completed as f64 / 30.0).abs() < 1e-9, "{result:#}");
+    assert!(
+        (ratio - completed as f64 / expected as f64).abs() < 1e-9,
+        "{result:#}"
+    );
+}
+
+/// [`tiny_cell`]'s `multi-db` with `databases` databases, paced writers (one write every 20 ms each) and
+/// `total_readers` readers over all of them.
+pub fn tiny_paced_cell(approach: &str, dir: &Path, databases: u32, total_readers: u32) -> Value {
+    let mut cell = tiny_cell(approach, "multi-db", dir);
+    cell["multi_db"] = json!({
+        "num_databases": databases,
+        "readers": 0,
+        "write_delay_ms": 20,
+        "write_mode": "paced",
+        "total_readers": total_readers,
+    });
+    cell
 }
 
 /// The ledger database files of a [`tiny_cell`] `multi-db` run in `dir`.
 pub fn ledger_files(dir: &Path) -> Vec<std::path::PathBuf> {
-    (0..2)
+    ledger_files_of(dir, 2)
+}
+
+/// The files of a `multi-db` run with `databases` databases in `dir`.
+pub fn ledger_files_of(dir: &Path, databases: usize) -> Vec<std::path::PathBuf> {
+    (0..databases)
         .map(|db| dir.join(format!("ledger-{db:04}.db")))
         .collect()
 }

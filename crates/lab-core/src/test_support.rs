@@ -1,6 +1,6 @@
 //! Helpers shared by this crate's unit tests.
 
-use crate::{Cell, MultiDb};
+use crate::{Cell, MultiDb, WriteMode};
 
 /// A small, valid cell for `workload` and `approach`.
 pub(crate) fn sample_cell(workload: &str, approach: &str) -> Cell {
@@ -20,6 +20,8 @@ pub(crate) fn sample_cell(workload: &str, approach: &str) -> Cell {
             num_databases: 3,
             readers: 2,
             write_delay_ms: 5,
+            write_mode: WriteMode::Blocking,
+            total_readers: None,
         }),
         dir: "/nonexistent".into(),
         seed: 42,

@@ -10,7 +10,7 @@ use std::str::FromStr;
 use anyhow::{Context, Result, bail};
 
 use crate::data::{self, Statement};
-use crate::{Cell, MultiDb, sql};
+use crate::{Cell, MultiDb, WriteMode, sql};
 
 /// Share of reads in the `mixed` workload, in percent; the rest are updates by primary key.
 pub const MIXED_READ_PERCENT: u64 = 90;
@@ -25,7 +25,8 @@ pub enum Workload {
     /// 90% point reads, 10% updates by primary key.
     Mixed,
     /// Seed 004: N ledger databases; per database one writer appending a block every `write_delay_ms`
-    /// (the delay blocks inside the write) and R readers running the account-history JOIN in a loop.
+    /// (the delay blocking inside the write, or an async pause between writes: [`crate::WriteMode`]), and readers
+    /// running the account-history JOIN in a loop (R per database, or a fixed total over all databases).
     MultiDb,
 }
 
@@ -66,6 +67,9 @@ impl Workload {
                 if m.num_databases == 0 {
                     bail!("multi-db needs at least one database (num_databases = 0)");
                 }
+                if m.write_mode == WriteMode::Paced && m.write_delay_ms == 0 {
+                    bail!("paced writes need a period (write_delay_ms = 0)");
+                }
             }
             Self::PointRead | Self::Mixed if cell.rows == 0 => {
                 bail!("{} needs rows to read (rows = 0)", workload.name());
@@ -86,13 +90,18 @@ impl Workload {
         }
     }
 
-    /// Path of database `db` (in `0..databases`) inside the cell's directory.
+    /// Name of database `db` (in `0..databases`): its file name without `.db`, e.g. `ledger-0042`. Names are
+    /// valid `quicklite::Registry` names, so a registry over the cell's directory serves the same files.
+    pub fn database_name(self, db: usize) -> String {
+        match self {
+            Self::MultiDb => format!("ledger-{db:04}"),
+            _ => "items".to_string(),
+        }
+    }
+
+    /// Path of database `db` (in `0..databases`) inside the cell's directory: `<dir>/<name>.db`.
     pub fn database_path(self, cell: &Cell, db: usize) -> PathBuf {
-        let name = match self {
-            Self::MultiDb => format!("ledger-{db:04}.db"),
-            _ => "items.db".to_string(),
-        };
-        PathBuf::from(&cell.dir).join(name)
+        PathBuf::from(&cell.dir).join(format!("{}.db", self.database_name(db)))
     }
 
     /// Schema of each database, as one batch of statements.
@@ -103,12 +112,48 @@ impl Workload {
         }
     }
 
-    /// The rows seeded into database `db` before the warm-up (to run in one transaction, not measured).
-    pub fn seed_rows(self, cell: &Cell, db: usize) -> Box<dyn Iterator<Item = Statement>> {
+    /// The rows seeded before the warm-up (to run in one transaction, not measured). Runners seed database 0
+    /// with them and copy its file to the other databases ([`Workload::copy_seeded_database`]), so every
+    /// database starts with the same ledger.
+    pub fn seed_rows(self, cell: &Cell) -> Box<dyn Iterator<Item = Statement>> {
         match self {
-            Self::MultiDb => Box::new(data::ledger_seed(cell.seed, db)),
+            Self::MultiDb => Box::new(data::ledger_seed(cell.seed, 0)),
             _ => Box::new(data::item_seed(cell.rows, cell.seed)),
         }
+    }
+
+    /// Copies database 0's file, seeded and closed, to every other database of the cell.
+    ///
+    /// Seeding 10,000 ledgers statement by statement takes minutes; copying one takes a fraction of a
+    /// millisecond. The file carries its own settings (WAL mode, page size), so the copies are what seeding each
+    /// would have made. Database 0 must have been closed: its WAL folded back and removed, or the copies would
+    /// miss its rows.
+    pub fn copy_seeded_database(self, cell: &Cell) -> Result<()> {
+        let databases = self.databases(cell);
+        if databases < 2 {
+            return Ok(());
+        }
+        let template = self.database_path(cell, 0);
+        let mut wal = template.clone().into_os_string();
+        wal.push("-wal");
+        let wal = PathBuf::from(wal);
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+            bail!(
+                "{} still has a write-ahead log: close every connection to it before copying",
+                template.display()
+            );
+        }
+        for db in 1..databases {
+            let path = self.database_path(cell, db);
+            std::fs::copy(&template, &path).with_context(|| {
+                format!(
+                    "cannot copy the seeded {} to {}",
+                    template.display(),
+                    path.display()
+                )
+            })?;
+        }
+        Ok(())
     }
 }
 
@@ -129,7 +174,8 @@ impl FromStr for Workload {
 /// The `multi-db` settings of a cell, or an error saying they are missing.
 pub fn multi_db_settings(cell: &Cell) -> Result<&MultiDb> {
     cell.multi_db.as_ref().context(
-        "the multi-db workload needs `multi_db` settings (num_databases, readers, write_delay_ms)",
+        "the multi-db workload needs `multi_db` settings (num_databases, readers, write_delay_ms, write_mode, \
+         total_readers)",
     )
 }
 
@@ -174,8 +220,46 @@ mod tests {
         assert_ne!(w.database_path(&cell, 0), w.database_path(&cell, 1));
         assert!(w.schema().contains("CREATE TABLE IF NOT EXISTS blocks"));
 
+        assert_eq!(w.database_name(7), "ledger-0007");
+        assert_eq!(
+            w.database_path(&cell, 12_345),
+            PathBuf::from("/nonexistent/ledger-12345.db")
+        );
+
         let cell = sample_cell("point-read", "x");
         assert_eq!(Workload::PointRead.databases(&cell), 1);
-        assert_eq!(Workload::PointRead.seed_rows(&cell, 0).count(), 200);
+        assert_eq!(Workload::PointRead.seed_rows(&cell).count(), 200);
+    }
+
+    #[test]
+    fn paced_writes_need_a_period() {
+        let mut cell = sample_cell("multi-db", "x");
+        let m = cell.multi_db.as_mut().unwrap();
+        m.write_mode = WriteMode::Paced;
+        m.write_delay_ms = 0;
+        let err = Workload::of_cell(&cell).unwrap_err().to_string();
+        assert!(err.contains("period"), "{err}");
+    }
+
+    #[test]
+    fn the_seeded_file_is_copied_to_every_database() {
+        let dir = std::env::temp_dir().join(format!("lab-core-copy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut cell = sample_cell("multi-db", "x");
+        cell.dir = dir.to_string_lossy().into_owned();
+        let w = Workload::MultiDb;
+        std::fs::write(w.database_path(&cell, 0), b"seeded").unwrap();
+        w.copy_seeded_database(&cell).unwrap();
+        for db in 0..3 {
+            assert_eq!(
+                std::fs::read(w.database_path(&cell, db)).unwrap(),
+                b"seeded"
+            );
+        }
+        // A template with a live WAL would give copies without its last rows: refused.
+        std::fs::write(dir.join("ledger-0000.db-wal"), b"frames").unwrap();
+        let err = w.copy_seeded_database(&cell).unwrap_err().to_string();
+        assert!(err.contains("write-ahead log"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -30,6 +30,9 @@ pub const SYNCHRONOUS: &[&str] = &["off", "normal", "full", "extra"];
 /// Connection mutex modes (`SQLITE_OPEN_NOMUTEX`, `SQLITE_OPEN_FULLMUTEX`).
 pub const MUTEX_MODES: &[&str] = &["nomutex", "fullmutex"];
 
+/// `multi-db` write modes: the delay blocking inside each write (seed 004), or one write per delay.
+pub const WRITE_MODES: &[&str] = &["blocking", "paced"];
+
 /// The approach ratios are computed against unless the user names another: the most widely used async wrapper.
 pub const DEFAULT_BASELINE: &str = "tokio-rusqlite";
 

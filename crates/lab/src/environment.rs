@@ -37,6 +37,8 @@ pub struct RunnerEnv {
     pub compile_options: Vec<String>,
     /// Crate versions under test.
     pub crate_versions: BTreeMap<String, String>,
+    /// Distinct open-file limits it ran with (`RLIMIT_NOFILE`, after raising the soft limit to the hard one).
+    pub open_files_limits: Vec<u64>,
 }
 
 /// The PRAGMAs read back under one profile, grouped by approaches that agree.
@@ -88,6 +90,11 @@ impl EnvSummary {
                 push_unique(&mut runner.compile_options, option.clone());
             }
             runner.crate_versions.extend(env.crate_versions.clone());
+            if let Some(limit) = env.open_files_limit
+                && !runner.open_files_limits.contains(&limit)
+            {
+                runner.open_files_limits.push(limit);
+            }
             let memstatus = (approach.clone(), env.memstatus.clone());
             if !env.memstatus.is_empty() && !out.memstatus.contains(&memstatus) {
                 out.memstatus.push(memstatus);
@@ -104,6 +111,17 @@ impl EnvSummary {
             out.dates = Some(((*first).to_owned(), (*last).to_owned()));
         }
         out
+    }
+}
+
+impl RunnerEnv {
+    /// The open-file limits as text: `20000`, `1024, 20000`, or empty when no result reported one.
+    pub fn open_files_text(&self) -> String {
+        self.open_files_limits
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -151,6 +169,7 @@ mod tests {
     fn runners_and_profiles_are_folded_once() {
         let env = EnvSummary::new(&fixtures::results());
         assert_eq!(env.runners.len(), 2);
+        assert_eq!(env.runners[0].open_files_limits, [1_024]);
         assert_eq!(env.cpus, ["Test CPU @ 3.0GHz (2 CPUs)"]);
         assert_eq!(env.profiles.len(), 1);
         assert_eq!(env.profiles[0].groups.len(), 1);

@@ -29,10 +29,18 @@ pub struct ExecOptions {
     pub db_root: Option<PathBuf>,
 }
 
-/// `(warm-up + duration) × 3 + 30 s`: generous for set-up (seeding, opening databases), fatal for a hang.
+/// Set-up time allowed per `multi-db` database on top of the fixed allowance: copying its file and opening its
+/// connections (a thread each, for some approaches) take milliseconds, which add up at 10,000 databases.
+const SET_UP_PER_DATABASE: Duration = Duration::from_millis(10);
+
+/// `(warm-up + duration) × 3 + 30 s`, plus 10 ms per `multi-db` database: generous for set-up (seeding, opening
+/// databases), fatal for a hang.
 pub fn default_timeout(cell: &Cell) -> Duration {
     let measured = cell.warmup_ms.saturating_add(cell.duration_ms);
-    Duration::from_millis(measured.saturating_mul(3)) + Duration::from_secs(30)
+    let databases = cell.multi_db.as_ref().map_or(0, |m| m.num_databases);
+    Duration::from_millis(measured.saturating_mul(3))
+        + Duration::from_secs(30)
+        + SET_UP_PER_DATABASE * databases
 }
 
 /// Runs `cell` with `program` in a fresh process and a fresh, empty database directory (removed afterwards).
@@ -185,6 +193,8 @@ pub(crate) fn failed_result(
         cpu_secs: 0.0,
         threads: None,
         rss_bytes: None,
+        open_databases: None,
+        database_opens: None,
         env: Environment {
             runner: program
                 .file_name()

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use quicklite_lab_core::{Cell, CellResult, Completion, Environment, MultiDb, OpStats};
+use quicklite_lab_core::{Cell, CellResult, Completion, Environment, MultiDb, OpStats, WriteMode};
 
 fn cell(workload: &str, approach: &str) -> Cell {
     Cell {
@@ -39,6 +39,7 @@ fn env(runner: &str, crates: &[(&str, &str)], journal: &str) -> Environment {
         memstatus: "off (sqlite3_config)".to_owned(),
         cpu_model: "Test CPU @ 3.0GHz".to_owned(),
         cpus: 2,
+        open_files_limit: Some(1_024),
         kernel: "6.1.0-test".to_owned(),
         date: "2026-11-21T22:00:00Z".to_owned(),
     }
@@ -68,6 +69,8 @@ fn ok(cell: Cell, reads: OpStats, writes: OpStats, env: Environment) -> CellResu
         cpu_secs: 3.5,
         threads: Some(9),
         rss_bytes: Some(24_000_000),
+        open_databases: Some(1),
+        database_opens: Some(1),
         env,
     }
 }
@@ -127,6 +130,8 @@ pub fn results() -> Vec<CellResult> {
             wall_secs: 0.0,
             threads: None,
             rss_bytes: None,
+            open_databases: None,
+            database_opens: None,
             ..ok(
                 cell("point-read", "spawn-blocking"),
                 none(),
@@ -159,6 +164,8 @@ pub fn results() -> Vec<CellResult> {
             num_databases: 10,
             readers: 3,
             write_delay_ms: 100,
+            write_mode: WriteMode::Blocking,
+            total_readers: None,
         }),
         ..cell("multi-db", approach)
     };
@@ -186,6 +193,13 @@ pub fn results() -> Vec<CellResult> {
         completed: 200,
         ratio: 1.0,
     });
+    // A thread per connection: two per database.
+    tokio_rusqlite.threads = Some(28);
+    tokio_rusqlite.rss_bytes = Some(61_000_000);
+    tokio_rusqlite.open_databases = Some(10);
+    tokio_rusqlite.database_opens = Some(10);
+    blocking.open_databases = Some(10);
+    blocking.database_opens = Some(10);
     out.push(blocking);
     out.push(tokio_rusqlite);
     out

@@ -66,6 +66,21 @@ pub fn ratio_short(ratio: f64) -> String {
     }
 }
 
+/// A size in bytes, binary units: `812 B`, `96.0 KiB`, `23.4 MiB`, `1.20 GiB`.
+pub fn bytes(value: u64) -> String {
+    const KIB: f64 = 1024.0;
+    let v = value as f64;
+    if v >= KIB * KIB * KIB {
+        format!("{:.2} GiB", v / (KIB * KIB * KIB))
+    } else if v >= KIB * KIB {
+        format!("{:.1} MiB", v / (KIB * KIB))
+    } else if v >= KIB {
+        format!("{:.1} KiB", v / KIB)
+    } else {
+        format!("{value} B")
+    }
+}
+
 /// A share as a percentage: `27%`.
 pub fn percent(ratio: f64) -> String {
     format!("{:.0}%", ratio * 100.0)
@@ -85,5 +100,8 @@ mod tests {
         assert_eq!(latency_us(1_300.0), "1.30 ms");
         assert_eq!(duration_ms(2_500), "2.5 s");
         assert_eq!(ratio(0.5, "x"), "2.00× slower than x");
+        assert_eq!(bytes(812), "812 B");
+        assert_eq!(bytes(24_000_000), "22.9 MiB");
+        assert_eq!(bytes(3 << 30), "3.00 GiB");
     }
 }

@@ -1,6 +1,6 @@
 //! The matrix: every cell a run will measure, built from [`BenchOptions`] and validated before anything runs.
 
-use quicklite_lab_core::{Cell, MultiDb};
+use quicklite_lab_core::{Cell, MultiDb, WriteMode};
 
 use crate::catalog::{self, MULTI_DB};
 use crate::error::{LabError, Result};
@@ -67,13 +67,25 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
         let mut loads = Vec::new();
         for &num_databases in &dedup(&options.num_databases) {
             for &write_delay_ms in &dedup(&options.write_delays_ms) {
-                let tasks = num_databases.saturating_mul(options.readers.saturating_add(1));
-                let multi_db = MultiDb {
-                    num_databases,
-                    readers: options.readers,
-                    write_delay_ms,
-                };
-                loads.push((tasks, Some(multi_db)));
+                for mode in &dedup(&options.write_modes) {
+                    // Validated before: every name parses.
+                    let write_mode = WriteMode::parse(mode).unwrap_or_default();
+                    // With a total, readers are not per database; 0 keeps the cell from saying otherwise.
+                    let readers = if options.total_readers.is_some() {
+                        0
+                    } else {
+                        options.readers
+                    };
+                    let multi_db = MultiDb {
+                        num_databases,
+                        readers,
+                        write_delay_ms,
+                        write_mode,
+                        total_readers: options.total_readers,
+                    };
+                    let tasks = u64::from(num_databases) + multi_db.reader_tasks();
+                    loads.push((u32::try_from(tasks).unwrap_or(u32::MAX), Some(multi_db)));
+                }
             }
         }
         loads
@@ -174,11 +186,22 @@ pub fn validate(options: &BenchOptions) -> Result<()> {
     if has_multi_db {
         positive_list("--num-databases", &options.num_databases)?;
         positive_list("--write-delays", &options.write_delays_ms)?;
-        if options.readers == 0 {
-            return Err(invalid(
-                "--readers",
-                "multi-db needs at least one reader per database",
-            ));
+        known_list("--write-mode", &options.write_modes, catalog::WRITE_MODES)?;
+        match options.total_readers {
+            Some(0) => {
+                return Err(invalid(
+                    "--total-readers",
+                    "must be greater than zero (or left out for --readers per database)",
+                ));
+            }
+            Some(_) => {}
+            None if options.readers == 0 => {
+                return Err(invalid(
+                    "--readers",
+                    "multi-db needs at least one reader per database",
+                ));
+            }
+            None => {}
         }
     }
     for variant in &options.variants {
@@ -369,6 +392,20 @@ mod tests {
             ),
             (
                 BenchOptions {
+                    write_modes: vec!["lazy".into()],
+                    ..Default::default()
+                },
+                "--write-mode",
+            ),
+            (
+                BenchOptions {
+                    total_readers: Some(0),
+                    ..Default::default()
+                },
+                "--total-readers",
+            ),
+            (
+                BenchOptions {
                     profiles: vec!["fast".into()],
                     ..Default::default()
                 },
@@ -400,6 +437,53 @@ mod tests {
             let message = build_matrix(&options).unwrap_err().to_string();
             assert!(message.contains(option), "{option}: {message}");
         }
+    }
+
+    #[test]
+    fn write_modes_and_total_readers_are_multi_db_axes() {
+        let options = BenchOptions {
+            workloads: vec!["multi-db".into()],
+            approaches: vec!["quicklite".into(), "tokio-rusqlite".into()],
+            num_databases: vec![1, 1_000],
+            write_delays_ms: vec![100],
+            write_modes: vec!["blocking".into(), "paced".into()],
+            total_readers: Some(64),
+            ..BenchOptions::default()
+        };
+        let cells = build_matrix(&options).unwrap();
+        assert_eq!(cells.len(), 2 * 2 * 2);
+        for cell in &cells {
+            let m = cell.multi_db.as_ref().unwrap();
+            assert_eq!(m.total_readers, Some(64));
+            assert_eq!(
+                m.readers, 0,
+                "readers per database are not used with a total"
+            );
+            assert_eq!(cell.concurrency, m.num_databases + 64);
+        }
+        let paced = cells
+            .iter()
+            .filter(|c| c.multi_db.as_ref().unwrap().write_mode == WriteMode::Paced)
+            .count();
+        assert_eq!(paced, 4);
+        // The default keeps today's cells: blocking writers, readers per database.
+        let cells = build_matrix(&BenchOptions::quick()).unwrap();
+        let m = cells.iter().find_map(|c| c.multi_db.as_ref()).unwrap();
+        assert_eq!(
+            (m.write_mode, m.total_readers, m.readers),
+            (WriteMode::Blocking, None, 3)
+        );
+    }
+
+    #[test]
+    fn readers_zero_is_fine_with_total_readers() {
+        let options = BenchOptions {
+            workloads: vec!["multi-db".into()],
+            readers: 0,
+            total_readers: Some(8),
+            ..BenchOptions::default()
+        };
+        assert!(build_matrix(&options).is_ok());
     }
 
     #[test]

@@ -33,10 +33,16 @@ pub struct BenchOptions {
     pub rows: u64,
     /// `multi-db`: database counts. By default, `[1, 10, 50, 100]`, as in seed 004.
     pub num_databases: Vec<u32>,
-    /// `multi-db`: reader tasks per database. By default, 3, as in seed 004.
+    /// `multi-db`: reader tasks per database. By default, 3, as in seed 004. Not used with `total_readers`.
     pub readers: u32,
+    /// `multi-db`: a fixed number of reader tasks over all databases, each read on a random database, instead of
+    /// `readers` per database — the same total read load at every number of databases. By default, `None`.
+    pub total_readers: Option<u32>,
     /// `multi-db`: writer delays in milliseconds. By default, `[100, 1000, 10000]`, as in seed 004.
     pub write_delays_ms: Vec<u64>,
+    /// `multi-db`: write modes, `blocking` (the delay blocks inside the write, seed 004) and/or `paced` (one
+    /// write every delay). By default, `["blocking"]`.
+    pub write_modes: Vec<String>,
     /// Seed of the operation mix and key choice. By default, 4.
     pub seed: u64,
     /// Single cells added on top of the product, to show one knob's effect without multiplying the matrix.
@@ -73,7 +79,9 @@ impl Default for BenchOptions {
             rows: 10_000,
             num_databases: vec![1, 10, 50, 100],
             readers: 3,
+            total_readers: None,
             write_delays_ms: vec![100, 1_000, 10_000],
+            write_modes: vec!["blocking".to_owned()],
             seed: 4,
             variants: Vec::new(),
         }

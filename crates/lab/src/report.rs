@@ -65,6 +65,47 @@ mod tests {
     }
 
     #[test]
+    fn a_csv_from_before_write_modes_and_open_databases_still_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = fixtures::results();
+        let csv = dir.path().join("results.csv");
+        std::fs::write(&csv, ExportFormat::Csv.serialize(&results, "x").unwrap()).unwrap();
+        // Drop the columns added with the registry measurements, as an older lab wrote them.
+        let newer = [
+            "write_mode",
+            "total_readers",
+            "open_databases",
+            "database_opens",
+            "open_files_limit",
+        ];
+        let mut reader = csv::Reader::from_path(&csv).unwrap();
+        let header = reader.headers().unwrap().clone();
+        let keep: Vec<usize> = (0..header.len())
+            .filter(|&i| !newer.contains(&&header[i]))
+            .collect();
+        let mut writer = csv::Writer::from_path(dir.path().join("old.csv")).unwrap();
+        writer
+            .write_record(keep.iter().map(|&i| &header[i]))
+            .unwrap();
+        for record in reader.records() {
+            let record = record.unwrap();
+            writer
+                .write_record(keep.iter().map(|&i| &record[i]))
+                .unwrap();
+        }
+        writer.flush().unwrap();
+        let back = read_csv(&dir.path().join("old.csv")).unwrap();
+        assert_eq!(back.len(), results.len());
+        let multi = back.iter().find_map(|r| r.cell.multi_db.as_ref()).unwrap();
+        assert_eq!(multi.write_mode, quicklite_lab_core::WriteMode::Blocking);
+        assert_eq!(multi.total_readers, None);
+        assert!(
+            back.iter()
+                .all(|r| r.open_databases.is_none() && r.database_opens.is_none())
+        );
+    }
+
+    #[test]
     fn a_malformed_csv_names_the_record() {
         let dir = tempfile::tempdir().unwrap();
         let csv = dir.path().join("bad.csv");

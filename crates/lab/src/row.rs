@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use quicklite_lab_core::{Cell, CellResult, Completion, Environment, MultiDb, OpStats};
+use quicklite_lab_core::{Cell, CellResult, Completion, Environment, MultiDb, OpStats, WriteMode};
 use serde::{Deserialize, Serialize};
 
 /// The CSV header, in column order (kept equal to [`CsvRow`]'s fields by a test).
@@ -25,6 +25,8 @@ pub const COLUMNS: &[&str] = &[
     "num_databases",
     "readers",
     "write_delay_ms",
+    "write_mode",
+    "total_readers",
     "seed",
     "reads_ops",
     "reads_ops_per_sec",
@@ -47,6 +49,8 @@ pub const COLUMNS: &[&str] = &[
     "cpu_secs",
     "threads",
     "rss_bytes",
+    "open_databases",
+    "database_opens",
     "failure",
     "runner",
     "sqlite_version",
@@ -56,11 +60,13 @@ pub const COLUMNS: &[&str] = &[
     "memstatus_effective",
     "cpu_model",
     "cpus",
+    "open_files_limit",
     "kernel",
     "date",
 ];
 
-/// The CSV schema. Field order is column order; the names are the header.
+/// The CSV schema. Field order is column order; the names are the header. Columns added since the first
+/// release are `#[serde(default)]`, so older CSVs still load.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[allow(missing_docs)] // Each field mirrors the `Cell` / `CellResult` / `Environment` field it is named after.
 pub struct CsvRow {
@@ -81,6 +87,11 @@ pub struct CsvRow {
     pub num_databases: Option<u32>,
     pub readers: Option<u32>,
     pub write_delay_ms: Option<u64>,
+    /// `blocking` / `paced` for multi-db; empty otherwise.
+    #[serde(default)]
+    pub write_mode: String,
+    #[serde(default)]
+    pub total_readers: Option<u32>,
     pub seed: u64,
     pub reads_ops: u64,
     pub reads_ops_per_sec: f64,
@@ -104,6 +115,10 @@ pub struct CsvRow {
     pub cpu_secs: f64,
     pub threads: Option<u64>,
     pub rss_bytes: Option<u64>,
+    #[serde(default)]
+    pub open_databases: Option<u64>,
+    #[serde(default)]
+    pub database_opens: Option<u64>,
     pub failure: String,
     pub runner: String,
     pub sqlite_version: String,
@@ -116,6 +131,8 @@ pub struct CsvRow {
     pub memstatus_effective: String,
     pub cpu_model: String,
     pub cpus: u32,
+    #[serde(default)]
+    pub open_files_limit: Option<u64>,
     pub kernel: String,
     pub date: String,
 }
@@ -150,6 +167,8 @@ impl From<&CellResult> for CsvRow {
             num_databases: m.map(|m| m.num_databases),
             readers: m.map(|m| m.readers),
             write_delay_ms: m.map(|m| m.write_delay_ms),
+            write_mode: m.map(|m| m.write_mode.to_string()).unwrap_or_default(),
+            total_readers: m.and_then(|m| m.total_readers),
             seed: c.seed,
             reads_ops: r.reads.ops,
             reads_ops_per_sec: r.reads.ops_per_sec,
@@ -172,6 +191,8 @@ impl From<&CellResult> for CsvRow {
             cpu_secs: r.cpu_secs,
             threads: r.threads,
             rss_bytes: r.rss_bytes,
+            open_databases: r.open_databases,
+            database_opens: r.database_opens,
             failure: r.failure.clone().unwrap_or_default(),
             runner: r.env.runner.clone(),
             sqlite_version: r.env.sqlite_version.clone(),
@@ -181,6 +202,7 @@ impl From<&CellResult> for CsvRow {
             memstatus_effective: r.env.memstatus.clone(),
             cpu_model: r.env.cpu_model.clone(),
             cpus: r.env.cpus,
+            open_files_limit: r.env.open_files_limit,
             kernel: r.env.kernel.clone(),
             date: r.env.date.clone(),
         }
@@ -194,6 +216,9 @@ impl From<CsvRow> for CellResult {
                 num_databases,
                 readers,
                 write_delay_ms,
+                // Empty in CSVs written before the knob existed, when every writer blocked.
+                write_mode: WriteMode::parse(&row.write_mode).unwrap_or_default(),
+                total_readers: row.total_readers,
             }),
             _ => None,
         };
@@ -257,6 +282,8 @@ impl From<CsvRow> for CellResult {
             cpu_secs: row.cpu_secs,
             threads: row.threads,
             rss_bytes: row.rss_bytes,
+            open_databases: row.open_databases,
+            database_opens: row.database_opens,
             env: Environment {
                 runner: row.runner,
                 sqlite_version: row.sqlite_version,
@@ -266,6 +293,7 @@ impl From<CsvRow> for CellResult {
                 memstatus: row.memstatus_effective,
                 cpu_model: row.cpu_model,
                 cpus: row.cpus,
+                open_files_limit: row.open_files_limit,
                 kernel: row.kernel,
                 date: row.date,
             },

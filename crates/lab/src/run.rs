@@ -60,10 +60,17 @@ pub fn run_all(
 pub fn cell_label(cell: &Cell) -> String {
     let mut label = format!("{} · {}", cell.workload, cell.approach);
     match &cell.multi_db {
-        Some(m) => label.push_str(&format!(
-            " · {} dbs × {} readers · write delay {} ms",
-            m.num_databases, m.readers, m.write_delay_ms
-        )),
+        Some(m) => {
+            label.push_str(&format!(" · {} dbs", m.num_databases));
+            match m.total_readers {
+                Some(total) => label.push_str(&format!(" · {total} readers in all")),
+                None => label.push_str(&format!(" × {} readers", m.readers)),
+            }
+            label.push_str(&format!(
+                " · {} writes, delay {} ms",
+                m.write_mode, m.write_delay_ms
+            ));
+        }
         None => label.push_str(&format!(" · {} tasks", cell.concurrency)),
     }
     label.push_str(&format!(

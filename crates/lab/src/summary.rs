@@ -40,6 +40,11 @@ pub struct Table {
     pub has_writes: bool,
     /// See `has_reads`.
     pub has_completion: bool,
+    /// Whether the table shows the process's threads and memory: `multi-db`, where a thread per database is
+    /// the claim under test (seed 004).
+    pub has_process: bool,
+    /// Whether any row knows its open databases, so memory per open database can be shown.
+    pub has_open_databases: bool,
 }
 
 /// One successful cell in a table.
@@ -234,6 +239,9 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
         has_reads: rows.iter().any(|r| r.result.reads.ops > 0),
         has_writes: rows.iter().any(|r| r.result.writes.ops > 0),
         has_completion: rows.iter().any(|r| r.result.write_completion.is_some()),
+        has_process: first.multi_db.is_some(),
+        has_open_databases: first.multi_db.is_some()
+            && rows.iter().any(|r| r.result.open_databases.is_some()),
         rows,
         failures,
         baseline,
@@ -247,7 +255,14 @@ fn settings(cell: &Cell, memstatus: bool, mutex: &str) -> Vec<(String, String)> 
     match &cell.multi_db {
         Some(m) => {
             push("databases", m.num_databases.to_string());
-            push("readers per database", m.readers.to_string());
+            match m.total_readers {
+                Some(total) => push(
+                    "readers",
+                    format!("{total} in all, random database per read"),
+                ),
+                None => push("readers per database", m.readers.to_string()),
+            }
+            push("write mode", m.write_mode.to_string());
             push("write delay", format::duration_ms(m.write_delay_ms));
         }
         None => push("concurrency", format!("{} tasks", cell.concurrency)),

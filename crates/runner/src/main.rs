@@ -56,23 +56,25 @@ impl Runner for QuickliteRunner {
         match cell.approach.as_str() {
             "direct-blocking" => {
                 let approach = DirectBlocking::open(cell, workload, &knobs, env)?;
-                measure(cell, env, memstatus_request, approach).await
+                measure(cell, env, memstatus_request, Arc::new(approach)).await
             }
             "spawn-blocking" => {
                 let approach = SpawnBlocking::open(cell, workload, &knobs, env)?;
-                measure(cell, env, memstatus_request, approach).await
+                measure(cell, env, memstatus_request, Arc::new(approach)).await
             }
             "per-request" => {
                 let approach = PerRequest::open(cell, workload, &knobs, env)?;
-                measure(cell, env, memstatus_request, approach).await
+                measure(cell, env, memstatus_request, Arc::new(approach)).await
             }
             "async-sqlite" => {
                 let approach = AsyncSqlite::open(cell, workload, &knobs, env).await?;
-                measure(cell, env, memstatus_request, approach).await
+                measure(cell, env, memstatus_request, Arc::new(approach)).await
             }
             "quicklite" => {
-                let approach = Quicklite::open(cell, workload, &knobs, env).await?;
-                measure(cell, env, memstatus_request, approach).await
+                let approach = Arc::new(Quicklite::open(cell, workload, &knobs, env).await?);
+                let measured = measure(cell, env, memstatus_request, approach.clone()).await;
+                approach.log_registry();
+                measured
             }
             other => anyhow::bail!("approach `{other}` is listed but not wired up"),
         }
@@ -84,10 +86,10 @@ async fn measure<A: Approach>(
     cell: &Cell,
     env: &mut Environment,
     memstatus_request: Option<report::MemstatusRequest>,
-    approach: A,
+    approach: Arc<A>,
 ) -> Result<Measurement> {
     if let Some(request) = memstatus_request {
         env.memstatus = report::memstatus_outcome(request);
     }
-    drive(cell, Arc::new(approach)).await
+    drive(cell, approach).await
 }

@@ -4,7 +4,8 @@ use std::process::Command;
 
 use quicklite_lab_core::LEDGER_SEED_BLOCKS;
 use quicklite_lab_core::runner_testing::{
-    assert_measured, assert_write_completion, crate_version, ledger_files, run_runner, tiny_cell,
+    assert_completion, assert_measured, assert_write_completion, crate_version, ledger_files,
+    ledger_files_of, run_runner, tiny_cell, tiny_paced_cell,
 };
 use serde_json::{Value, json};
 
@@ -51,16 +52,54 @@ fn spawn_blocking_multi_db_reports_write_completion() {
     // That the writers wrote at all (warm-up included) is not a matter of timing: every database has blocks
     // beyond the seeded ones.
     for path in ledger_files(dir.path()) {
-        let conn = rusqlite::Connection::open(&path).unwrap();
-        let blocks: i64 = conn
-            .query_row("SELECT count(*) FROM blocks", [], |row| row.get(0))
-            .unwrap();
-        assert!(
-            blocks > LEDGER_SEED_BLOCKS,
-            "{}: {blocks} blocks",
-            path.display()
-        );
+        assert!(written_blocks(&path) > 0, "{}", path.display());
     }
+}
+
+/// Blocks each database file holds beyond the seeded ones.
+fn written_blocks(path: &std::path::Path) -> i64 {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let blocks: i64 = conn
+        .query_row("SELECT count(*) FROM blocks", [], |row| row.get(0))
+        .unwrap();
+    blocks - LEDGER_SEED_BLOCKS
+}
+
+#[test]
+fn quicklite_multi_db_is_served_by_one_registry_on_a_bounded_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let databases = 24;
+    let result = run(&tiny_paced_cell("quicklite", dir.path(), databases, 4));
+    assert_measured(&result);
+    // 300 ms window, one write every 20 ms on each of 24 databases.
+    assert_completion(&result, 300 / 20 * u64::from(databases));
+    // A thread (or three) per database would need more threads than databases; the registry's pool does not
+    // grow with them.
+    let threads = result["threads"].as_u64().unwrap();
+    assert!(threads < u64::from(databases), "{threads} threads");
+    assert_eq!(result["open_databases"], databases, "{result:#}");
+    assert!(result["env"]["open_files_limit"].as_u64().unwrap() > 0);
+    // Every database is a seeded copy the registry opened under the lab's file name, and the writes counted are
+    // in the files (those of the warm-up and the window's edges too, so at least as many).
+    let files = ledger_files_of(dir.path(), databases as usize);
+    let written: i64 = files.iter().map(|path| written_blocks(path)).sum();
+    let completed = result["write_completion"]["completed"].as_i64().unwrap();
+    assert!(
+        written >= completed,
+        "{written} blocks written, {completed} counted"
+    );
+    for path in &files {
+        assert!(written_blocks(path) >= 0, "{}", path.display());
+    }
+}
+
+#[test]
+fn quicklite_multi_db_blocking_writes_stay_the_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_cell("quicklite", "multi-db", dir.path()));
+    assert_write_completion(&result);
+    assert_eq!(result["cell"]["multi_db"]["write_mode"], "blocking");
+    assert_eq!(result["open_databases"], 2, "{result:#}");
 }
 
 #[test]

@@ -115,4 +115,8 @@ impl Approach for DeadpoolSqlite {
     async fn paced_write(&self, db: usize, block: Block, delay: Duration) -> Result<()> {
         interact(self.pool(db)?, move |c| ops::paced_write(c, &block, delay)).await
     }
+
+    fn open_databases(&self) -> Option<u64> {
+        Some(self.pools.len() as u64)
+    }
 }

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use quicklite_lab_core::{Approach, Block, Cell, Environment, Knobs, NewItem, Workload};
+use quicklite_lab_core::{Approach, Block, Cell, Environment, Knobs, NewItem, Workload, process};
 use tokio_rusqlite::Connection;
 
 use crate::sqlite::report::SqliteFacts;
@@ -37,14 +37,26 @@ impl TokioRusqlite {
         env: &mut Environment,
     ) -> Result<Self> {
         let mut dbs = Vec::new();
-        for db in 0..workload.databases(cell) {
-            let writer = open_one(cell, workload, knobs, db).await?;
-            let reader = if workload == Workload::MultiDb {
-                open_one(cell, workload, knobs, db).await?
-            } else {
-                writer.clone()
+        let databases = workload.databases(cell);
+        for db in 0..databases {
+            let opened = async {
+                let writer = open_one(cell, workload, knobs, db).await?;
+                let reader = if workload == Workload::MultiDb {
+                    open_one(cell, workload, knobs, db).await?
+                } else {
+                    writer.clone()
+                };
+                anyhow::Ok(DbConnections { reader, writer })
             };
-            dbs.push(DbConnections { reader, writer });
+            // At thousands of databases this is where a thread per connection meets the process's limits: say
+            // which limit, not just which file.
+            dbs.push(opened.await.with_context(|| {
+                let per_db = if workload == Workload::MultiDb { 2 } else { 1 };
+                format!(
+                    "tokio-rusqlite opened {db} of {databases} databases; now {}",
+                    process_usage(per_db * db)
+                )
+            })?);
         }
         let facts = dbs[0]
             .reader
@@ -58,6 +70,22 @@ impl TokioRusqlite {
         self.dbs
             .get(db)
             .with_context(|| format!("no database {db}"))
+    }
+}
+
+/// Threads and open files of the process against its open-file limit, for error messages; `connections` is what
+/// the approach opened so far, for when not even `/proc/self` can be read any more.
+fn process_usage(connections: usize) -> String {
+    let limit = process::open_files_limits()
+        .map_or_else(|_| "unknown".to_string(), |(soft, _)| soft.to_string());
+    match (process::threads(), process::open_files()) {
+        (Some(threads), Some(files)) => {
+            format!("{threads} threads, {files} open files (open-file limit {limit})")
+        }
+        _ => format!(
+            "{connections} connections with a thread each, and no file descriptor left even to read /proc/self \
+             (open-file limit {limit})"
+        ),
     }
 }
 
@@ -114,5 +142,9 @@ impl Approach for TokioRusqlite {
             .writer
             .call(move |c| ops::paced_write(c, &block, delay))
             .await?)
+    }
+
+    fn open_databases(&self) -> Option<u64> {
+        Some(self.dbs.len() as u64)
     }
 }

@@ -2,7 +2,8 @@
 
 use quicklite_lab_core::LEDGER_SEED_BLOCKS;
 use quicklite_lab_core::runner_testing::{
-    assert_measured, assert_write_completion, crate_version, ledger_files, run_runner, tiny_cell,
+    assert_completion, assert_measured, assert_write_completion, crate_version, ledger_files,
+    ledger_files_of, run_runner, tiny_cell, tiny_paced_cell,
 };
 use serde_json::{Value, json};
 
@@ -41,6 +42,36 @@ fn deadpool_sqlite_multi_db() {
             path.display()
         );
     }
+}
+
+#[test]
+fn tokio_rusqlite_paced_multi_db_has_a_thread_per_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let databases = 6;
+    let result = run(&tiny_paced_cell("tokio-rusqlite", dir.path(), databases, 4));
+    assert_measured_040(&result);
+    // 300 ms window, one write every 20 ms on each database.
+    assert_completion(&result, 300 / 20 * u64::from(databases));
+    assert_eq!(result["open_databases"], databases, "{result:#}");
+    // A reader and a writer connection per database, each with its own thread.
+    let threads = result["threads"].as_u64().unwrap();
+    assert!(threads >= 2 * u64::from(databases), "{threads} threads");
+    // The counted writes are in the files (with those of the warm-up and the window's edges).
+    let written: i64 = ledger_files_of(dir.path(), databases as usize)
+        .iter()
+        .map(|path| {
+            let conn = rusqlite::Connection::open(path).unwrap();
+            let blocks: i64 = conn
+                .query_row("SELECT count(*) FROM blocks", [], |row| row.get(0))
+                .unwrap();
+            blocks - LEDGER_SEED_BLOCKS
+        })
+        .sum();
+    let completed = result["write_completion"]["completed"].as_i64().unwrap();
+    assert!(
+        written >= completed,
+        "{written} written, {completed} counted"
+    );
 }
 
 #[test]

@@ -179,12 +179,19 @@ impl Approach for SqlxPool {
                 .execute(&mut *tx)
                 .await?;
         }
-        // The slow writer's delay, on sqlx's worker thread inside the transaction (see `ffi::register_sleep`).
-        sqlx::query("SELECT lab_sleep(?1)")
-            .bind(delay.as_millis() as i64)
-            .execute(&mut *tx)
-            .await?;
+        // The slow writer's delay, on sqlx's worker thread inside the transaction (see `ffi::register_sleep`);
+        // none in the paced write mode.
+        if !delay.is_zero() {
+            sqlx::query("SELECT lab_sleep(?1)")
+                .bind(delay.as_millis() as i64)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         Ok(())
+    }
+
+    fn open_databases(&self) -> Option<u64> {
+        Some(self.pools.len() as u64)
     }
 }

@@ -34,6 +34,15 @@ pub fn columns(table: &Table) -> Columns {
         headers.push(("errors".to_owned(), true));
     }
     headers.push(("CPU".to_owned(), true));
+    if table.has_process {
+        headers.push(("threads".to_owned(), true));
+        headers.push(("RSS".to_owned(), true));
+    }
+    if table.has_open_databases {
+        headers.push(("open DBs".to_owned(), true));
+        headers.push(("RSS / open DB".to_owned(), true));
+        headers.push(("DB opens".to_owned(), true));
+    }
     if let Some(baseline) = &table.baseline {
         headers.push((format!("vs {}", baseline.label), false));
     }
@@ -73,6 +82,20 @@ pub fn columns(table: &Table) -> Columns {
                 cells.push(r.errors.to_string());
             }
             cells.push(format!("{:.1} s", r.cpu_secs));
+            if table.has_process {
+                cells.push(r.threads.map(|t| t.to_string()).unwrap_or_default());
+                cells.push(r.rss_bytes.map(format::bytes).unwrap_or_default());
+            }
+            if table.has_open_databases {
+                cells.push(r.open_databases.map(|n| n.to_string()).unwrap_or_default());
+                cells.push(
+                    r.rss_bytes
+                        .zip(r.open_databases.filter(|&n| n > 0))
+                        .map(|(rss, n)| format::bytes(rss / n))
+                        .unwrap_or_default(),
+                );
+                cells.push(r.database_opens.map(|n| n.to_string()).unwrap_or_default());
+            }
             if table.baseline.is_some() {
                 cells.push(row.ratio_short());
             }

@@ -94,7 +94,7 @@ fn environment(out: &mut String, env: &EnvSummary) {
         let _ = writeln!(out, "### Runners\n");
         let _ = writeln!(
             out,
-            "| runner | approaches | SQLite | crates | memory statistics |"
+            "| runner | approaches | SQLite | crates | open-file limit |"
         );
         let _ = writeln!(out, "|---|---|---|---|---|");
         for r in &env.runners {
@@ -105,11 +105,12 @@ fn environment(out: &mut String, env: &EnvSummary) {
                 .collect();
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} |",
                 escape(&r.runner),
                 r.approaches.join(", "),
                 r.sqlite_versions.join(", "),
                 escape(&crates.join(", ")),
+                r.open_files_text(),
             );
         }
         out.push('\n');

@@ -93,4 +93,8 @@ impl Approach for AsyncSqlite {
             .conn(move |c| ops::paced_write(c, &block, delay))
             .await?)
     }
+
+    fn open_databases(&self) -> Option<u64> {
+        Some(self.pools.len() as u64)
+    }
 }

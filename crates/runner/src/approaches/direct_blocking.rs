@@ -53,4 +53,8 @@ impl Approach for DirectBlocking {
             ops::paced_write(c, &block, delay)
         })
     }
+
+    fn open_databases(&self) -> Option<u64> {
+        Some(self.conns.databases() as u64)
+    }
 }

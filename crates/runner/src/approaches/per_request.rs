@@ -25,9 +25,9 @@ pub struct PerRequest {
     paths: Vec<PathBuf>,
     /// Open flags and per-connection PRAGMAs, applied on every open as the pattern requires.
     knobs: Knobs,
-    /// One idle connection per database, never used, kept open so the WAL is not torn down between
-    /// operations (see the module documentation).
-    _keepers: Vec<Mutex<Connection>>,
+    /// One idle connection per database, never used for operations, kept open so the WAL is not torn down
+    /// between operations (see the module documentation).
+    keepers: Vec<Mutex<Connection>>,
 }
 
 impl PerRequest {
@@ -49,7 +49,7 @@ impl PerRequest {
         Ok(Self {
             paths,
             knobs: knobs.clone(),
-            _keepers: keepers.into_iter().map(Mutex::new).collect(),
+            keepers: keepers.into_iter().map(Mutex::new).collect(),
         })
     }
 
@@ -96,5 +96,14 @@ impl Approach for PerRequest {
     async fn paced_write(&self, db: usize, block: Block, delay: Duration) -> Result<()> {
         self.once(db, move |c| ops::paced_write(c, &block, delay))
             .await
+    }
+
+    fn open_databases(&self) -> Option<u64> {
+        Some(self.keepers.len() as u64)
+    }
+
+    fn database_opens(&self) -> Option<u64> {
+        // Every operation opens its own connection: not counted.
+        None
     }
 }

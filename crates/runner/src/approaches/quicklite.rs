@@ -1,21 +1,39 @@
-//! `quicklite`: the project's library — per database one writer thread with group commit and a pool of reader
-//! threads with read batching, opened with the cell's profile, PRAGMAs and open flags.
+//! `quicklite`: the project's library, opened with the cell's profile, PRAGMAs and open flags.
+//!
+//! Single-database workloads open one [`Database`] (a writer thread with group commit, reader threads with read
+//! batching). `multi-db` serves its databases through one [`Registry`] over the cell's directory — every
+//! database an actor on one bounded pool of threads (the library's default size, twice the cores), whatever
+//! the number of databases — which is how the library is meant to hold many databases (seed 004).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use quicklite::Database;
+use quicklite::{Builder, Database, Registry};
 use quicklite_lab_core::{
     Approach, Block, Cell, Environment, Knobs, NewItem, Profile, REPORTED_PRAGMAS, Workload,
+    process,
 };
 
 use crate::sqlite::report::crate_versions;
 use crate::sqlite::{connect, ops};
 
-/// One [`Database`] per database of the cell.
+/// File descriptors an open registry database holds: the database and WAL files of its writer and of its reader
+/// connection, and the shared-memory file.
+const FILES_PER_DATABASE: u64 = 5;
+
+/// File descriptors left for everything else: standard streams, the runtime, SQLite's temporary files.
+const RESERVED_FILES: u64 = 256;
+
+/// Databases whose `Registry::get` (which opens them) runs at once while the approach is set up.
+const OPENING_AT_ONCE: usize = 64;
+
+/// The cell's databases, in database order, and the registry serving them (`multi-db`).
 pub struct Quicklite {
     /// Indexed by database.
     dbs: Vec<Database>,
+    /// The registry behind `dbs` for `multi-db`; `None` for single-database workloads.
+    registry: Option<Registry>,
 }
 
 /// Process set-up through the library, as an application would do it (instead of the runner's own
@@ -37,6 +55,31 @@ pub fn configure(knobs: &Knobs) -> String {
     )
 }
 
+/// `builder` with the cell's profile, open flags and PRAGMAs.
+fn with_knobs(builder: Builder, knobs: &Knobs) -> Builder {
+    let mut builder = builder
+        .profile(match knobs.profile {
+            Profile::Server => quicklite::Profile::Server,
+            Profile::SqliteDefault => quicklite::Profile::SqliteDefault,
+        })
+        .open_flags(connect::open_flags(knobs.mutex));
+    // The library's profile has the same values; setting them explicitly keeps every approach on exactly the
+    // cell's PRAGMAs (and applies the `synchronous` override).
+    for pragma in knobs.connection_pragmas() {
+        builder = builder.pragma(pragma.name, pragma.value.to_string());
+    }
+    builder
+}
+
+/// Most databases the registry may keep open: all of them if the open-file limit allows, otherwise as many as
+/// fit under it (the registry closes the least recently used beyond that, and reopens them on demand).
+pub fn max_open(databases: usize, open_files_limit: u64) -> usize {
+    let fit = open_files_limit.saturating_sub(RESERVED_FILES) / FILES_PER_DATABASE;
+    databases
+        .min(usize::try_from(fit).unwrap_or(usize::MAX))
+        .max(1)
+}
+
 impl Quicklite {
     /// Opens every database with the cell's knobs and describes database 0 into `env`.
     pub async fn open(
@@ -45,43 +88,94 @@ impl Quicklite {
         knobs: &Knobs,
         env: &mut Environment,
     ) -> Result<Self> {
-        let mut dbs = Vec::new();
-        for db in 0..workload.databases(cell) {
-            let path = workload.database_path(cell, db);
-            let mut builder = Database::builder(&path)
-                .profile(match knobs.profile {
-                    Profile::Server => quicklite::Profile::Server,
-                    Profile::SqliteDefault => quicklite::Profile::SqliteDefault,
-                })
-                .open_flags(connect::open_flags(knobs.mutex));
-            // The library's profile has the same values; setting them explicitly keeps every approach on
-            // exactly the cell's PRAGMAs (and applies the `synchronous` override).
-            for pragma in knobs.connection_pragmas() {
-                builder = builder.pragma(pragma.name, pragma.value.to_string());
-            }
-            let database = builder
+        let approach = if workload == Workload::MultiDb {
+            Self::open_registry(cell, workload, knobs).await?
+        } else {
+            let path = workload.database_path(cell, 0);
+            let database = with_knobs(Database::builder(&path), knobs)
                 .open()
                 .await
                 .with_context(|| format!("cannot open {} with quicklite", path.display()))?;
-            dbs.push(database);
-        }
+            Self {
+                dbs: vec![database],
+                registry: None,
+            }
+        };
         let info =
             quicklite::sqlite_info().context("cannot read SQLite's version and compile options")?;
         env.sqlite_version = info.version;
         env.compile_options = info.compile_options;
-        let pragmas = dbs[0].pragmas();
+        let pragmas = approach.db(0)?.pragmas();
         env.pragmas = REPORTED_PRAGMAS
             .iter()
             .filter_map(|name| pragmas.get(*name).map(|v| ((*name).to_string(), v.clone())))
             .collect();
         env.crate_versions = crate_versions();
-        Ok(Self { dbs })
+        Ok(approach)
+    }
+
+    /// One registry over the cell's directory, with the library's default pool size; `get` on every database
+    /// (the lab's file names are registry names), a few at a time so every pool thread opens some.
+    async fn open_registry(cell: &Cell, workload: Workload, knobs: &Knobs) -> Result<Self> {
+        let databases = workload.databases(cell);
+        let limit = process::open_files_limits().map_or(1024, |(soft, _)| soft);
+        let knobs = knobs.clone();
+        let registry = Registry::builder(&cell.dir)
+            .max_open(max_open(databases, limit))
+            .configure(move |builder| with_knobs(builder, &knobs))
+            .open()
+            .await
+            .with_context(|| format!("cannot open a quicklite registry on {}", cell.dir))?;
+        let mut dbs = Vec::with_capacity(databases);
+        for first in (0..databases).step_by(OPENING_AT_ONCE) {
+            let opening: Vec<_> = (first..databases.min(first + OPENING_AT_ONCE))
+                .map(|db| {
+                    let registry = registry.clone();
+                    let name = workload.database_name(db);
+                    tokio::spawn(async move {
+                        registry.get(&name).await.with_context(|| {
+                            format!("cannot open database `{name}` in quicklite's registry")
+                        })
+                    })
+                })
+                .collect();
+            for task in opening {
+                dbs.push(task.await.context("opening a database panicked")??);
+            }
+        }
+        let metrics = registry.metrics();
+        eprintln!(
+            "quicklite registry: {} databases on {} pool threads, at most {} open (open-file limit {limit})",
+            metrics.known_databases, metrics.threads, metrics.max_open
+        );
+        Ok(Self {
+            dbs,
+            registry: Some(registry),
+        })
     }
 
     fn db(&self, db: usize) -> Result<&Database> {
         self.dbs
             .get(db)
             .with_context(|| format!("no database {db}"))
+    }
+
+    /// Logs the registry's counters on standard error, for whoever reads the runner's log.
+    pub fn log_registry(self: &Arc<Self>) {
+        if let Some(registry) = &self.registry {
+            let m = registry.metrics();
+            eprintln!(
+                "quicklite registry at the end: {} open of {} (cap {}), {} opens, {} evictions, {} idle closes, \
+                 {} tasks queued",
+                m.open_databases,
+                m.known_databases,
+                m.max_open,
+                m.opens,
+                m.evictions,
+                m.idle_closes,
+                m.queued_tasks
+            );
+        }
     }
 }
 
@@ -109,11 +203,41 @@ impl Approach for Quicklite {
     }
 
     async fn paced_write(&self, db: usize, block: Block, delay: Duration) -> Result<()> {
-        // The library's write transaction replaces the BEGIN/COMMIT of the other approaches; the delay is
-        // spent inside it, on the writer thread, like theirs.
+        // The library's write transaction replaces the BEGIN/COMMIT of the other approaches; the delay (blocking
+        // write mode) is spent inside it, on the writer's thread — a pool thread for a registry — like theirs.
         Ok(self
             .db(db)?
             .write(move |c| ops::append_block(c, &block, delay))
             .await?)
+    }
+
+    fn open_databases(&self) -> Option<u64> {
+        Some(match &self.registry {
+            Some(registry) => registry.metrics().open_databases as u64,
+            None => self.dbs.len() as u64,
+        })
+    }
+
+    fn database_opens(&self) -> Option<u64> {
+        Some(match &self.registry {
+            Some(registry) => registry.metrics().opens,
+            None => self.dbs.len() as u64,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_open_is_every_database_unless_the_file_limit_says_otherwise() {
+        assert_eq!(max_open(1, 1024), 1);
+        assert_eq!(max_open(100, 1024), 100);
+        // 1024 - 256 reserved = 768 files: 153 databases of 5 files.
+        assert_eq!(max_open(1_000, 1024), 153);
+        assert_eq!(max_open(10_000, 20_000), 3_948);
+        assert_eq!(max_open(10_000, 1_048_576), 10_000);
+        assert_eq!(max_open(10, 0), 1);
     }
 }

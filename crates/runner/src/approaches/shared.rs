@@ -53,6 +53,11 @@ impl SharedConnections {
         Ok(Self { dbs })
     }
 
+    /// Number of databases, all open for the whole run.
+    pub fn databases(&self) -> usize {
+        self.dbs.len()
+    }
+
     /// The read connection of database `db`.
     pub fn reader(&self, db: usize) -> Result<&Shared> {
         self.dbs

@@ -64,4 +64,8 @@ impl Approach for SpawnBlocking {
         })
         .await
     }
+
+    fn open_databases(&self) -> Option<u64> {
+        Some(self.conns.databases() as u64)
+    }
 }

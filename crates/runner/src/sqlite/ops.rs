@@ -60,13 +60,15 @@ pub fn paced_write(conn: &Connection, block: &Block, delay: Duration) -> rusqlit
     }
 }
 
-/// The block's statements and the blocking `delay`, inside a transaction the caller manages
-/// (quicklite's write closure runs inside the writer's transaction).
+/// The block's statements and the blocking `delay` (none in the `paced` write mode, where it is zero), inside a
+/// transaction the caller manages (quicklite's write closure runs inside the writer's transaction).
 pub fn append_block(conn: &Connection, block: &Block, delay: Duration) -> rusqlite::Result<()> {
     for statement in &block.statements {
         execute(conn, statement.sql, &statement.params)?;
     }
-    std::thread::sleep(delay);
+    if !delay.is_zero() {
+        std::thread::sleep(delay);
+    }
     Ok(())
 }
 
