@@ -53,6 +53,7 @@ pub struct Builder {
     checkpointing: Option<Checkpointing>,
     slow_statement: Option<Duration>,
     log_statement_parameters: bool,
+    stable_query_plans: Option<bool>,
 }
 
 /// Validated settings, shared by the threads of one database.
@@ -77,6 +78,8 @@ pub(crate) struct Config {
     pub(crate) log_statement_parameters: bool,
     /// The busy timeout the PRAGMAs ask for, which the busy handler enforces.
     pub(crate) busy_timeout: Duration,
+    /// Whether connections turn on SQLite's query planner stability guarantee.
+    pub(crate) stable_query_plans: bool,
 }
 
 impl Builder {
@@ -102,6 +105,7 @@ impl Builder {
             checkpointing: None,
             slow_statement: None,
             log_statement_parameters: false,
+            stable_query_plans: None,
         }
     }
 
@@ -220,6 +224,19 @@ impl Builder {
         self
     }
 
+    /// Whether every connection turns on SQLite's query planner stability guarantee
+    /// (`SQLITE_DBCONFIG_ENABLE_QPSG`): a statement keeps one plan whatever values are bound to it.
+    ///
+    /// Without it, a SQLite built with `SQLITE_ENABLE_STAT4` (rusqlite's bundled build is) may mark a cached
+    /// statement to be re-prepared — parsed and planned again — every time a parameter in its `WHERE` clause gets
+    /// a new value: on this project's machine SQLite 3.54.1 did so for the lab's `multi-db` join on every
+    /// execution (3.53.2 did not), which made each read several times slower. A server that caches its
+    /// statements wants the plan kept. By default, on for `Server` and `Durable`, untouched for `SqliteDefault`.
+    pub fn stable_query_plans(mut self, yes: bool) -> Self {
+        self.stable_query_plans = Some(yes);
+        self
+    }
+
     /// Opens the database: runs the process set-up, opens the writer and the readers, and applies the PRAGMAs.
     pub async fn open(self) -> Result<Database> {
         let path = self.path.clone();
@@ -312,6 +329,9 @@ impl Builder {
             slow_statement: self.slow_statement,
             log_statement_parameters: self.log_statement_parameters,
             busy_timeout,
+            stable_query_plans: self
+                .stable_query_plans
+                .unwrap_or(self.profile != Profile::SqliteDefault),
         })
     }
 }

@@ -93,7 +93,8 @@ fn millis(d: Duration) -> u64 {
 const BUSY_DELAYS_MS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
 
 /// Installs the hooks every connection of a database gets: a busy handler that waits as `busy_timeout` would and
-/// counts the retries, the slow-statement log, and (under [`Checkpointing::External`]) no checkpoint at close.
+/// counts the retries, the slow-statement log, (under [`Checkpointing::External`]) no checkpoint at close, and
+/// (unless turned off) the query planner stability guarantee.
 ///
 /// A busy handler replaces SQLite's busy timeout (`PRAGMA busy_timeout` then reads 0), so the handler enforces
 /// the configured timeout itself.
@@ -159,6 +160,9 @@ pub(crate) fn instrument(
     }
     if config.checkpointing == Checkpointing::External {
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+    }
+    if config.stable_query_plans {
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     }
     Ok(())
 }

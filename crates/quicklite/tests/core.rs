@@ -451,3 +451,49 @@ async fn fail_fast_mode_reports_overload_and_loses_nothing_accepted() {
     assert_eq!(n, 8);
     assert_eq!(db.metrics().overloaded, 1);
 }
+
+/// A cached statement keeps its plan: with the query planner stability guarantee on (the default of the Server
+/// profile), binding new values never makes SQLite re-prepare it; the SQLite defaults may (this build re-prepares
+/// this join on every new value, which is what the guarantee is for).
+#[tokio::test]
+async fn cached_statements_are_not_reprepared_for_new_values() {
+    const JOIN: &str = "SELECT t.id, b.hash FROM tx AS t JOIN block AS b ON b.idx = t.block
+                        WHERE t.account = ?1 ORDER BY t.block DESC LIMIT 20";
+    async fn reprepares(profile: Profile) -> i32 {
+        let t = common::temp_db();
+        let db = Database::builder(&t.path)
+            .profile(profile)
+            .open()
+            .await
+            .unwrap();
+        db.execute_batch(
+            "CREATE TABLE block (idx INTEGER PRIMARY KEY, hash BLOB);
+             CREATE TABLE tx (id INTEGER PRIMARY KEY, block INTEGER, account INTEGER);
+             CREATE INDEX tx_account ON tx (account, block);
+             WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 2000)
+             INSERT INTO tx SELECT n, n / 4, n % 97 FROM c;
+             INSERT INTO block SELECT block, randomblob(32) FROM tx GROUP BY block;",
+        )
+        .await
+        .unwrap();
+        let n = db
+            .read(|c| {
+                for account in 0..50 {
+                    let mut stmt = c.prepare_cached(JOIN)?;
+                    let mut rows = stmt.query([account])?;
+                    while rows.next()?.is_some() {}
+                }
+                Ok(c.prepare_cached(JOIN)?
+                    .get_status(rusqlite::StatementStatus::RePrepare))
+            })
+            .await
+            .unwrap();
+        db.close().await.unwrap();
+        n
+    }
+    assert_eq!(reprepares(Profile::Server).await, 0);
+    println!(
+        "re-prepares of 50 executions under the SQLite defaults: {}",
+        reprepares(Profile::SqliteDefault).await
+    );
+}
