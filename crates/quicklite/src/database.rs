@@ -113,13 +113,19 @@ pub(crate) fn open_writer(
     config: &Config,
     state: &Arc<State>,
     rx: Receiver<WriteRequest>,
+    read_back: bool,
 ) -> Result<OpenedWriter> {
     let tx_guard = TxGuard::default();
     let busy = BusyLimit::new(config.busy_timeout);
     let mut conn = connection::open_writer(path, config, &tx_guard)?;
     connection::instrument(&mut conn, config, state, "writer", busy.clone())?;
     connection::watch_wal(&mut conn, config, state)?;
-    let mut pragmas = connection::read_back_pragmas(&conn, config)?;
+    // Reading every PRAGMA back costs a dozen statements: a registry's database does it on its first open only.
+    let mut pragmas = if read_back {
+        connection::read_back_pragmas(&conn, config)?
+    } else {
+        BTreeMap::new()
+    };
     // The busy handler that counts retries replaced SQLite's timeout (which now reads 0); it enforces the
     // configured timeout itself.
     pragmas.insert(
@@ -184,7 +190,7 @@ impl Database {
         threads.push(spawn("quicklite-writer", move || {
             let _alive = guard;
             let (path, config, state, rx) = writer_parts;
-            match open_writer(&path, &config, &state, rx) {
+            match open_writer(&path, &config, &state, rx, true) {
                 Ok(opened) => {
                     let _ = ready.send(Ok((opened.pragmas, opened.file)));
                     opened.writer.run();

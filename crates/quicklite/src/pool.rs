@@ -32,6 +32,12 @@ use crate::writer::Writer;
 /// `read_tasks` while the database is being closed: no read task may start.
 const CLOSING: usize = usize::MAX / 2;
 
+/// Whether [`Actor::ensure_writer`] opened (or found open) the database, or must wait for room.
+enum Opened {
+    Yes,
+    Deferred,
+}
+
 /// A unit of work on the pool.
 pub(crate) enum Task {
     Write(Arc<Actor>),
@@ -40,8 +46,11 @@ pub(crate) enum Task {
 
 /// What the pool's threads and the registry share.
 pub(crate) struct PoolShared {
-    /// The run queue.
-    tasks: Sender<Task>,
+    /// The run queue of write tasks.
+    writes: Sender<Task>,
+    /// The run queue of read tasks: reads have threads of their own, so writes that hold their thread for long
+    /// (a slow closure, a commit waiting for the disk) never leave reads without one.
+    reads: Sender<Task>,
     /// Databases with open connections, by name.
     open: Mutex<HashMap<String, Arc<Actor>>>,
     /// Cap on open databases, enforced by the registry's housekeeping thread.
@@ -55,11 +64,16 @@ pub(crate) struct PoolShared {
 }
 
 impl PoolShared {
-    /// A pool state and the run queue's receiving end, for the pool threads.
-    pub(crate) fn new(max_open: usize, wake: SyncSender<()>) -> (Arc<PoolShared>, Receiver<Task>) {
-        let (tasks, rx) = async_channel::unbounded();
+    /// A pool state and the receiving ends of its write and read run queues, for the pool threads.
+    pub(crate) fn new(
+        max_open: usize,
+        wake: SyncSender<()>,
+    ) -> (Arc<PoolShared>, Receiver<Task>, Receiver<Task>) {
+        let (writes, write_rx) = async_channel::unbounded();
+        let (reads, read_rx) = async_channel::unbounded();
         let shared = Arc::new(PoolShared {
-            tasks,
+            writes,
+            reads,
             open: Mutex::new(HashMap::new()),
             max_open,
             wake,
@@ -68,13 +82,17 @@ impl PoolShared {
             idle_closes: AtomicU64::new(0),
             epoch: Instant::now(),
         });
-        (shared, rx)
+        (shared, write_rx, read_rx)
     }
 
     fn push(&self, task: Task) {
         // Refused only once the pool is stopped (the registry closed or dropped): nothing will serve the
         // database any more, so whatever it has queued is answered `Closed` rather than left waiting.
-        if let Err(refused) = self.tasks.try_send(task) {
+        let lane = match task {
+            Task::Write(_) => &self.writes,
+            Task::Read(_) => &self.reads,
+        };
+        if let Err(refused) = lane.try_send(task) {
             let (Task::Write(actor) | Task::Read(actor)) = refused.into_inner();
             actor.fail_queued(&Error::Closed);
         }
@@ -96,15 +114,14 @@ impl PoolShared {
 
     /// Tasks waiting for a pool thread.
     pub(crate) fn queued_tasks(&self) -> usize {
-        self.tasks.len()
+        self.writes.len() + self.reads.len()
     }
 
-    /// Closes least recently used idle databases (other than `opening`) until the open count is back under the
-    /// cap, on the thread that just opened one: evictions then keep pace with opens on every pool thread. What
-    /// it cannot close now (every candidate busy) the housekeeping thread retries.
-    fn evict_for(&self, opening: &str) {
-        const CANDIDATES: usize = 8;
-        while self.open_count() > self.max_open {
+    /// Closes least recently used idle databases (other than `opening`) until at most `target` are open, on the
+    /// pool thread that wants to open one: evictions then keep pace with opens. Returns whether it got there;
+    /// if every open database is busy, the housekeeping thread is asked to retry and the opening waits.
+    fn evict_for(&self, opening: &str, target: usize) -> bool {
+        while self.open_count() > target {
             let mut by_age: Vec<(u64, Arc<Actor>)> = self
                 .open_actors()
                 .into_iter()
@@ -112,16 +129,14 @@ impl PoolShared {
                 .map(|a| (a.last_used_ms(), a))
                 .collect();
             by_age.sort_by_key(|(used, _)| *used);
-            let closed = by_age
-                .into_iter()
-                .take(CANDIDATES)
-                .any(|(_, actor)| actor.try_close());
+            let closed = by_age.into_iter().any(|(_, actor)| actor.try_close());
             if !closed {
                 self.wake_housekeeping();
-                return;
+                return false;
             }
             self.evictions.fetch_add(1, Ordering::Relaxed);
         }
+        true
     }
 
     /// Asks the registry's housekeeping thread for a sweep now.
@@ -131,7 +146,8 @@ impl PoolShared {
 
     /// Stops the pool threads once the run queue is empty.
     pub(crate) fn stop(&self) {
-        self.tasks.close();
+        self.writes.close();
+        self.reads.close();
     }
 }
 
@@ -258,11 +274,19 @@ impl Actor {
     fn run_write(self: &Arc<Self>) {
         let more = {
             let mut slot = lock(&self.writer);
-            if let Err(e) = self.ensure_writer(&mut slot) {
-                drop(slot);
-                self.fail_queued(&e);
-                self.release_write();
-                return;
+            match self.ensure_writer(&mut slot) {
+                Ok(Opened::Yes) => {}
+                Ok(Opened::Deferred) => {
+                    drop(slot);
+                    self.defer(Task::Write(self.clone()));
+                    return;
+                }
+                Err(e) => {
+                    drop(slot);
+                    self.fail_queued(&e);
+                    self.release_write();
+                    return;
+                }
             }
             let writer = slot.as_mut().expect("the writer was just opened");
             writer.step();
@@ -279,13 +303,17 @@ impl Actor {
 
     /// A read task: one batch on a reader connection, opening the database first if needed.
     fn run_read(self: &Arc<Self>) {
-        let reader = if self.open.load(Ordering::Acquire) {
-            Ok(())
+        let opened = if self.open.load(Ordering::Acquire) {
+            Ok(Opened::Yes)
         } else {
             let mut slot = lock(&self.writer);
             self.ensure_writer(&mut slot)
+        };
+        if let Ok(Opened::Deferred) = opened {
+            self.defer(Task::Read(self.clone()));
+            return;
         }
-        .and_then(|()| match lock(&self.readers).pop() {
+        let reader = opened.and_then(|_| match lock(&self.readers).pop() {
             Some(reader) => Ok(reader),
             None => open_reader(&self.path, &self.config, &self.state, self.read_rx.clone()),
         });
@@ -309,29 +337,44 @@ impl Actor {
         }
     }
 
-    /// Opens the writer connection into `slot` if it is not open.
+    /// Opens the writer connection into `slot` if it is not open — unless the registry is at its cap on open
+    /// databases and none can be closed now, in which case opening waits ([`Opened::Deferred`]).
     fn ensure_writer(
         self: &Arc<Self>,
         slot: &mut MutexGuard<'_, Option<Writer>>,
-    ) -> crate::Result<()> {
+    ) -> crate::Result<Opened> {
         if slot.is_some() {
-            return Ok(());
+            return Ok(Opened::Yes);
+        }
+        if self.pool.open_count() >= self.pool.max_open
+            && !self.pool.evict_for(&self.name, self.pool.max_open - 1)
+        {
+            return Ok(Opened::Deferred);
         }
         crate::registry::check_file(&self.path)?;
-        let opened = open_writer(&self.path, &self.config, &self.state, self.write_rx.clone())?;
-        let _ = self.pragmas.set(opened.pragmas);
+        let read_back = self.pragmas.get().is_none();
+        let opened = open_writer(
+            &self.path,
+            &self.config,
+            &self.state,
+            self.write_rx.clone(),
+            read_back,
+        )?;
+        if read_back {
+            let _ = self.pragmas.set(opened.pragmas);
+        }
         **slot = Some(opened.writer);
         self.open.store(true, Ordering::Release);
         self.pool.opens.fetch_add(1, Ordering::Relaxed);
-        let over_cap = {
-            let mut open = lock(&self.pool.open);
-            open.insert(self.name.clone(), self.clone());
-            open.len() > self.pool.max_open
-        };
-        if over_cap {
-            self.pool.evict_for(&self.name);
-        }
-        Ok(())
+        lock(&self.pool.open).insert(self.name.clone(), self.clone());
+        Ok(Opened::Yes)
+    }
+
+    /// Puts `task` back at the end of its run queue: the database waits for another to close before it opens.
+    /// The pause keeps a pool whose every task is waiting from spinning.
+    fn defer(&self, task: Task) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        self.pool.push(task);
     }
 
     /// Answers every queued request with `error` (the database could not be opened, or the pool is stopped).
@@ -387,7 +430,7 @@ impl Actor {
             self.release_write();
             return false;
         }
-        self.close_connections();
+        self.close_connections(false);
         self.read_tasks.store(0, Ordering::Release);
         if !self.read_rx.is_empty() {
             self.wake_reader();
@@ -396,11 +439,13 @@ impl Actor {
         true
     }
 
-    /// Closes the connections (the caller holds both roles): readers first, then the writer, which checkpoints.
-    fn close_connections(&self) {
+    /// Closes the connections (the caller holds both roles): readers first, then the writer. `thoroughly` (for
+    /// good) runs `PRAGMA optimize` and a `TRUNCATE` checkpoint first; otherwise (idle or evicted, likely to be
+    /// reopened) the connection just closes, and SQLite's own checkpoint at the last close folds the WAL back.
+    fn close_connections(&self, thoroughly: bool) {
         lock(&self.readers).clear();
         if let Some(writer) = lock(&self.writer).take() {
-            writer.shut_down();
+            writer.shut_down(thoroughly);
         }
         if self.open.swap(false, Ordering::AcqRel) {
             lock(&self.pool.open).remove(&self.name);
@@ -420,7 +465,7 @@ impl Actor {
                     .is_ok()
                 {
                     // Both roles stay taken: the queues are closed, nothing may run any more.
-                    self.close_connections();
+                    self.close_connections(true);
                     return;
                 }
                 self.write_scheduled.store(false, Ordering::Release);

@@ -92,14 +92,17 @@ impl std::fmt::Debug for RegistryBuilder {
 }
 
 impl RegistryBuilder {
-    /// Threads serving every database of the registry. By default, twice the available cores. The pool never
-    /// grows: a thread is busy for as long as one group of writes or one batch of reads takes.
+    /// Threads serving every database of the registry: half serve writes, half reads (at least one each), so slow
+    /// writes cannot starve reads. By default, twice the available cores. The pool never grows: a thread is busy
+    /// for as long as one group of writes or one batch of reads takes.
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = Some(n);
         self
     }
 
-    /// Most databases with open connections at once; past it, the least recently used idle ones are closed.
+    /// Most databases with open connections at once. A database that must open when the cap is reached first
+    /// closes the least recently used idle one; if every open database is busy, it waits (in the run queue)
+    /// until one is not — the cap holds, so file descriptors stay bounded.
     /// By default, 128: an open database holds about five file descriptors (the database and WAL files of the
     /// writer and of each reader connection, and the shared-memory file), which keeps the default under the
     /// usual limit of 1024 per process.
@@ -141,8 +144,13 @@ impl RegistryBuilder {
         let threads = self
             .threads
             .unwrap_or_else(|| 2 * std::thread::available_parallelism().map_or(1, |n| n.get()));
+        // Half the threads serve writes and half reads (at least one each), so that slow writes cannot take
+        // every thread from the reads.
+        let write_threads = (threads / 2).max(1);
+        let read_threads = threads.saturating_sub(write_threads).max(1);
+        let threads = write_threads + read_threads;
         let (wake, wakes) = std::sync::mpsc::sync_channel(1);
-        let (pool, tasks) = PoolShared::new(self.max_open, wake);
+        let (pool, write_tasks, read_tasks) = PoolShared::new(self.max_open, wake);
         let inner = Arc::new(RegistryInner {
             dir,
             known: RwLock::new(HashMap::new()),
@@ -154,13 +162,19 @@ impl RegistryBuilder {
             handles: Mutex::new(Vec::new()),
         });
         let mut handles = Vec::with_capacity(threads + 1);
-        for i in 0..threads {
-            let tasks = tasks.clone();
-            handles.push(
-                std::thread::Builder::new()
-                    .name(format!("quicklite-pool-{i}"))
-                    .spawn(move || run_pool_thread(tasks))?,
-            );
+        let lanes = [
+            ("write", write_threads, write_tasks),
+            ("read", read_threads, read_tasks),
+        ];
+        for (lane, count, tasks) in lanes {
+            for i in 0..count {
+                let tasks = tasks.clone();
+                handles.push(
+                    std::thread::Builder::new()
+                        .name(format!("quicklite-{lane}-{i}"))
+                        .spawn(move || run_pool_thread(tasks))?,
+                );
+            }
         }
         let tick = (self.idle_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
         let weak = Arc::downgrade(&inner);

@@ -77,7 +77,7 @@ impl Writer {
         while let Some(first) = self.carry.take().or_else(|| self.next_request()) {
             self.serve(first);
         }
-        self.shut_down();
+        self.shut_down(true);
     }
 
     /// Serves what is queued now, one group (or one request that runs alone), without waiting for more; returns
@@ -432,11 +432,17 @@ impl Writer {
         self.state.metrics.commits.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Ends the writer: rolls back anything open, optimizes, checkpoints (under the managed policy) and closes
-    /// the connection.
-    pub(crate) fn shut_down(mut self) {
+    /// Ends the writer: rolls back anything open and closes the connection; `thoroughly` (closing for good)
+    /// also runs `PRAGMA optimize` and, under the managed policy, a `TRUNCATE` checkpoint first.
+    pub(crate) fn shut_down(mut self, thoroughly: bool) {
         if !self.conn.is_autocommit() {
             let _ = self.exec(ROLLBACK);
+        }
+        if !thoroughly {
+            if let Err((_, e)) = self.conn.close() {
+                tracing::warn!(error = %e, "closing the writer connection failed");
+            }
+            return;
         }
         // `PRAGMA optimize` before closing is what SQLite recommends for long-lived connections.
         if let Err(e) = self.conn.execute_batch("PRAGMA optimize") {
