@@ -13,6 +13,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use async_channel::Receiver;
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ffi};
 
 use crate::Error;
@@ -439,6 +440,15 @@ impl Writer {
             let _ = self.exec(ROLLBACK);
         }
         if !thoroughly {
+            // Likely to reopen soon: leave the WAL for the next open instead of the checkpoint (and fsync) SQLite
+            // runs when the last connection closes. The WAL stays bounded by the checkpoint policy while open.
+            if self.policy.is_some()
+                && let Err(e) = self
+                    .conn
+                    .set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            {
+                tracing::debug!(error = %e, "could not skip the checkpoint at close");
+            }
             if let Err((_, e)) = self.conn.close() {
                 tracing::warn!(error = %e, "closing the writer connection failed");
             }
