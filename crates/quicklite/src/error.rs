@@ -100,9 +100,7 @@ impl Error {
     /// could not be opened) each get one.
     pub(crate) fn duplicate(&self) -> Error {
         match self {
-            Error::Sqlite(rusqlite::Error::SqliteFailure(e, msg)) => {
-                Error::Sqlite(rusqlite::Error::SqliteFailure(*e, msg.clone()))
-            }
+            Error::Sqlite(e) => Error::copy_sqlite(e),
             Error::Closed => Error::Closed,
             Error::InvalidName { name, reason } => Error::InvalidName {
                 name: name.clone(),
@@ -112,6 +110,16 @@ impl Error {
             Error::Io(e) => Error::Io(std::io::Error::new(e.kind(), e.to_string())),
             other => Error::Io(std::io::Error::other(other.to_string())),
         }
+    }
+
+    /// A copy of a rusqlite error as an [`Error::Sqlite`] with the same extended code and message, so that every
+    /// request of a group can get its own.
+    pub(crate) fn copy_sqlite(e: &rusqlite::Error) -> Error {
+        let (extended_code, message) = sqlite_parts(e);
+        Error::Sqlite(rusqlite::Error::SqliteFailure(
+            ffi::Error::new(extended_code),
+            Some(message),
+        ))
     }
 
     /// SQLite's primary result code, when the error came from SQLite.
@@ -154,6 +162,17 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "non-string panic payload".to_string()
+    }
+}
+
+/// SQLite's extended code and message of `e` (`SQLITE_ERROR` and the text for errors rusqlite made itself).
+pub(crate) fn sqlite_parts(e: &rusqlite::Error) -> (i32, String) {
+    match e {
+        rusqlite::Error::SqliteFailure(err, msg) => (
+            err.extended_code,
+            msg.clone().unwrap_or_else(|| err.to_string()),
+        ),
+        other => (ffi::SQLITE_ERROR, other.to_string()),
     }
 }
 

@@ -117,10 +117,14 @@ impl PoolShared {
         self.writes.len() + self.reads.len()
     }
 
-    /// Closes least recently used idle databases (other than `opening`) until at most `target` are open, on the
-    /// pool thread that wants to open one: evictions then keep pace with opens. Returns whether it got there;
+    /// Closes least recently used idle databases (other than `opening`; `""` for none) until at most `target` are
+    /// open — on the pool thread that wants to open one, so that evictions keep pace with opens, and in the
+    /// registry's housekeeping. Returns whether it got there;
     /// if every open database is busy, the housekeeping thread is asked to retry and the opening waits.
-    fn evict_for(&self, opening: &str, target: usize) -> bool {
+    pub(crate) fn evict_for(&self, opening: &str, target: usize) -> bool {
+        // Only the few oldest are candidates: picking them is linear in the open databases, where sorting them
+        // all on every open would not be (this runs once per open at the cap, thousands of times a second).
+        const CANDIDATES: usize = 16;
         while self.open_count() > target {
             let mut by_age: Vec<(u64, Arc<Actor>)> = self
                 .open_actors()
@@ -128,8 +132,18 @@ impl PoolShared {
                 .filter(|a| a.name != opening)
                 .map(|a| (a.last_used_ms(), a))
                 .collect();
-            by_age.sort_by_key(|(used, _)| *used);
-            let closed = by_age.into_iter().any(|(_, actor)| actor.try_close());
+            let split = by_age.len().min(CANDIDATES);
+            if by_age.len() > CANDIDATES {
+                by_age.select_nth_unstable_by_key(CANDIDATES, |(used, _)| *used);
+            }
+            let (oldest, rest) = by_age.split_at_mut(split);
+            oldest.sort_by_key(|(used, _)| *used);
+            let mut closed = oldest.iter().any(|(_, actor)| actor.try_close());
+            if !closed {
+                // All of them busy: the rest, oldest first, as before.
+                rest.sort_by_key(|(used, _)| *used);
+                closed = rest.iter().any(|(_, actor)| actor.try_close());
+            }
             if !closed {
                 self.wake_housekeeping();
                 return false;

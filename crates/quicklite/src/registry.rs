@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use rusqlite::OpenFlags;
 
-use crate::pool::{Actor, PoolShared, run_pool_thread};
+use crate::pool::{PoolShared, run_pool_thread};
 use crate::{Builder, Database, Error, MetricsSnapshot, Result};
 
 /// Longest name [`Registry::get`] accepts, in bytes; with the `.db` suffix and SQLite's `-journal` / `-wal` /
@@ -396,24 +396,10 @@ impl RegistryInner {
                 pool.idle_closes.fetch_add(1, Ordering::Relaxed);
             }
         }
-        let mut count = pool.open_count();
-        if count > pool.max_open {
-            // Least recently used first, by the times as they are now (they keep changing meanwhile).
-            let mut by_age: Vec<(u64, Arc<Actor>)> = open
-                .into_iter()
-                .filter(|a| a.is_open())
-                .map(|a| (a.last_used_ms(), a))
-                .collect();
-            by_age.sort_by_key(|(used, _)| *used);
-            for (_, actor) in by_age {
-                if count <= pool.max_open {
-                    break;
-                }
-                if actor.try_close() {
-                    pool.evictions.fetch_add(1, Ordering::Relaxed);
-                    count -= 1;
-                }
-            }
+        // Back under the cap if opens overshot it while every database was busy (they wait, but a close may
+        // have been refused meanwhile): least recently used first, as an opening database does.
+        if pool.open_count() > pool.max_open {
+            pool.evict_for("", pool.max_open);
         }
         // Forget closed databases that only the registry holds; `get` recreates them on demand.
         write(&self.known)

@@ -13,8 +13,8 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use async_channel::Receiver;
+use rusqlite::Connection;
 use rusqlite::config::DbConfig;
-use rusqlite::{Connection, ffi};
 
 use crate::Error;
 use crate::builder::Config;
@@ -238,7 +238,7 @@ impl Writer {
                 .writes
                 .fetch_add(group.len() as u64, Ordering::Relaxed);
             for r in group.drain(..) {
-                r.job.finish(Some(copy_error(&e)));
+                r.job.finish(Some(Error::copy_sqlite(&e)));
                 metrics.write_errors.fetch_add(1, Ordering::Relaxed);
             }
             return;
@@ -249,7 +249,7 @@ impl Writer {
         let mut open_from = 0;
         for i in 0..group.len() {
             if !single && let Err(e) = self.exec(SAVEPOINT_SQL) {
-                fates.push(Some(copy_error(&e)));
+                fates.push(Some(Error::copy_sqlite(&e)));
                 continue;
             }
             let outcome = {
@@ -283,7 +283,7 @@ impl Writer {
                 if let Err(e) = self.exec(BEGIN) {
                     // Nothing more can run in this group; the rest get the error.
                     for _ in i + 1..group.len() {
-                        fates.push(Some(copy_error(&e)));
+                        fates.push(Some(Error::copy_sqlite(&e)));
                     }
                     open_from = group.len();
                     break;
@@ -325,7 +325,7 @@ impl Writer {
                     if !self.conn.is_autocommit() {
                         let _ = self.exec(ROLLBACK);
                     }
-                    let (extended_code, message) = sqlite_parts(&e);
+                    let (extended_code, message) = crate::error::sqlite_parts(&e);
                     let batch = group.len() - open_from;
                     tracing::error!(%message, batch, "group commit failed");
                     for fate in fates[open_from..].iter_mut() {
@@ -378,7 +378,7 @@ impl Writer {
                 fate
             }
             _ => match self.exec(BEGIN) {
-                Err(e) => Some(copy_error(&e)),
+                Err(e) => Some(Error::copy_sqlite(&e)),
                 Ok(()) => {
                     let outcome = r.job.run(&self.conn);
                     if self.conn.is_autocommit() {
@@ -404,7 +404,7 @@ impl Writer {
                                 metrics.failed_commits.fetch_add(1, Ordering::Relaxed);
                                 metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
                                 let _ = self.exec(ROLLBACK);
-                                let (extended_code, message) = sqlite_parts(&e);
+                                let (extended_code, message) = crate::error::sqlite_parts(&e);
                                 Some(Error::CommitFailed {
                                     extended_code,
                                     message,
@@ -514,25 +514,6 @@ fn recv_timeout(rx: &Receiver<WriteRequest>, timeout: Duration) -> Received {
                 std::thread::park_timeout(deadline - now);
             }
         }
-    }
-}
-
-/// Copies a SQLite error so every request of a group can get its own.
-fn copy_error(e: &rusqlite::Error) -> Error {
-    let (extended_code, message) = sqlite_parts(e);
-    Error::Sqlite(rusqlite::Error::SqliteFailure(
-        ffi::Error::new(extended_code),
-        Some(message),
-    ))
-}
-
-fn sqlite_parts(e: &rusqlite::Error) -> (i32, String) {
-    match e {
-        rusqlite::Error::SqliteFailure(err, msg) => (
-            err.extended_code,
-            msg.clone().unwrap_or_else(|| err.to_string()),
-        ),
-        other => (ffi::SQLITE_ERROR, other.to_string()),
     }
 }
 

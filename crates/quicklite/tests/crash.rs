@@ -12,7 +12,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use quicklite::{Database, Profile, rusqlite};
+mod common;
+
+use common::{PAIRED_TABLES, whole_writes, write_pair};
+use quicklite::{Database, Profile};
 
 /// Set in the child's environment: the database to write to, and the round (ids are unique per round).
 const CHILD_DB: &str = "QUICKLITE_CRASH_CHILD_DB";
@@ -38,12 +41,7 @@ async fn crash_child() {
         .open()
         .await
         .unwrap();
-    db.execute_batch(
-        "CREATE TABLE IF NOT EXISTS a (id INTEGER PRIMARY KEY, body BLOB NOT NULL);
-         CREATE TABLE IF NOT EXISTS b (id INTEGER PRIMARY KEY, body BLOB NOT NULL);",
-    )
-    .await
-    .unwrap();
+    db.execute_batch(PAIRED_TABLES).await.unwrap();
     println!("ready");
     let mut tasks = Vec::new();
     for t in 0..TASKS {
@@ -51,14 +49,7 @@ async fn crash_child() {
         tasks.push(tokio::spawn(async move {
             for i in 0.. {
                 let id = round * 100_000_000 + t * 1_000_000 + i;
-                db.write(move |c| {
-                    c.prepare_cached("INSERT INTO a VALUES (?1, randomblob(100))")?
-                        .execute([id])?;
-                    c.prepare_cached("INSERT INTO b VALUES (?1, randomblob(300))")?
-                        .execute([id])
-                })
-                .await
-                .unwrap();
+                write_pair(&db, id).await.unwrap();
                 // Line-buffered: the parent sees the line as soon as it is printed.
                 println!("ack {id}");
             }
@@ -119,26 +110,12 @@ fn crash_round(path: &Path, round: i64, profile: &str, after: Duration) -> BTree
     acked
 }
 
-/// Checks the database after a crash: integrity, every acknowledged id present, each write whole.
+/// Checks the database after a crash: integrity, each write whole, every acknowledged id present.
 fn check_after_crash(path: &Path, acked: &BTreeSet<i64>) -> usize {
-    let conn = rusqlite::Connection::open(path).unwrap();
-    let integrity: String = conn
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(integrity, "ok");
-    let ids = |table: &str| -> BTreeSet<i64> {
-        conn.prepare(&format!("SELECT id FROM {table}"))
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap()
-    };
-    let (a, b) = (ids("a"), ids("b"));
-    assert_eq!(a, b, "a write was half-applied");
-    let lost: Vec<_> = acked.difference(&a).take(10).collect();
+    let stored = whole_writes(path);
+    let lost: Vec<_> = acked.difference(&stored).take(10).collect();
     assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
-    a.len()
+    stored.len()
 }
 
 fn rounds(profile: &str, rounds: i64) {

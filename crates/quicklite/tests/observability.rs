@@ -260,13 +260,7 @@ fn check_copy(path: &std::path::Path, expected: &BTreeSet<i64>) {
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(integrity, "ok");
-    let ids: BTreeSet<i64> = copy
-        .prepare("SELECT id FROM t")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap();
+    let ids = common::ids(&copy, "t");
     let missing: Vec<_> = expected.difference(&ids).take(10).collect();
     assert!(
         missing.is_empty(),
@@ -310,10 +304,7 @@ async fn a_backup_under_concurrent_writes_holds_every_acknowledged_write() {
     // Writers were not stopped by the copies (reported, not asserted: it depends on the machine's speed).
     println!("writes acknowledged during the backup: {during_backup}; {report:?}");
     // No temporary files are left behind.
-    let names: Vec<String> = std::fs::read_dir(t.dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    let names = common::entries(t.dir.path());
     assert!(!names.iter().any(|n| n.contains("partial")), "{names:?}");
     db.close().await.unwrap();
 }
@@ -369,10 +360,7 @@ async fn a_backup_that_cannot_be_written_fails_clearly_and_leaves_the_source_alo
         .await
         .unwrap();
     assert_eq!(integrity, "ok");
-    let names: Vec<String> = std::fs::read_dir(t.dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    let names = common::entries(t.dir.path());
     assert!(!names.iter().any(|n| n.contains("partial")), "{names:?}");
     db.close().await.unwrap();
 }

@@ -12,6 +12,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+mod common;
+
+use common::{PAIRED_TABLES, whole_writes, write_pair};
 use quicklite::{Database, Profile, rusqlite};
 
 mod vfs {
@@ -233,18 +236,6 @@ mod vfs {
         }
     }
 
-    unsafe extern "C" fn read(
-        f: *mut ffi::sqlite3_file,
-        buf: *mut c_void,
-        n: c_int,
-        at: i64,
-    ) -> c_int {
-        unsafe {
-            let (r, m) = real(f);
-            (m.xRead.unwrap())(r, buf, n, at)
-        }
-    }
-
     unsafe extern "C" fn write(
         f: *mut ffi::sqlite3_file,
         buf: *const c_void,
@@ -296,115 +287,33 @@ mod vfs {
         }
     }
 
-    unsafe extern "C" fn file_size(f: *mut ffi::sqlite3_file, size: *mut i64) -> c_int {
-        unsafe {
-            let (r, m) = real(f);
-            (m.xFileSize.unwrap())(r, size)
-        }
+    /// The io methods that only pass the call on to the wrapped file.
+    macro_rules! pass_through {
+        ($($name:ident => $method:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {$(
+            unsafe extern "C" fn $name(f: *mut ffi::sqlite3_file, $($arg: $ty),*) -> $ret {
+                unsafe {
+                    let (r, m) = real(f);
+                    (m.$method.unwrap())(r, $($arg),*)
+                }
+            }
+        )*};
     }
 
-    unsafe extern "C" fn lock(f: *mut ffi::sqlite3_file, level: c_int) -> c_int {
-        unsafe {
-            let (r, m) = real(f);
-            (m.xLock.unwrap())(r, level)
-        }
-    }
-
-    unsafe extern "C" fn unlock(f: *mut ffi::sqlite3_file, level: c_int) -> c_int {
-        unsafe {
-            let (r, m) = real(f);
-            (m.xUnlock.unwrap())(r, level)
-        }
-    }
-
-    unsafe extern "C" fn check_reserved_lock(f: *mut ffi::sqlite3_file, out: *mut c_int) -> c_int {
-        unsafe {
-            let (r, m) = real(f);
-            (m.xCheckReservedLock.unwrap())(r, out)
-        }
-    }
-
-    unsafe extern "C" fn file_control(
-        f: *mut ffi::sqlite3_file,
-        op: c_int,
-        arg: *mut c_void,
-    ) -> c_int {
-        unsafe {
-            let (r, m) = real(f);
-            (m.xFileControl.unwrap())(r, op, arg)
-        }
-    }
-
-    unsafe extern "C" fn sector_size(f: *mut ffi::sqlite3_file) -> c_int {
-        unsafe {
-            let (r, m) = real(f);
-            (m.xSectorSize.unwrap())(r)
-        }
-    }
-
-    unsafe extern "C" fn device_characteristics(f: *mut ffi::sqlite3_file) -> c_int {
-        unsafe {
-            let (r, m) = real(f);
-            (m.xDeviceCharacteristics.unwrap())(r)
-        }
-    }
-
-    unsafe extern "C" fn shm_map(
-        f: *mut ffi::sqlite3_file,
-        page: c_int,
-        size: c_int,
-        extend: c_int,
-        out: *mut *mut c_void,
-    ) -> c_int {
-        unsafe {
-            let (r, m) = real(f);
-            (m.xShmMap.unwrap())(r, page, size, extend, out)
-        }
-    }
-
-    unsafe extern "C" fn shm_lock(
-        f: *mut ffi::sqlite3_file,
-        offset: c_int,
-        n: c_int,
-        flags: c_int,
-    ) -> c_int {
-        unsafe {
-            let (r, m) = real(f);
-            (m.xShmLock.unwrap())(r, offset, n, flags)
-        }
-    }
-
-    unsafe extern "C" fn shm_barrier(f: *mut ffi::sqlite3_file) {
-        unsafe {
-            let (r, m) = real(f);
-            (m.xShmBarrier.unwrap())(r)
-        }
-    }
-
-    unsafe extern "C" fn shm_unmap(f: *mut ffi::sqlite3_file, delete: c_int) -> c_int {
-        unsafe {
-            let (r, m) = real(f);
-            (m.xShmUnmap.unwrap())(r, delete)
-        }
-    }
-
-    unsafe extern "C" fn fetch(
-        f: *mut ffi::sqlite3_file,
-        at: i64,
-        n: c_int,
-        out: *mut *mut c_void,
-    ) -> c_int {
-        unsafe {
-            let (r, m) = real(f);
-            (m.xFetch.unwrap())(r, at, n, out)
-        }
-    }
-
-    unsafe extern "C" fn unfetch(f: *mut ffi::sqlite3_file, at: i64, p: *mut c_void) -> c_int {
-        unsafe {
-            let (r, m) = real(f);
-            (m.xUnfetch.unwrap())(r, at, p)
-        }
+    pass_through! {
+        read => xRead(buf: *mut c_void, n: c_int, at: i64) -> c_int;
+        file_size => xFileSize(size: *mut i64) -> c_int;
+        lock => xLock(level: c_int) -> c_int;
+        unlock => xUnlock(level: c_int) -> c_int;
+        check_reserved_lock => xCheckReservedLock(out: *mut c_int) -> c_int;
+        file_control => xFileControl(op: c_int, arg: *mut c_void) -> c_int;
+        sector_size => xSectorSize() -> c_int;
+        device_characteristics => xDeviceCharacteristics() -> c_int;
+        shm_map => xShmMap(page: c_int, size: c_int, extend: c_int, out: *mut *mut c_void) -> c_int;
+        shm_lock => xShmLock(offset: c_int, n: c_int, flags: c_int) -> c_int;
+        shm_barrier => xShmBarrier() -> ();
+        shm_unmap => xShmUnmap(delete: c_int) -> c_int;
+        fetch => xFetch(at: i64, n: c_int, out: *mut *mut c_void) -> c_int;
+        unfetch => xUnfetch(at: i64, p: *mut c_void) -> c_int;
     }
 }
 
@@ -421,12 +330,7 @@ async fn power_cut_round(
         .open()
         .await
         .unwrap();
-    db.execute_batch(
-        "CREATE TABLE IF NOT EXISTS a (id INTEGER PRIMARY KEY, body BLOB NOT NULL);
-         CREATE TABLE IF NOT EXISTS b (id INTEGER PRIMARY KEY, body BLOB NOT NULL);",
-    )
-    .await
-    .unwrap();
+    db.execute_batch(PAIRED_TABLES).await.unwrap();
     let acked = Arc::new(std::sync::Mutex::new(BTreeMap::new()));
     let mut tasks = Vec::new();
     for t in 0..8_i64 {
@@ -434,14 +338,7 @@ async fn power_cut_round(
         tasks.push(tokio::spawn(async move {
             for i in 0.. {
                 let id = t * 1_000_000 + i;
-                let written = db
-                    .write(move |c| {
-                        c.prepare_cached("INSERT INTO a VALUES (?1, randomblob(200))")?
-                            .execute([id])?;
-                        c.prepare_cached("INSERT INTO b VALUES (?1, randomblob(500))")?
-                            .execute([id])
-                    })
-                    .await;
+                let written = write_pair(&db, id).await;
                 if written.is_err() {
                     // The power is out: nothing more can be written.
                     return;
@@ -464,40 +361,6 @@ async fn power_cut_round(
     (acked, synced)
 }
 
-/// After the power came back: the database opens with SQLite's own VFS, passes `integrity_check`, and every
-/// write is whole. Returns the ids stored.
-fn check_after_power_cut(path: &Path) -> std::collections::BTreeSet<i64> {
-    let conn = rusqlite::Connection::open(path).unwrap();
-    let integrity: String = conn
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(integrity, "ok");
-    // Under `Server` a cut before the first sync loses even the tables (created by an acknowledged but unsynced
-    // commit); both were created in one transaction, so both exist or neither does.
-    let tables: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('a', 'b')",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert!(tables == 0 || tables == 2, "{tables} of the 2 tables");
-    if tables == 0 {
-        return Default::default();
-    }
-    let ids = |table: &str| -> std::collections::BTreeSet<i64> {
-        conn.prepare(&format!("SELECT id FROM {table}"))
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap()
-    };
-    let (a, b) = (ids("a"), ids("b"));
-    assert_eq!(a, b, "a write was half-applied");
-    a
-}
-
 /// The VFS's state is process-wide: its tests take turns.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -517,7 +380,7 @@ async fn power_cuts_lose_nothing_durable_and_only_unsynced_commits_otherwise() {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("power.db");
             let (acked, synced) = power_cut_round(&path, profile, after).await;
-            let stored = check_after_power_cut(&path);
+            let stored = whole_writes(&path);
             let lost: Vec<(i64, u64)> = acked
                 .iter()
                 .filter(|(id, _)| !stored.contains(id))

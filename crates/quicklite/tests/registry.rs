@@ -1,19 +1,13 @@
 //! The registry: tenant names cannot escape its directory, thousands of databases run on a fixed pool with exact
 //! contents, eviction under load loses and duplicates nothing, close with work in flight answers everyone.
 
+mod common;
+
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::time::Duration;
 
+use common::entries;
 use quicklite::{Error, Registry, rusqlite};
-
-/// Names of the entries of `dir`, sorted.
-fn entries(dir: &Path) -> BTreeSet<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect()
-}
 
 /// Threads of this process, from the kernel.
 fn os_threads() -> usize {
@@ -294,13 +288,7 @@ async fn close_with_work_in_flight_answers_everyone() {
     assert!(matches!(registry.get("db-0").await, Err(Error::Closed)));
     for (d, acked) in acknowledged.iter().enumerate() {
         let conn = rusqlite::Connection::open(dir.path().join(format!("db-{d}.db"))).unwrap();
-        let stored: BTreeSet<i64> = conn
-            .prepare("SELECT id FROM t")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
+        let stored = common::ids(&conn, "t");
         assert!(
             acked.is_subset(&stored),
             "db-{d}: acknowledged writes missing"

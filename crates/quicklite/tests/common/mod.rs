@@ -79,3 +79,64 @@ pub async fn count(db: &Database, table: &'static str) -> i64 {
         .await
         .expect("count rows")
 }
+
+/// Schema of the crash and power-cut tests: each write puts its id into both tables, so a half-applied write
+/// shows as an id in one table only.
+pub const PAIRED_TABLES: &str =
+    "CREATE TABLE IF NOT EXISTS a (id INTEGER PRIMARY KEY, body BLOB NOT NULL);
+     CREATE TABLE IF NOT EXISTS b (id INTEGER PRIMARY KEY, body BLOB NOT NULL);";
+
+/// One write of `id` into both [`PAIRED_TABLES`].
+pub async fn write_pair(db: &Database, id: i64) -> quicklite::Result<()> {
+    db.write(move |c| {
+        c.prepare_cached("INSERT INTO a VALUES (?1, randomblob(200))")?
+            .execute([id])?;
+        c.prepare_cached("INSERT INTO b VALUES (?1, randomblob(500))")?
+            .execute([id])?;
+        Ok(())
+    })
+    .await
+}
+
+/// The ids of `table`.
+pub fn ids(conn: &rusqlite::Connection, table: &str) -> std::collections::BTreeSet<i64> {
+    conn.prepare(&format!("SELECT id FROM {table}"))
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+/// After a crash or a power cut: the file opens with SQLite's own VFS, passes `integrity_check`, has both
+/// [`PAIRED_TABLES`] or neither (their creation may itself be lost to a power cut), and every write is whole.
+/// Returns the ids stored.
+pub fn whole_writes(path: &std::path::Path) -> std::collections::BTreeSet<i64> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let integrity: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(integrity, "ok");
+    let tables: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('a', 'b')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(tables == 0 || tables == 2, "{tables} of the 2 tables");
+    if tables == 0 {
+        return Default::default();
+    }
+    let (a, b) = (ids(&conn, "a"), ids(&conn, "b"));
+    assert_eq!(a, b, "a write was half-applied");
+    a
+}
+
+/// Names of the entries of `dir`, sorted.
+pub fn entries(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
