@@ -83,6 +83,18 @@ fn json(output: &[u8]) -> Value {
 }
 
 /// The finding named `check` in a section of the JSON report.
+/// Runs `doctor --json` on `path`, expects exit status `code`, and parses the report.
+fn json_report(path: &Path, code: i32) -> Value {
+    let out = doctor()
+        .arg("--json")
+        .arg(path)
+        .assert()
+        .code(code)
+        .get_output()
+        .clone();
+    json(&out.stdout)
+}
+
 fn finding<'a>(section: &'a Value, check: &str) -> &'a Value {
     section["findings"]
         .as_array()
@@ -174,14 +186,7 @@ fn json_carries_every_field_and_finding() {
     }
     let before = files(tmp.path());
 
-    let out = doctor()
-        .arg("--json")
-        .arg(&path)
-        .assert()
-        .code(0)
-        .get_output()
-        .clone();
-    let report = json(&out.stdout);
+    let report = json_report(&path, 0);
 
     let sqlite = &report["sqlite"];
     assert!(sqlite["version"].as_str().unwrap().starts_with("3."));
@@ -397,14 +402,7 @@ fn a_corrupted_page_is_reported_as_an_error_finding_with_exit_1() {
         .stdout(predicate::str::is_match(r"ERROR +quick_check +\d+ (or more )?problems").unwrap())
         .stdout(predicate::str::contains(".recover"))
         .stdout(predicate::str::contains("1 error"));
-    let out = doctor()
-        .arg("--json")
-        .arg(&path)
-        .assert()
-        .code(1)
-        .get_output()
-        .clone();
-    let report = json(&out.stdout);
+    let report = json_report(&path, 1);
     let problems = report["database"]["quick_check"].as_array().unwrap();
     assert!(!problems.is_empty() && problems[0] != "ok", "{problems:?}");
     assert!(
@@ -493,14 +491,7 @@ fn a_live_wal_database_is_read_through_its_shm_without_changing_any_file() {
     assert_eq!(names(&before), ["live.db", "live.db-shm", "live.db-wal"]);
     let main_pages = before["live.db"].len() as i64 / 4096;
 
-    let out = doctor()
-        .arg("--json")
-        .arg(&path)
-        .assert()
-        .code(0)
-        .get_output()
-        .clone();
-    let report = json(&out.stdout);
+    let report = json_report(&path, 0);
     let db = &report["database"];
     assert!(
         db["opened_as"].as_str().unwrap().contains("readonly_shm=1"),
@@ -568,14 +559,7 @@ fn a_wal_without_its_shm_is_the_one_case_where_sqlite_creates_a_file() {
     let before = files(&copy_dir);
     assert_eq!(names(&before), ["copy.db", "copy.db-wal"]);
 
-    let out = doctor()
-        .arg("--json")
-        .arg(&copy)
-        .assert()
-        .code(0)
-        .get_output()
-        .clone();
-    let report = json(&out.stdout);
+    let report = json_report(&copy, 0);
     let db = &report["database"];
     assert_eq!(db["created_files"], serde_json::json!(["copy.db-shm"]));
     assert_eq!(finding(db, "created files")["severity"], "info");
