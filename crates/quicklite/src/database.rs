@@ -1,6 +1,6 @@
 //! The database handle: queues in front of one writer thread and a pool of reader threads.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,7 +17,7 @@ use crate::connection::{self, BusyLimit, TxGuard};
 use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::pool::{Actor, PoolShared};
 use crate::reader::Reader;
-use crate::request::{Job, ReadRequest, WriteKind, WriteRequest};
+use crate::request::{self, Job, ReadRequest, WriteKind, WriteRequest, receive};
 use crate::writer::Writer;
 use crate::{Error, Profile, QueueFull, Result};
 
@@ -158,6 +158,7 @@ pub(crate) fn open_reader(
         state: state.clone(),
         config: config.clone(),
         began: Cell::new(None),
+        held: RefCell::default(),
     })
 }
 
@@ -327,6 +328,7 @@ impl Database {
         let (job, rx) = Job::new(f);
         let req = ReadRequest {
             min_seq: self.inner.state.commit_seq.load(Ordering::Acquire),
+            origin: request::origin(),
             enqueued: Instant::now(),
             span: tracing::Span::current(),
             job,
@@ -335,7 +337,7 @@ impl Database {
         if let Backend::Pooled(actor) = &self.inner.backend {
             actor.wake_reader();
         }
-        rx.await.map_err(|_| Error::Closed)?
+        receive(rx).await
     }
 
     /// Runs `f` on the writer thread inside a write transaction (begun `IMMEDIATE`), possibly together with other
@@ -381,6 +383,7 @@ impl Database {
         let (job, rx) = Job::new(f);
         let req = WriteRequest {
             kind,
+            origin: request::origin(),
             enqueued: Instant::now(),
             span: tracing::Span::current(),
             job,
@@ -389,7 +392,7 @@ impl Database {
         if let Backend::Pooled(actor) = &self.inner.backend {
             actor.wake_writer();
         }
-        rx.await.map_err(|_| Error::Closed)?
+        receive(rx).await
     }
 
     /// Puts a request on a queue: waits for room, or fails fast with [`Error::Overloaded`], as configured.

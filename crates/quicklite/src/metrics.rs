@@ -25,16 +25,24 @@ impl Default for Log2Histogram {
     }
 }
 
+/// The bucket that counts `value`.
+fn bucket(value: u64) -> usize {
+    ((u64::BITS - value.leading_zeros()) as usize).min(BUCKETS - 1)
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
 impl Log2Histogram {
     pub(crate) fn record(&self, value: u64) {
-        let bucket = (u64::BITS - value.leading_zeros()) as usize;
-        self.buckets[bucket.min(BUCKETS - 1)].fetch_add(1, Relaxed);
+        self.buckets[bucket(value)].fetch_add(1, Relaxed);
         self.sum.fetch_add(value, Relaxed);
         self.max.fetch_max(value, Relaxed);
     }
 
     pub(crate) fn record_duration(&self, d: Duration) {
-        self.record(u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+        self.record(micros(d));
     }
 
     fn snapshot(&self) -> Distribution {
@@ -46,6 +54,47 @@ impl Log2Histogram {
             max: self.max.load(Relaxed),
             buckets: counts[..last].to_vec(),
         }
+    }
+}
+
+/// A histogram one thread fills without atomic operations and adds to a shared [`Log2Histogram`] now and then:
+/// threads recording every request into the same shared histogram would bounce its cache lines between cores.
+#[derive(Debug)]
+pub(crate) struct LocalHistogram {
+    buckets: [u64; BUCKETS],
+    sum: u64,
+    max: u64,
+}
+
+impl Default for LocalHistogram {
+    fn default() -> Self {
+        LocalHistogram {
+            buckets: [0; BUCKETS],
+            sum: 0,
+            max: 0,
+        }
+    }
+}
+
+impl LocalHistogram {
+    pub(crate) fn record_duration(&mut self, d: Duration) {
+        let value = micros(d);
+        self.buckets[bucket(value)] += 1;
+        self.sum = self.sum.saturating_add(value);
+        self.max = self.max.max(value);
+    }
+
+    /// Adds what was recorded to `shared` and starts again from empty.
+    pub(crate) fn drain_into(&mut self, shared: &Log2Histogram) {
+        for (count, total) in self.buckets.iter_mut().zip(&shared.buckets) {
+            if *count > 0 {
+                total.fetch_add(std::mem::take(count), Relaxed);
+            }
+        }
+        if self.sum > 0 {
+            shared.sum.fetch_add(std::mem::take(&mut self.sum), Relaxed);
+        }
+        shared.max.fetch_max(std::mem::take(&mut self.max), Relaxed);
     }
 }
 
@@ -235,5 +284,23 @@ mod tests {
         // 0 | 1 | 2,3 | 4..7 | 8..15 | ... | 512..1023
         assert_eq!(d.buckets, vec![1, 1, 2, 2, 1, 0, 0, 0, 0, 0, 1]);
         assert!((d.mean() - 1025.0 / 8.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn local_histogram_adds_up_to_the_same_distribution() {
+        let shared = Log2Histogram::default();
+        let mut local = LocalHistogram::default();
+        for us in [0, 1, 3, 1000] {
+            local.record_duration(Duration::from_micros(us));
+        }
+        local.drain_into(&shared);
+        local.drain_into(&shared);
+        local.record_duration(Duration::from_micros(5));
+        local.drain_into(&shared);
+        let d = shared.snapshot();
+        assert_eq!(d.count, 5);
+        assert_eq!(d.sum, 1009);
+        assert_eq!(d.max, 1000);
+        assert_eq!(d.buckets, vec![1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1]);
     }
 }

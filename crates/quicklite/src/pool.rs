@@ -25,8 +25,8 @@ use tokio::sync::Notify;
 use crate::Error;
 use crate::builder::Config;
 use crate::database::{State, open_reader, open_writer};
-use crate::reader::{Reader, flush};
-use crate::request::{ReadJob, ReadRequest, WriteRequest};
+use crate::reader::Reader;
+use crate::request::{ReadRequest, WriteRequest};
 use crate::writer::Writer;
 
 /// `read_tasks` while the database is being closed: no read task may start.
@@ -339,9 +339,7 @@ impl Actor {
                 return;
             }
         };
-        let mut answers: Vec<Box<dyn ReadJob>> = Vec::new();
-        reader.step(&mut answers);
-        flush(&mut answers);
+        reader.step();
         lock(&self.readers).push(reader);
         self.touch();
         if self.read_rx.is_empty() {

@@ -10,7 +10,7 @@
 //! wakes a task, and a tokio worker woken for one task goes back to sleep before the next answer arrives, so
 //! answering one at a time costs a context switch per read — more than the read itself.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -21,7 +21,8 @@ use rusqlite::Connection;
 use crate::builder::Config;
 use crate::connection::TxGuard;
 use crate::database::State;
-use crate::request::{ReadJob, ReadRequest};
+use crate::metrics::LocalHistogram;
+use crate::request::{Answers, ReadRequest, answer_all};
 
 /// Longest time an answer waits for the rest of its batch before the reader hands over what it has.
 const REPLY_EVERY: Duration = Duration::from_micros(100);
@@ -40,23 +41,36 @@ pub(crate) struct Reader {
     pub(crate) config: Config,
     /// When the open read transaction began.
     pub(crate) began: Cell<Option<Instant>>,
+    /// Answers and counts not handed over yet.
+    pub(crate) held: RefCell<Held>,
+}
+
+/// What a reader keeps between hand-overs: answers not sent yet, and counts not yet added to the shared metrics
+/// (readers adding to the same counters for every read would bounce their cache lines between cores).
+#[derive(Default)]
+pub(crate) struct Held {
+    /// Each answer with the thread its request came from.
+    answers: Answers,
+    reads: u64,
+    errors: u64,
+    panics: u64,
+    wait_us: LocalHistogram,
 }
 
 impl Reader {
     /// Serves requests until the queue is closed and drained (a thread of its own).
     pub(crate) fn run(self) {
-        let mut answers: Vec<Box<dyn ReadJob>> = Vec::with_capacity(REPLY_BATCH);
         while let Ok(first) = self.rx.recv_blocking() {
-            self.serve_batch(first, &mut answers);
+            self.serve_batch(first);
         }
     }
 
     /// Serves what is queued now, one batch, without waiting for more; returns whether there was anything to
     /// serve (a turn on a shared pool thread).
-    pub(crate) fn step(&self, answers: &mut Vec<Box<dyn ReadJob>>) -> bool {
+    pub(crate) fn step(&self) -> bool {
         match self.rx.try_recv() {
             Ok(first) => {
-                self.serve_batch(first, answers);
+                self.serve_batch(first);
                 true
             }
             Err(_) => false,
@@ -64,16 +78,16 @@ impl Reader {
     }
 
     /// Serves `first` and the requests queued behind it, up to the batch limits, in one read transaction.
-    fn serve_batch(&self, first: ReadRequest, answers: &mut Vec<Box<dyn ReadJob>>) {
+    fn serve_batch(&self, first: ReadRequest) {
         let metrics = &self.state.metrics;
         {
             let Ok(second) = self.rx.try_recv() else {
                 // Nothing else is queued: serve the request in autocommit mode. Its statement takes a fresh
                 // snapshot by itself, so the explicit BEGIN/COMMIT pair would only add two statements of latency.
                 metrics.read_transactions.fetch_add(1, Ordering::Relaxed);
-                self.serve(first, Instant::now(), answers);
-                flush(answers);
+                self.serve(first, Instant::now());
                 metrics.read_batch.record(1);
+                self.hand_over();
                 return;
             };
             // Every commit numbered up to `snapshot` had returned before the transaction begins, so the snapshot
@@ -98,12 +112,11 @@ impl Reader {
                     served = 0;
                 }
                 let now = Instant::now();
-                self.serve(req, now, answers);
-                served += 1;
-                if answers.len() >= REPLY_BATCH || now - held_since >= REPLY_EVERY {
-                    flush(answers);
+                if self.serve(req, now) >= REPLY_BATCH || now - held_since >= REPLY_EVERY {
+                    self.hand_over();
                     held_since = now;
                 }
+                served += 1;
                 if served >= self.config.read_batch_max
                     || now - started >= self.config.read_snapshot_max_age
                 {
@@ -114,30 +127,49 @@ impl Reader {
             if let Some(left) = queued {
                 // The batch ended before reaching the request taken to decide on a transaction: serve it alone.
                 self.end();
-                self.serve(left, Instant::now(), answers);
+                self.serve(left, Instant::now());
             }
             metrics.read_batch.record(served as u64);
             self.end();
-            flush(answers);
+            self.hand_over();
         }
     }
 
-    /// Runs one request, keeping its answer in `answers` until the next flush.
-    fn serve(&self, mut req: ReadRequest, now: Instant, answers: &mut Vec<Box<dyn ReadJob>>) {
-        let metrics = &self.state.metrics;
-        metrics.read_wait_us.record_duration(now - req.enqueued);
+    /// Runs one request, keeping its answer until the next hand-over; returns the number of answers held.
+    fn serve(&self, mut req: ReadRequest, now: Instant) -> usize {
         let (ok, panicked) = {
             let _span = tracing::debug_span!(parent: &req.span, "quicklite.read").entered();
             req.job.run(&self.conn)
         };
-        metrics.reads.fetch_add(1, Ordering::Relaxed);
-        if !ok {
-            metrics.read_errors.fetch_add(1, Ordering::Relaxed);
-        }
-        if panicked {
-            metrics.panics.fetch_add(1, Ordering::Relaxed);
-        }
-        answers.push(req.job);
+        let mut held = self.held.borrow_mut();
+        held.wait_us.record_duration(now - req.enqueued);
+        held.reads += 1;
+        held.errors += u64::from(!ok);
+        held.panics += u64::from(panicked);
+        held.answers.push((req.origin, req.job));
+        held.answers.len()
+    }
+
+    /// Adds the held counts to the shared metrics, then answers every held request (in that order: a caller that
+    /// has its answer finds its read counted).
+    fn hand_over(&self) {
+        let mut answers = {
+            let held = &mut *self.held.borrow_mut();
+            let metrics = &self.state.metrics;
+            for (count, total) in [
+                (&mut held.reads, &metrics.reads),
+                (&mut held.errors, &metrics.read_errors),
+                (&mut held.panics, &metrics.panics),
+            ] {
+                if *count > 0 {
+                    total.fetch_add(std::mem::take(count), Ordering::Relaxed);
+                }
+            }
+            held.wait_us.drain_into(&metrics.read_wait_us);
+            // The answers leave with the relay; the next ones need a vector of their own.
+            std::mem::replace(&mut held.answers, Vec::with_capacity(REPLY_BATCH))
+        };
+        answer_all(&mut answers);
     }
 
     fn begin(&self) {
@@ -174,12 +206,5 @@ impl Reader {
         if let Err(e) = r {
             tracing::warn!(error = %e, "reader could not end its read transaction");
         }
-    }
-}
-
-/// Hands every held answer to its caller.
-pub(crate) fn flush(answers: &mut Vec<Box<dyn ReadJob>>) {
-    for job in answers.drain(..) {
-        job.reply();
     }
 }

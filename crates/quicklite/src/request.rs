@@ -27,6 +27,8 @@ pub(crate) enum WriteKind {
 /// A write request in the writer's queue.
 pub(crate) struct WriteRequest {
     pub(crate) kind: WriteKind,
+    /// The thread the request was made on ([`origin`]).
+    pub(crate) origin: usize,
     pub(crate) enqueued: Instant,
     /// The caller's span, parent of the writer's span for this request.
     pub(crate) span: tracing::Span,
@@ -38,33 +40,96 @@ pub(crate) struct ReadRequest {
     /// The writer's commit sequence number when the request was made: the snapshot that serves it must be at
     /// least this new (read-your-writes).
     pub(crate) min_seq: u64,
+    /// The thread the request was made on ([`origin`]).
+    pub(crate) origin: usize,
     pub(crate) enqueued: Instant,
     /// The caller's span, parent of the reader's span for this request.
     pub(crate) span: tracing::Span,
     pub(crate) job: Box<dyn ReadJob>,
 }
 
+/// Sending a caller its answer, once the answer is settled.
+pub(crate) trait Reply: Send {
+    /// Sends the settled answer, with answers for the caller to pass on.
+    fn reply(self: Box<Self>, relay: Option<Relay>);
+}
+
 /// A write closure, run in two steps: run now, answer after the group's `COMMIT`.
-pub(crate) trait WriteJob: Send {
+pub(crate) trait WriteJob: Reply {
     /// Runs the closure (catching a panic). `Err` carries a message describing the failure.
     fn run(&mut self, conn: &Connection) -> Result<(), String>;
-    /// Answers the caller: with the closure's own error if it failed, else with `failure` if the group did not
-    /// commit, else with the closure's value.
-    /// Answers the caller: the closure's own error if it failed, else `failure` if the group failed, else its
+    /// Settles the answer: the closure's own error if it failed, else `failure` if the group failed, else its
     /// value. Returns whether the answer is an error.
-    fn finish(self: Box<Self>, failure: Option<Error>) -> bool;
+    fn settle(&mut self, failure: Option<Error>) -> bool;
     /// Whether the closure panicked.
     fn panicked(&self) -> bool;
+
+    /// Settles the answer and sends it. Returns whether it is an error.
+    fn finish(mut self: Box<Self>, failure: Option<Error>) -> bool {
+        let failed = self.settle(failure);
+        self.reply(None);
+        failed
+    }
 }
 
 /// A read closure: run, then answered (the reader may hold answers back briefly to hand them over together).
-pub(crate) trait ReadJob: Send {
+pub(crate) trait ReadJob: Reply {
     /// Runs the closure (catching a panic) and keeps its result. Returns `(ok, panicked)`.
     fn run(&mut self, conn: &Connection) -> (bool, bool);
-    /// Sends the kept result to the caller.
-    fn reply(self: Box<Self>);
     /// Answers the caller with `error` without running the closure (its database could not be opened).
     fn fail(self: Box<Self>, error: Error);
+}
+
+/// Answers one caller passes on to others once it has its own.
+///
+/// Waking a task from a thread outside its runtime takes a lock on the runtime's shared queue and often wakes a
+/// sleeping worker thread; waking it from a worker thread is a push onto that worker's own queue. So a reader hands
+/// a batch's answers to one caller, whose task delivers the rest from inside the runtime. Dropping a relay, wherever
+/// that happens (after delivery, or with a caller that stopped waiting), delivers everything it still carries: no
+/// answer is lost.
+pub(crate) struct Relay(Vec<Box<dyn Reply>>);
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        for job in self.0.drain(..) {
+            job.reply(None);
+        }
+    }
+}
+
+/// Settled answers waiting to be sent, each with the thread its request came from ([`origin`]).
+pub(crate) type Answers = Vec<(usize, Box<dyn Reply>)>;
+
+/// Sends every answer in `answers`, each paired with the thread its request came from ([`origin`]): per thread,
+/// one caller gets its answer together with the others', to pass on. A thread belongs to one runtime at a time, so
+/// no caller waits for a task of another runtime (which may be busy) to deliver its answer.
+pub(crate) fn answer_all(answers: &mut Answers) {
+    while let Some((origin, leader)) = answers.pop() {
+        let others: Vec<Box<dyn Reply>> = answers
+            .extract_if(.., |(from, _)| *from == origin)
+            .map(|(_, job)| job)
+            .collect();
+        leader.reply((!others.is_empty()).then_some(Relay(others)));
+    }
+}
+
+/// An identifier of the calling thread, unique among live threads (the address of a thread-local).
+pub(crate) fn origin() -> usize {
+    thread_local!(static MARK: u8 = const { 0 });
+    MARK.with(|mark| std::ptr::from_ref(mark) as usize)
+}
+
+/// What a caller receives: its result, and maybe answers to pass on.
+pub(crate) struct Answer<T> {
+    result: Result<T>,
+    relay: Option<Relay>,
+}
+
+/// Waits for the answer on `rx`, passes on what came with it, and returns the caller's own result.
+pub(crate) async fn receive<T>(rx: oneshot::Receiver<Answer<T>>) -> Result<T> {
+    let Answer { result, relay } = rx.await.map_err(|_| Error::Closed)?;
+    drop(relay);
+    result
 }
 
 /// The concrete job behind both traits.
@@ -72,7 +137,7 @@ pub(crate) struct Job<F, T> {
     f: Option<F>,
     out: Option<Result<T>>,
     panicked: bool,
-    reply: oneshot::Sender<Result<T>>,
+    reply: oneshot::Sender<Answer<T>>,
 }
 
 impl<F, T> Job<F, T>
@@ -81,7 +146,7 @@ where
     T: Send + 'static,
 {
     /// Wraps `f`; the answer arrives on the returned receiver.
-    pub(crate) fn new(f: F) -> (Box<Self>, oneshot::Receiver<Result<T>>) {
+    pub(crate) fn new(f: F) -> (Box<Self>, oneshot::Receiver<Answer<T>>) {
         let (reply, rx) = oneshot::channel();
         let job = Box::new(Job {
             f: Some(f),
@@ -124,21 +189,33 @@ where
         status
     }
 
-    fn finish(self: Box<Self>, failure: Option<Error>) -> bool {
-        let answer = match (self.out, failure) {
+    fn settle(&mut self, failure: Option<Error>) -> bool {
+        let answer = match (self.out.take(), failure) {
             (Some(Err(own)), _) => Err(own),
             (_, Some(failure)) => Err(failure),
             (Some(Ok(v)), None) => Ok(v),
             (None, None) => Err(Error::Closed),
         };
         let failed = answer.is_err();
-        // The caller may have stopped waiting; the write's fate does not depend on it.
-        let _ = self.reply.send(answer);
+        self.out = Some(answer);
         failed
     }
 
     fn panicked(&self) -> bool {
         self.panicked
+    }
+}
+
+impl<F, T> Reply for Job<F, T>
+where
+    F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    T: Send + 'static,
+{
+    fn reply(self: Box<Self>, relay: Option<Relay>) {
+        let result = self.out.unwrap_or(Err(Error::Closed));
+        // A caller that stopped waiting (the write's fate does not depend on it) drops the answer here, and with it
+        // the relay, which then delivers what it carries.
+        let _ = self.reply.send(Answer { result, relay });
     }
 }
 
@@ -154,13 +231,9 @@ where
         (ok, self.panicked)
     }
 
-    fn reply(self: Box<Self>) {
-        let answer = self.out.unwrap_or(Err(Error::Closed));
-        let _ = self.reply.send(answer);
-    }
-
-    fn fail(self: Box<Self>, error: Error) {
-        let _ = self.reply.send(Err(error));
+    fn fail(mut self: Box<Self>, error: Error) {
+        self.out = Some(Err(error));
+        self.reply(None);
     }
 }
 
@@ -168,13 +241,18 @@ where
 mod tests {
     use super::*;
 
+    /// The result that came on `rx`, if any (dropping any relay with it, which delivers what it carries).
+    fn result<T>(rx: &mut oneshot::Receiver<Answer<T>>) -> Option<Result<T>> {
+        rx.try_recv().ok().map(|answer| answer.result)
+    }
+
     #[test]
     fn write_job_reports_own_error_before_group_failure() {
         let conn = Connection::open_in_memory().unwrap();
         let (mut job, mut rx) = Job::new(|c: &Connection| c.execute("not sql", []));
         assert!(WriteJob::run(job.as_mut(), &conn).is_err());
-        job.finish(Some(Error::Closed));
-        assert!(matches!(rx.try_recv().unwrap(), Err(Error::Sqlite(_))));
+        assert!(job.finish(Some(Error::Closed)));
+        assert!(matches!(result(&mut rx), Some(Err(Error::Sqlite(_)))));
     }
 
     #[test]
@@ -182,10 +260,10 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         let (mut job, mut rx) = Job::new(|_: &Connection| Ok(5));
         assert!(WriteJob::run(job.as_mut(), &conn).is_ok());
-        job.finish(Some(Error::RolledBack { reason: "x".into() }));
+        assert!(job.finish(Some(Error::RolledBack { reason: "x".into() })));
         assert!(matches!(
-            rx.try_recv().unwrap(),
-            Err(Error::RolledBack { .. })
+            result(&mut rx),
+            Some(Err(Error::RolledBack { .. }))
         ));
     }
 
@@ -196,10 +274,66 @@ mod tests {
             Job::new(|_: &Connection| -> rusqlite::Result<()> { panic!("boom") });
         assert_eq!(ReadJob::run(job.as_mut(), &conn), (false, true));
         assert!(rx.try_recv().is_err(), "answered only on reply");
-        ReadJob::reply(job);
-        match rx.try_recv().unwrap() {
-            Err(Error::Panic { message }) => assert_eq!(message, "boom"),
+        Reply::reply(job, None);
+        match result(&mut rx) {
+            Some(Err(Error::Panic { message })) => assert_eq!(message, "boom"),
             other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    /// Five answered reads: `origins[i]` is the thread request `i` came from.
+    fn answered(origins: &[usize]) -> (Answers, Vec<oneshot::Receiver<Answer<usize>>>) {
+        let conn = Connection::open_in_memory().unwrap();
+        let mut answers = Answers::new();
+        let mut receivers = Vec::new();
+        for (i, &origin) in origins.iter().enumerate() {
+            let (mut job, rx) = Job::new(move |_: &Connection| Ok(i));
+            assert_eq!(ReadJob::run(job.as_mut(), &conn), (true, false));
+            answers.push((origin, job));
+            receivers.push(rx);
+        }
+        (answers, receivers)
+    }
+
+    #[test]
+    fn one_caller_per_thread_carries_the_others_answers() {
+        let (mut answers, mut receivers) = answered(&[7, 8, 7, 7, 8]);
+        answer_all(&mut answers);
+        assert!(answers.is_empty());
+        // The last request of each thread leads: 4 for thread 7, 3 for thread 8; the others wait for them.
+        let mut leaders = Vec::new();
+        for (i, rx) in receivers.iter_mut().enumerate() {
+            if let Ok(answer) = rx.try_recv() {
+                assert_eq!(answer.result.unwrap(), i);
+                leaders.push((i, answer.relay.map(|relay| relay.0.len())));
+            }
+        }
+        assert_eq!(leaders, vec![(3, Some(2)), (4, Some(1))]);
+        // Receiving the leaders' answers above dropped their relays, which delivered everyone else.
+        for (i, rx) in receivers.iter_mut().enumerate() {
+            if i != 3 && i != 4 {
+                assert_eq!(result(rx).unwrap().unwrap(), i);
+            }
+        }
+    }
+
+    #[test]
+    fn a_relay_whose_carrier_stopped_waiting_still_delivers() {
+        let (mut answers, mut receivers) = answered(&[1, 1, 1]);
+        // The leader (the last request) has given up: its receiver is gone before the answers are sent.
+        drop(receivers.pop());
+        answer_all(&mut answers);
+        for (i, rx) in receivers.iter_mut().enumerate() {
+            assert_eq!(result(rx).unwrap().unwrap(), i);
+        }
+
+        // The leader gives up after its answer (and the relay) arrived, without reading it.
+        let (mut answers, mut receivers) = answered(&[1, 1, 1]);
+        answer_all(&mut answers);
+        assert!(result(&mut receivers[0]).is_none(), "waits for the leader");
+        drop(receivers.pop());
+        for (i, rx) in receivers.iter_mut().enumerate() {
+            assert_eq!(result(rx).unwrap().unwrap(), i);
         }
     }
 }

@@ -23,7 +23,7 @@ use crate::checkpoint::{self, Checkpointing, Mode, Policy};
 use crate::connection::SAVEPOINT;
 use crate::connection::{BusyLimit, TxGuard};
 use crate::database::State;
-use crate::request::{WriteKind, WriteRequest};
+use crate::request::{Reply, WriteKind, WriteRequest, answer_all};
 
 /// The writer thread's state.
 pub(crate) struct Writer {
@@ -347,11 +347,14 @@ impl Writer {
         metrics
             .writes
             .fetch_add(group.len() as u64, Ordering::Relaxed);
-        for (r, fate) in group.drain(..).zip(fates) {
-            if r.job.finish(fate) {
+        let mut answers = Vec::with_capacity(group.len());
+        for (mut r, fate) in group.drain(..).zip(fates) {
+            if r.job.settle(fate) {
                 metrics.write_errors.fetch_add(1, Ordering::Relaxed);
             }
+            answers.push((r.origin, r.job as Box<dyn Reply>));
         }
+        answer_all(&mut answers);
     }
 
     /// Runs a request that asked for a transaction of its own, or for none.

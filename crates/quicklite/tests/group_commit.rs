@@ -260,3 +260,112 @@ async fn queued_reads_share_one_snapshot() {
     assert_eq!(m.read_transactions, before + 1, "{m:?}");
     assert_eq!(m.read_batch.max, 20, "{m:?}");
 }
+
+/// Two requests answered together (one read batch, or one write group), made from two threads that each run their
+/// own single-threaded runtime: B's runtime must get its answer while A's thread is blocked, i.e. B's answer does not
+/// travel through A's task. `A` is queued last, so it would be the one to pass answers on if they were mixed.
+async fn answered_while_another_runtime_is_blocked(write: bool) {
+    let t = temp_db();
+    let db = Database::builder(&t.path).readers(1).open().await.unwrap();
+    db.execute_batch("CREATE TABLE t (a INTEGER PRIMARY KEY)")
+        .await
+        .unwrap();
+    let depth = move |db: &Database| {
+        let m = db.metrics();
+        if write {
+            m.write_queue_depth
+        } else {
+            m.read_queue_depth
+        }
+    };
+    let request = move |db: Database, a: i64| async move {
+        if write {
+            db.execute("INSERT INTO t VALUES (?1)", [a])
+                .await
+                .map(|n| n as i64)
+        } else {
+            db.read(move |_| Ok(a)).await
+        }
+    };
+    // Hold the writer or the only reader while both requests queue up.
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let blocker = {
+        let db = db.clone();
+        tokio::spawn(async move {
+            let hold = move |_: &rusqlite::Connection| {
+                let _ = started_tx.send(());
+                let _ = release_rx.recv();
+                Ok(())
+            };
+            if write {
+                db.write(hold).await
+            } else {
+                db.read(hold).await
+            }
+        })
+    };
+    started_rx.await.unwrap();
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let wait_for_depth = |db: &Database, n: usize| {
+        while depth(db) < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "requests never queued"
+            );
+            std::thread::yield_now();
+        }
+    };
+    let (b_done_tx, b_done_rx) = std::sync::mpsc::channel::<quicklite::Result<i64>>();
+    let b = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            let answer = rt.block_on(request(db, 2));
+            b_done_tx.send(answer).unwrap();
+        })
+    };
+    wait_for_depth(&db, 1);
+    let a = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let mine = tokio::spawn(request(db.clone(), 1));
+                while depth(&db) < 2 {
+                    tokio::task::yield_now().await;
+                }
+                // Block this runtime's only thread until B has its answer (or give up after a long while).
+                let b_answer = b_done_rx.recv_timeout(std::time::Duration::from_secs(60));
+                (b_answer, mine.await.unwrap())
+            })
+        })
+    };
+    wait_for_depth(&db, 2);
+    release_tx.send(()).unwrap();
+    blocker.await.unwrap().unwrap();
+    let (b_answer, a_answer) = a.join().unwrap();
+    b.join().unwrap();
+    let b_answer = b_answer.expect("B's answer did not arrive while A's runtime was blocked");
+    if write {
+        assert_eq!((a_answer.unwrap(), b_answer.unwrap()), (1, 1));
+        assert_eq!(common::count(&db, "t").await, 2);
+    } else {
+        assert_eq!((a_answer.unwrap(), b_answer.unwrap()), (1, 2));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_answer_does_not_wait_for_another_runtime() {
+    answered_while_another_runtime_is_blocked(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_answer_does_not_wait_for_another_runtime() {
+    answered_while_another_runtime_is_blocked(true).await;
+}
