@@ -22,7 +22,7 @@ use crate::builder::Config;
 use crate::connection::TxGuard;
 use crate::database::State;
 use crate::metrics::LocalHistogram;
-use crate::request::{Answers, ReadRequest, answer_all};
+use crate::request::{Answers, ReadRequest, Spun, answer_all, spin_for};
 
 /// Longest time an answer waits for the rest of its batch before the reader hands over what it has.
 const REPLY_EVERY: Duration = Duration::from_micros(100);
@@ -60,7 +60,15 @@ pub(crate) struct Held {
 impl Reader {
     /// Serves requests until the queue is closed and drained (a thread of its own).
     pub(crate) fn run(self) {
-        while let Ok(first) = self.rx.recv_blocking() {
+        loop {
+            let first = match spin_for(&self.rx) {
+                Spun::Got(request) => request,
+                Spun::Closed => return,
+                Spun::Empty => match self.rx.recv_blocking() {
+                    Ok(request) => request,
+                    Err(_) => return,
+                },
+            };
             self.serve_batch(first);
         }
     }

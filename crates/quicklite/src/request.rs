@@ -113,6 +113,34 @@ pub(crate) fn answer_all(answers: &mut Answers) {
     }
 }
 
+/// What [`spin_for`] found.
+pub(crate) enum Spun<T> {
+    /// A request.
+    Got(T),
+    /// The queue is closed and empty.
+    Closed,
+    /// Nothing arrived while spinning: time to sleep.
+    Empty,
+}
+
+/// Waits a few microseconds for a request by spinning, then yielding the CPU (crossbeam's backoff), before the
+/// caller goes to sleep on the queue. At low load a caller sends its next request right after its answer; a
+/// worker thread that slept in between would have to be woken (a system call for the sender, and a context
+/// switch) for every request.
+pub(crate) fn spin_for<T>(rx: &async_channel::Receiver<T>) -> Spun<T> {
+    let backoff = crossbeam_utils::Backoff::new();
+    loop {
+        match rx.try_recv() {
+            Ok(request) => return Spun::Got(request),
+            Err(async_channel::TryRecvError::Closed) => return Spun::Closed,
+            Err(async_channel::TryRecvError::Empty) if backoff.is_completed() => {
+                return Spun::Empty;
+            }
+            Err(async_channel::TryRecvError::Empty) => backoff.snooze(),
+        }
+    }
+}
+
 /// An identifier of the calling thread, unique among live threads (the address of a thread-local).
 pub(crate) fn origin() -> usize {
     thread_local!(static MARK: u8 = const { 0 });

@@ -23,7 +23,7 @@ use crate::checkpoint::{self, Checkpointing, Mode, Policy};
 use crate::connection::SAVEPOINT;
 use crate::connection::{BusyLimit, TxGuard};
 use crate::database::State;
-use crate::request::{Reply, WriteKind, WriteRequest, answer_all};
+use crate::request::{Reply, Spun, WriteKind, WriteRequest, answer_all, spin_for};
 
 /// The writer thread's state.
 pub(crate) struct Writer {
@@ -121,6 +121,11 @@ impl Writer {
     /// Waits for the next request; `None` once the queue is closed and empty. When the WAL should be truncated
     /// after an idle spell, waits at most that long first, then truncates and goes on waiting.
     fn next_request(&mut self) -> Option<WriteRequest> {
+        match spin_for(&self.rx) {
+            Spun::Got(request) => return Some(request),
+            Spun::Closed => return None,
+            Spun::Empty => {}
+        }
         if let Some(idle) = self.policy.as_ref().and_then(Policy::idle_wait) {
             match recv_timeout(&self.rx, idle) {
                 Received::Request(r) => return Some(r),
