@@ -418,6 +418,12 @@ impl Database {
 
     /// Executes one statement with `params` as a grouped write (prepared once and cached); returns the number of
     /// rows changed. `params` must own its values, e.g. a tuple `(1, "x".to_string())`.
+    ///
+    /// Unlike a [`Database::write`] closure, the statement runs without a savepoint of its own: one statement is
+    /// atomic by itself (if it fails, SQLite undoes its changes — except what `INSERT OR FAIL` / `UPDATE OR FAIL`
+    /// keep by definition), and the savepoint would cost a copy of every page it touches. A statement that returns
+    /// rows is refused before it runs (`rusqlite::Error::ExecuteReturnedResults`): use [`Database::write`] for
+    /// `RETURNING`.
     pub async fn execute<P>(
         &self,
         sql: impl AsRef<str> + Send + 'static,
@@ -426,8 +432,14 @@ impl Database {
     where
         P: Params + Send + 'static,
     {
-        self.write(move |c| c.prepare_cached(sql.as_ref())?.execute(params))
-            .await
+        self.submit_write(WriteKind::GroupedStatement, move |c| {
+            let mut stmt = c.prepare_cached(sql.as_ref())?;
+            if stmt.column_count() > 0 {
+                return Err(rusqlite::Error::ExecuteReturnedResults);
+            }
+            stmt.execute(params)
+        })
+        .await
     }
 
     /// Executes one statement once per parameter set, all in one grouped write (one savepoint, one commit);

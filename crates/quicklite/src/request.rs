@@ -14,6 +14,9 @@ use crate::{Error, Result};
 pub(crate) enum WriteKind {
     /// Inside a savepoint of a group transaction, committed together with its neighbours.
     Grouped,
+    /// One statement in a group transaction, without a savepoint: a statement is atomic by itself (SQLite undoes
+    /// a failing statement's changes), and a savepoint would copy every page the statement touches into a journal.
+    GroupedStatement,
     /// Alone, in a `BEGIN IMMEDIATE` … `COMMIT` of its own.
     Transaction,
     /// Alone, on the connection in autocommit mode, with transaction control allowed (VACUUM, PRAGMAs, migrations
@@ -22,6 +25,13 @@ pub(crate) enum WriteKind {
     /// Nothing: only makes sure the connection is open (a registry's database opens on first use, and reports
     /// an unusable file there). Not counted as a write.
     Open,
+}
+
+impl WriteKind {
+    /// Whether the request joins a group transaction.
+    pub(crate) fn is_grouped(self) -> bool {
+        matches!(self, WriteKind::Grouped | WriteKind::GroupedStatement)
+    }
 }
 
 /// A write request in the writer's queue.

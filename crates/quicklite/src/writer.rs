@@ -106,7 +106,7 @@ impl Writer {
             first.job.finish(None);
             return;
         }
-        if first.kind != WriteKind::Grouped {
+        if !first.kind.is_grouped() {
             self.run_alone(first);
             return;
         }
@@ -210,7 +210,7 @@ impl Writer {
             .then(|| Instant::now() + self.config.write_linger);
         while group.len() < self.config.write_batch_max {
             match self.rx.try_recv() {
-                Ok(r) if r.kind == WriteKind::Grouped => group.push(r),
+                Ok(r) if r.kind.is_grouped() => group.push(r),
                 Ok(r) => return Some(r),
                 Err(_) => match deadline {
                     Some(d) if Instant::now() < d => {
@@ -253,7 +253,8 @@ impl Writer {
         let mut fates: Vec<Option<Error>> = Vec::with_capacity(group.len());
         let mut open_from = 0;
         for i in 0..group.len() {
-            if !single && let Err(e) = self.exec(SAVEPOINT_SQL) {
+            let savepoint = !single && group[i].kind == WriteKind::Grouped;
+            if savepoint && let Err(e) = self.exec(SAVEPOINT_SQL) {
                 fates.push(Some(Error::copy_sqlite(&e)));
                 continue;
             }
@@ -298,6 +299,9 @@ impl Writer {
             let undo = if single {
                 // No savepoint around a lone write: its failure rolls back the whole transaction.
                 outcome.is_err().then(|| self.exec(ROLLBACK))
+            } else if !savepoint {
+                // A single statement: SQLite undid a failing one's changes itself.
+                None
             } else if outcome.is_ok() {
                 Some(self.exec(RELEASE_SQL))
             } else {

@@ -54,6 +54,95 @@ async fn a_failing_write_in_a_group_rolls_back_alone() {
     assert_eq!(m.write_batch.max, 9, "{m:?}");
 }
 
+/// `execute` joins the group without a savepoint: a failing statement must still leave no trace, even one that
+/// had written rows before it failed, while the statements and closures around it commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_statement_in_a_group_leaves_no_trace() {
+    let t = temp_db();
+    let db = kv(&t.path).await;
+    db.execute_batch("CREATE TABLE src (k INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
+        .await
+        .unwrap();
+    // Ten rows to copy; the last one breaks kv's CHECK, so the copy fails after inserting nine.
+    db.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10) \
+         INSERT INTO src SELECT 1000 + i, CASE WHEN i = 10 THEN -1 ELSE i END FROM n",
+    )
+    .await
+    .unwrap();
+    let (release, blocker) = common::hold_writer(&db).await;
+    let mut pending = Vec::new();
+    for i in 0..7_i64 {
+        let db2 = db.clone();
+        pending.push(tokio::spawn(async move {
+            match i {
+                // Fails on its tenth row.
+                2 => db2.execute("INSERT INTO kv SELECT k, v FROM src", ()).await,
+                // Fails on its only row (primary key taken by request 0).
+                4 => db2.execute("INSERT INTO kv VALUES (?1, 1)", (0,)).await,
+                // A closure between statements, savepoint and all.
+                5 => {
+                    db2.write(move |c| c.execute("INSERT INTO kv VALUES (?1, 5)", (5,)))
+                        .await
+                }
+                _ => db2.execute("INSERT INTO kv VALUES (?1, ?2)", (i, i)).await,
+            }
+        }));
+        common::until_write_queue_holds(&db, i as usize + 1).await;
+    }
+    release.send(()).unwrap();
+    blocker.await.unwrap();
+    for (i, p) in pending.into_iter().enumerate() {
+        let r = p.await.unwrap();
+        match i {
+            2 => assert_eq!(
+                r.unwrap_err().extended_code(),
+                Some(rusqlite::ffi::SQLITE_CONSTRAINT_CHECK)
+            ),
+            4 => assert_eq!(
+                r.unwrap_err().extended_code(),
+                Some(rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
+            ),
+            _ => assert_eq!(r.unwrap(), 1, "request {i}"),
+        }
+    }
+    let rows: Vec<(i64, i64)> = db
+        .query_all("SELECT k, v FROM kv ORDER BY k", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .await
+        .unwrap();
+    assert_eq!(rows, vec![(0, 0), (1, 1), (3, 3), (5, 5), (6, 6)]);
+    let m = db.metrics();
+    assert_eq!(m.write_batch.max, 7, "one group: {m:?}");
+    assert_eq!(m.rollbacks, 2, "{m:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn execute_refuses_a_statement_that_returns_rows_before_running_it() {
+    let t = temp_db();
+    let db = kv(&t.path).await;
+    let e = db
+        .execute("INSERT INTO kv VALUES (1, 1) RETURNING k", ())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::Sqlite(rusqlite::Error::ExecuteReturnedResults)),
+        "{e:?}"
+    );
+    assert_eq!(
+        common::count(&db, "kv").await,
+        0,
+        "the row was not inserted"
+    );
+    // `write` runs it.
+    let k: i64 = db
+        .write(|c| c.query_row("INSERT INTO kv VALUES (1, 1) RETURNING k", [], |r| r.get(0)))
+        .await
+        .unwrap();
+    assert_eq!(k, 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_write_in_a_group_rolls_back_alone_and_the_writer_survives() {
     let t = temp_db();
