@@ -29,6 +29,64 @@ use crate::reader::Reader;
 use crate::request::{ReadRequest, WriteRequest};
 use crate::writer::Writer;
 
+/// Open databases sampled to choose one to close (see [`PoolShared::evict_for`]).
+const SAMPLED: usize = 16;
+
+/// The open databases, in a vector for sampling at random, with each one's place by name for removal.
+#[derive(Default)]
+struct OpenSet {
+    actors: Vec<Arc<Actor>>,
+    places: HashMap<String, usize>,
+}
+
+impl OpenSet {
+    fn insert(&mut self, actor: Arc<Actor>) {
+        if !self.places.contains_key(&actor.name) {
+            self.places.insert(actor.name.clone(), self.actors.len());
+            self.actors.push(actor);
+        }
+    }
+
+    fn remove(&mut self, name: &str) {
+        if let Some(place) = self.places.remove(name) {
+            self.actors.swap_remove(place);
+            if let Some(moved) = self.actors.get(place) {
+                self.places.insert(moved.name.clone(), place);
+            }
+        }
+    }
+
+    /// Up to `n` distinct open databases at pseudo-random places.
+    fn sample(&self, n: usize, seed: u64) -> Vec<Arc<Actor>> {
+        sample_places(self.actors.len(), n, seed)
+            .map(|place| self.actors[place].clone())
+            .collect()
+    }
+}
+
+/// `n` distinct places in `0..len` (all of them if `len <= n`), spread pseudo-randomly by `seed`: a start and a
+/// stride coprime with `len`.
+fn sample_places(len: usize, n: usize, seed: u64) -> impl Iterator<Item = usize> {
+    let mut x = seed.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x ^= x >> 29;
+    let (start, mut stride) = if len <= n {
+        (0, 1)
+    } else {
+        ((x % len as u64) as usize, (x >> 32) as usize % len)
+    };
+    while len > n && (stride == 0 || gcd(stride, len) != 1) {
+        stride = (stride + 1) % len;
+    }
+    (0..n.min(len)).map(move |i| (start + i * stride) % len)
+}
+
+fn gcd(mut a: usize, mut b: usize) -> usize {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 /// `read_tasks` while the database is being closed: no read task may start.
 const CLOSING: usize = usize::MAX / 2;
 
@@ -51,8 +109,8 @@ pub(crate) struct PoolShared {
     /// The run queue of read tasks: reads have threads of their own, so writes that hold their thread for long
     /// (a slow closure, a commit waiting for the disk) never leave reads without one.
     reads: Sender<Task>,
-    /// Databases with open connections, by name.
-    open: Mutex<HashMap<String, Arc<Actor>>>,
+    /// Databases with open connections.
+    open: Mutex<OpenSet>,
     /// Cap on open databases, enforced by the registry's housekeeping thread.
     pub(crate) max_open: usize,
     /// Wakes the housekeeping thread (when the cap is passed); a full channel means a wake-up is pending already.
@@ -60,6 +118,8 @@ pub(crate) struct PoolShared {
     pub(crate) opens: AtomicU64,
     pub(crate) evictions: AtomicU64,
     pub(crate) idle_closes: AtomicU64,
+    /// Samples drawn for eviction: the seed of the next one.
+    draws: AtomicU64,
     epoch: Instant,
 }
 
@@ -74,12 +134,13 @@ impl PoolShared {
         let shared = Arc::new(PoolShared {
             writes,
             reads,
-            open: Mutex::new(HashMap::new()),
+            open: Mutex::new(OpenSet::default()),
             max_open,
             wake,
             opens: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             idle_closes: AtomicU64::new(0),
+            draws: AtomicU64::new(0),
             epoch: Instant::now(),
         });
         (shared, write_rx, read_rx)
@@ -105,11 +166,11 @@ impl PoolShared {
 
     /// The databases open now.
     pub(crate) fn open_actors(&self) -> Vec<Arc<Actor>> {
-        lock(&self.open).values().cloned().collect()
+        lock(&self.open).actors.clone()
     }
 
     pub(crate) fn open_count(&self) -> usize {
-        lock(&self.open).len()
+        lock(&self.open).actors.len()
     }
 
     /// Tasks waiting for a pool thread.
@@ -119,28 +180,27 @@ impl PoolShared {
 
     /// Closes least recently used idle databases (other than `opening`; `""` for none) until at most `target` are
     /// open — on the pool thread that wants to open one, so that evictions keep pace with opens, and in the
-    /// registry's housekeeping. Returns whether it got there;
-    /// if every open database is busy, the housekeeping thread is asked to retry and the opening waits.
+    /// registry's housekeeping. Returns whether it got there; if every open database is busy, the housekeeping
+    /// thread is asked to retry and the opening waits.
+    ///
+    /// The least recently used of [`SAMPLED`] open databases picked at random goes first (as Redis approximates
+    /// LRU): this runs once per open at the cap, up to thousands of times a second, where a scan of every open
+    /// database each time would cost time in proportion to the cap. Only if all of them are busy are the others
+    /// tried, oldest first.
     pub(crate) fn evict_for(&self, opening: &str, target: usize) -> bool {
-        // Only the few oldest are candidates: picking them is linear in the open databases, where sorting them
-        // all on every open would not be (this runs once per open at the cap, thousands of times a second).
-        const CANDIDATES: usize = 16;
         while self.open_count() > target {
-            let mut by_age: Vec<(u64, Arc<Actor>)> = self
-                .open_actors()
-                .into_iter()
-                .filter(|a| a.name != opening)
-                .map(|a| (a.last_used_ms(), a))
-                .collect();
-            let split = by_age.len().min(CANDIDATES);
-            if by_age.len() > CANDIDATES {
-                by_age.select_nth_unstable_by_key(CANDIDATES, |(used, _)| *used);
-            }
-            let (oldest, rest) = by_age.split_at_mut(split);
-            oldest.sort_by_key(|(used, _)| *used);
-            let mut closed = oldest.iter().any(|(_, actor)| actor.try_close());
+            let seed = self.draws.fetch_add(1, Ordering::Relaxed);
+            let mut sampled = lock(&self.open).sample(SAMPLED, seed);
+            sampled.retain(|a| a.name != opening);
+            sampled.sort_by_key(|a| a.last_used_ms());
+            let mut closed = sampled.iter().any(|actor| actor.try_close());
             if !closed {
-                // All of them busy: the rest, oldest first, as before.
+                let mut rest: Vec<(u64, Arc<Actor>)> = self
+                    .open_actors()
+                    .into_iter()
+                    .filter(|a| a.name != opening)
+                    .map(|a| (a.last_used_ms(), a))
+                    .collect();
                 rest.sort_by_key(|(used, _)| *used);
                 closed = rest.iter().any(|(_, actor)| actor.try_close());
             }
@@ -378,7 +438,7 @@ impl Actor {
         **slot = Some(opened.writer);
         self.open.store(true, Ordering::Release);
         self.pool.opens.fetch_add(1, Ordering::Relaxed);
-        lock(&self.pool.open).insert(self.name.clone(), self.clone());
+        lock(&self.pool.open).insert(self.clone());
         Ok(Opened::Yes)
     }
 
@@ -495,4 +555,27 @@ impl Actor {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sampled_places_are_distinct_and_in_range() {
+        for len in [1, 2, 15, 16, 17, 100, 3948, 4096] {
+            for seed in 0..50 {
+                let places: Vec<usize> = sample_places(len, SAMPLED, seed).collect();
+                assert_eq!(places.len(), len.min(SAMPLED), "len {len}");
+                let distinct: std::collections::BTreeSet<_> = places.iter().collect();
+                assert_eq!(distinct.len(), places.len(), "len {len} seed {seed}");
+                assert!(places.iter().all(|&p| p < len));
+            }
+        }
+        // Different seeds look at different databases.
+        let firsts: std::collections::BTreeSet<usize> = (0..50)
+            .map(|seed| sample_places(4000, SAMPLED, seed).next().unwrap())
+            .collect();
+        assert!(firsts.len() > 25, "{firsts:?}");
+    }
 }

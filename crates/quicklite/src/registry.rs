@@ -101,8 +101,9 @@ impl RegistryBuilder {
     }
 
     /// Most databases with open connections at once. A database that must open when the cap is reached first
-    /// closes the least recently used idle one; if every open database is busy, it waits (in the run queue)
-    /// until one is not — the cap holds, so file descriptors stay bounded.
+    /// closes the least recently used idle one of 16 sampled at random (an approximate LRU); if every open
+    /// database is busy, it waits (in the run queue) until one is not — the cap holds, so file descriptors stay
+    /// bounded.
     /// By default, 128: an open database holds about five file descriptors (the database and WAL files of the
     /// writer and of each reader connection, and the shared-memory file), which keeps the default under the
     /// usual limit of 1024 per process.
