@@ -32,6 +32,9 @@ use crate::writer::Writer;
 /// Open databases sampled to choose one to close (see [`PoolShared::evict_for`]).
 const SAMPLED: usize = 16;
 
+/// Samples drawn before falling back to a scan of every open database, when all sampled ones are busy.
+const DRAWS: usize = 4;
+
 /// The open databases, in a vector for sampling at random, with each one's place by name for removal.
 #[derive(Default)]
 struct OpenSet {
@@ -185,15 +188,21 @@ impl PoolShared {
     ///
     /// The least recently used of [`SAMPLED`] open databases picked at random goes first (as Redis approximates
     /// LRU): this runs once per open at the cap, up to thousands of times a second, where a scan of every open
-    /// database each time would cost time in proportion to the cap. Only if all of them are busy are the others
-    /// tried, oldest first.
+    /// database each time would cost time in proportion to the cap. If all of them are busy, another sample is
+    /// drawn, up to [`DRAWS`]; only then are all the others tried, oldest first.
     pub(crate) fn evict_for(&self, opening: &str, target: usize) -> bool {
         while self.open_count() > target {
-            let seed = self.draws.fetch_add(1, Ordering::Relaxed);
-            let mut sampled = lock(&self.open).sample(SAMPLED, seed);
-            sampled.retain(|a| a.name != opening);
-            sampled.sort_by_key(|a| a.last_used_ms());
-            let mut closed = sampled.iter().any(|actor| actor.try_close());
+            let mut closed = false;
+            for _ in 0..DRAWS {
+                let seed = self.draws.fetch_add(1, Ordering::Relaxed);
+                let mut sampled = lock(&self.open).sample(SAMPLED, seed);
+                sampled.retain(|a| a.name != opening);
+                sampled.sort_by_key(|a| a.last_used_ms());
+                closed = sampled.iter().any(|actor| actor.try_close());
+                if closed {
+                    break;
+                }
+            }
             if !closed {
                 let mut rest: Vec<(u64, Arc<Actor>)> = self
                     .open_actors()
