@@ -36,6 +36,13 @@ pub(crate) struct State {
 ///
 /// Cheap to clone (an `Arc`); all clones share the threads. Dropping the last clone closes the queues; the threads
 /// finish what is queued, checkpoint and exit in the background. [`Database::close`] does the same and waits.
+///
+/// Answers served together travel together: of the requests of one batch made on the same thread, the last one's
+/// caller receives all their answers and wakes the others from inside its runtime (cheaper than the database
+/// thread waking each task from outside it). A caller that has polled a request's future once and then stops
+/// polling it without dropping it (a future polled by hand, then parked while the task awaits something else)
+/// therefore also holds back the answers it carries until it is polled again or dropped. Awaiting the future, or
+/// putting it in `select!`, `join!`, a timeout or a spawned task, never does.
 #[derive(Clone)]
 pub struct Database {
     inner: Arc<Inner>,
