@@ -39,10 +39,8 @@ pub(crate) struct State {
 ///
 /// Answers served together travel together: of the requests of one batch made on the same thread, the last one's
 /// caller receives all their answers and wakes the others from inside its runtime (cheaper than the database
-/// thread waking each task from outside it). A caller that has polled a request's future once and then stops
-/// polling it without dropping it (a future polled by hand, then parked while the task awaits something else)
-/// therefore also holds back the answers it carries until it is polled again or dropped. Awaiting the future, or
-/// putting it in `select!`, `join!`, a timeout or a spawned task, never does.
+/// thread waking each task from outside it). If that caller is not polled within a millisecond (its future was
+/// polled by hand and then left aside, say), the database thread sends the others' answers itself.
 #[derive(Clone)]
 pub struct Database {
     inner: Arc<Inner>,
@@ -166,6 +164,7 @@ pub(crate) fn open_reader(
         config: config.clone(),
         began: Cell::new(None),
         held: RefCell::default(),
+        relays: RefCell::default(),
     })
 }
 

@@ -22,7 +22,7 @@ use crate::builder::Config;
 use crate::connection::TxGuard;
 use crate::database::State;
 use crate::metrics::LocalHistogram;
-use crate::request::{Answers, ReadRequest, Spun, answer_all, spin_for};
+use crate::request::{Answers, RELAY_GRACE, ReadRequest, Relays, Spun, recv_timeout, spin_for};
 
 /// Longest time an answer waits for the rest of its batch before the reader hands over what it has.
 const REPLY_EVERY: Duration = Duration::from_micros(100);
@@ -43,6 +43,8 @@ pub(crate) struct Reader {
     pub(crate) began: Cell<Option<Instant>>,
     /// Answers and counts not handed over yet.
     pub(crate) held: RefCell<Held>,
+    /// Answers handed to callers to pass on, delivered from here if they are not passed on in time.
+    pub(crate) relays: RefCell<Relays>,
 }
 
 /// What a reader keeps between hand-overs: answers not sent yet, and counts not yet added to the shared metrics
@@ -61,7 +63,15 @@ impl Reader {
     /// Serves requests until the queue is closed and drained (a thread of its own).
     pub(crate) fn run(self) {
         loop {
-            let first = match spin_for(&self.rx) {
+            let mut next = spin_for(&self.rx);
+            if matches!(next, Spun::Empty) && self.relays.borrow().pending() {
+                // Callers carrying answers for others have that long to pass them on; then they go from here.
+                next = recv_timeout(&self.rx, RELAY_GRACE);
+                if matches!(next, Spun::Empty) {
+                    self.relays.borrow_mut().deliver_all();
+                }
+            }
+            let first = match next {
                 Spun::Got(request) => request,
                 Spun::Closed => return,
                 Spun::Empty => match self.rx.recv_blocking() {
@@ -79,6 +89,9 @@ impl Reader {
         match self.rx.try_recv() {
             Ok(first) => {
                 self.serve_batch(first);
+                // Nothing here waits to deliver late relays: deliver them now (callers already passing them on
+                // get there first).
+                self.relays.borrow_mut().deliver_all();
                 true
             }
             Err(_) => false,
@@ -177,7 +190,7 @@ impl Reader {
             // The answers leave with the relay; the next ones need a vector of their own.
             std::mem::replace(&mut held.answers, Vec::with_capacity(REPLY_BATCH))
         };
-        answer_all(&mut answers);
+        self.relays.borrow_mut().answer_all(&mut answers);
     }
 
     fn begin(&self) {

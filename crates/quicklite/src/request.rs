@@ -1,7 +1,10 @@
 //! Requests as they travel through the queues: a type-erased closure plus the channel its answer goes back on.
 
+use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -94,32 +97,81 @@ pub(crate) trait ReadJob: Reply {
 ///
 /// Waking a task from a thread outside its runtime takes a lock on the runtime's shared queue and often wakes a
 /// sleeping worker thread; waking it from a worker thread is a push onto that worker's own queue. So a reader hands
-/// a batch's answers to one caller, whose task delivers the rest from inside the runtime. Dropping a relay, wherever
-/// that happens (after delivery, or with a caller that stopped waiting), delivers everything it still carries: no
-/// answer is lost.
-pub(crate) struct Relay(Vec<Box<dyn Reply>>);
+/// a batch's answers to one caller, whose task delivers the rest from inside the runtime. The thread that issued
+/// the relay keeps a handle on it ([`Relays`]) and delivers whatever is still undelivered after [`RELAY_GRACE`], so
+/// a caller that is slow to be polled (or never is again) delays the others by that much at most. Dropping a relay
+/// delivers what it still carries. Every answer is sent exactly once, by whoever comes first.
+#[derive(Clone)]
+pub(crate) struct Relay(Arc<Mutex<Vec<Box<dyn Reply>>>>);
 
-impl Drop for Relay {
-    fn drop(&mut self) {
-        for job in self.0.drain(..) {
+impl Relay {
+    /// Sends every answer the relay still carries.
+    pub(crate) fn deliver(&self) {
+        let jobs = std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner));
+        for job in jobs {
             job.reply(None);
         }
     }
 }
 
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.deliver();
+    }
+}
+
+/// How long a relay's carrier has to pass its answers on before the thread that issued it sends them itself.
+pub(crate) const RELAY_GRACE: Duration = Duration::from_millis(1);
+
 /// Settled answers waiting to be sent, each with the thread its request came from ([`origin`]).
 pub(crate) type Answers = Vec<(usize, Box<dyn Reply>)>;
 
-/// Sends every answer in `answers`, each paired with the thread its request came from ([`origin`]): per thread,
-/// one caller gets its answer together with the others', to pass on. A thread belongs to one runtime at a time, so
-/// no caller waits for a task of another runtime (which may be busy) to deliver its answer.
-pub(crate) fn answer_all(answers: &mut Answers) {
-    while let Some((origin, leader)) = answers.pop() {
-        let others: Vec<Box<dyn Reply>> = answers
-            .extract_if(.., |(from, _)| *from == origin)
-            .map(|(_, job)| job)
-            .collect();
-        leader.reply((!others.is_empty()).then_some(Relay(others)));
+/// The relays a worker thread issued and may still have to deliver itself.
+#[derive(Default)]
+pub(crate) struct Relays {
+    issued: Vec<(Instant, Relay)>,
+}
+
+impl Relays {
+    /// Sends every answer in `answers`: per thread the requests came from, one caller gets its answer together
+    /// with the others', to pass on. A thread belongs to one runtime at a time, so no caller waits for a task of
+    /// another runtime (which may be busy) to deliver its answer. First delivers what relays older than
+    /// [`RELAY_GRACE`] still carry.
+    pub(crate) fn answer_all(&mut self, answers: &mut Answers) {
+        let now = Instant::now();
+        if let Some(due) = now.checked_sub(RELAY_GRACE) {
+            self.deliver_issued_before(due);
+        }
+        while let Some((origin, leader)) = answers.pop() {
+            let others: Vec<Box<dyn Reply>> = answers
+                .extract_if(.., |(from, _)| *from == origin)
+                .map(|(_, job)| job)
+                .collect();
+            if others.is_empty() {
+                leader.reply(None);
+            } else {
+                let relay = Relay(Arc::new(Mutex::new(others)));
+                self.issued.push((now, relay.clone()));
+                leader.reply(Some(relay));
+            }
+        }
+    }
+
+    /// Delivers what relays issued before `due` still carry, and forgets them.
+    fn deliver_issued_before(&mut self, due: Instant) {
+        let keep = self.issued.partition_point(|(at, _)| *at < due);
+        // Dropping a relay delivers it.
+        self.issued.drain(..keep);
+    }
+
+    /// Delivers what every issued relay still carries, and forgets them.
+    pub(crate) fn deliver_all(&mut self) {
+        self.issued.clear();
+    }
+
+    /// Whether relays may still carry undelivered answers.
+    pub(crate) fn pending(&self) -> bool {
+        !self.issued.is_empty()
     }
 }
 
@@ -129,7 +181,7 @@ pub(crate) enum Spun<T> {
     Got(T),
     /// The queue is closed and empty.
     Closed,
-    /// Nothing arrived while spinning: time to sleep.
+    /// Nothing arrived (while spinning, or before the timeout).
     Empty,
 }
 
@@ -147,6 +199,42 @@ pub(crate) fn spin_for<T>(rx: &async_channel::Receiver<T>) -> Spun<T> {
                 return Spun::Empty;
             }
             Err(async_channel::TryRecvError::Empty) => backoff.snooze(),
+        }
+    }
+}
+
+/// Wakes a thread parked in [`recv_timeout`].
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Waits up to `timeout` for a request: polls the channel's receive future on this thread, parking between polls
+/// (async-channel has no blocking receive with a timeout).
+pub(crate) fn recv_timeout<T>(rx: &async_channel::Receiver<T>, timeout: Duration) -> Spun<T> {
+    let deadline = Instant::now() + timeout;
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut recv = std::pin::pin!(rx.recv());
+    loop {
+        match recv.as_mut().poll(&mut cx) {
+            Poll::Ready(Ok(request)) => return Spun::Got(request),
+            Poll::Ready(Err(_)) => return Spun::Closed,
+            Poll::Pending => {
+                let now = Instant::now();
+                if now >= deadline {
+                    return Spun::Empty;
+                }
+                // A spurious or early unpark only means another poll.
+                std::thread::park_timeout(deadline - now);
+            }
         }
     }
 }
@@ -336,40 +424,76 @@ mod tests {
     #[test]
     fn one_caller_per_thread_carries_the_others_answers() {
         let (mut answers, mut receivers) = answered(&[7, 8, 7, 7, 8]);
-        answer_all(&mut answers);
+        let mut relays = Relays::default();
+        relays.answer_all(&mut answers);
         assert!(answers.is_empty());
         // The last request of each thread leads: 4 for thread 7, 3 for thread 8; the others wait for them.
         let mut leaders = Vec::new();
+        let mut carried = Vec::new();
         for (i, rx) in receivers.iter_mut().enumerate() {
             if let Ok(answer) = rx.try_recv() {
                 assert_eq!(answer.result.unwrap(), i);
-                leaders.push((i, answer.relay.map(|relay| relay.0.len())));
+                let relay = answer.relay.expect("a leader carries the others' answers");
+                leaders.push((i, relay.0.lock().unwrap().len()));
+                carried.push(relay);
             }
         }
-        assert_eq!(leaders, vec![(3, Some(2)), (4, Some(1))]);
-        // Receiving the leaders' answers above dropped their relays, which delivered everyone else.
+        assert_eq!(leaders, vec![(3, 2), (4, 1)]);
+        for i in [0, 1, 2] {
+            assert!(
+                result(&mut receivers[i]).is_none(),
+                "{i} waits for its leader"
+            );
+        }
+        // The leaders pass their answers on.
+        drop(carried);
         for (i, rx) in receivers.iter_mut().enumerate() {
             if i != 3 && i != 4 {
                 assert_eq!(result(rx).unwrap().unwrap(), i);
             }
         }
+        // Already delivered: the issuing side finds nothing left to send.
+        relays.deliver_all();
+        assert!(!relays.pending());
     }
 
     #[test]
     fn a_relay_whose_carrier_stopped_waiting_still_delivers() {
+        let mut relays = Relays::default();
         let (mut answers, mut receivers) = answered(&[1, 1, 1]);
         // The leader (the last request) has given up: its receiver is gone before the answers are sent.
         drop(receivers.pop());
-        answer_all(&mut answers);
+        relays.answer_all(&mut answers);
         for (i, rx) in receivers.iter_mut().enumerate() {
             assert_eq!(result(rx).unwrap().unwrap(), i);
         }
 
         // The leader gives up after its answer (and the relay) arrived, without reading it.
         let (mut answers, mut receivers) = answered(&[1, 1, 1]);
-        answer_all(&mut answers);
+        relays.answer_all(&mut answers);
         assert!(result(&mut receivers[0]).is_none(), "waits for the leader");
         drop(receivers.pop());
+        for (i, rx) in receivers.iter_mut().enumerate() {
+            assert_eq!(result(rx).unwrap().unwrap(), i);
+        }
+    }
+
+    #[test]
+    fn answers_a_carrier_sits_on_are_sent_after_the_grace() {
+        let mut relays = Relays::default();
+        let (mut answers, mut receivers) = answered(&[1, 1, 1]);
+        relays.answer_all(&mut answers);
+        // The leader has its answer and the relay in its channel, but is never polled.
+        let _leader = receivers.pop();
+        assert!(relays.pending());
+        assert!(
+            result(&mut receivers[0]).is_none(),
+            "within the grace, the leader is waited for"
+        );
+        // Past the grace, the next hand-over sends what the relay still carries.
+        std::thread::sleep(RELAY_GRACE * 2);
+        relays.answer_all(&mut Answers::new());
+        assert!(!relays.pending());
         for (i, rx) in receivers.iter_mut().enumerate() {
             assert_eq!(result(rx).unwrap().unwrap(), i);
         }

@@ -6,10 +6,8 @@
 //! expensive part of a small write; a group shares one. Nobody is answered before the `COMMIT` returns, so no
 //! write is ever reported as committed that is not.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use async_channel::Receiver;
@@ -23,7 +21,9 @@ use crate::checkpoint::{self, Checkpointing, Mode, Policy};
 use crate::connection::SAVEPOINT;
 use crate::connection::{BusyLimit, TxGuard};
 use crate::database::State;
-use crate::request::{Reply, Spun, WriteKind, WriteRequest, answer_all, spin_for};
+use crate::request::{
+    RELAY_GRACE, Relays, Reply, Spun, WriteKind, WriteRequest, recv_timeout, spin_for,
+};
 
 /// The writer thread's state.
 pub(crate) struct Writer {
@@ -40,6 +40,8 @@ pub(crate) struct Writer {
     carry: Option<WriteRequest>,
     /// The group being committed (kept to reuse its allocation).
     group: Vec<WriteRequest>,
+    /// Answers handed to callers to pass on, delivered from here if they are not passed on in time.
+    relays: Relays,
 }
 
 /// Transaction-control statements, kept prepared in the statement cache.
@@ -69,6 +71,7 @@ impl Writer {
             policy: Policy::new(config.checkpointing),
             carry: None,
             group: Vec::with_capacity(config.write_batch_max),
+            relays: Relays::default(),
             config,
         }
     }
@@ -87,6 +90,9 @@ impl Writer {
         match self.carry.take().or_else(|| self.rx.try_recv().ok()) {
             Some(first) => {
                 self.serve(first);
+                // Nothing here waits to deliver late relays: deliver them now (callers already passing them on
+                // get there first).
+                self.relays.deliver_all();
                 true
             }
             None => false,
@@ -126,11 +132,19 @@ impl Writer {
             Spun::Closed => return None,
             Spun::Empty => {}
         }
+        if self.relays.pending() {
+            // Callers carrying answers for others have that long to pass them on; then they go from here.
+            match recv_timeout(&self.rx, RELAY_GRACE) {
+                Spun::Got(request) => return Some(request),
+                Spun::Closed => return None,
+                Spun::Empty => self.relays.deliver_all(),
+            }
+        }
         if let Some(idle) = self.policy.as_ref().and_then(Policy::idle_wait) {
             match recv_timeout(&self.rx, idle) {
-                Received::Request(r) => return Some(r),
-                Received::Closed => return None,
-                Received::TimedOut => self.checkpoint(Mode::Truncate),
+                Spun::Got(request) => return Some(request),
+                Spun::Closed => return None,
+                Spun::Empty => self.checkpoint(Mode::Truncate),
             }
         }
         self.rx.recv_blocking().ok()
@@ -231,7 +245,7 @@ impl Writer {
     }
 
     /// Runs a group of writes in one transaction.
-    fn run_group(&self, group: &mut Vec<WriteRequest>) {
+    fn run_group(&mut self, group: &mut Vec<WriteRequest>) {
         let _span = tracing::debug_span!("quicklite.write_group", writes = group.len()).entered();
         let metrics = &self.state.metrics;
         let now = Instant::now();
@@ -363,7 +377,7 @@ impl Writer {
             }
             answers.push((r.origin, r.job as Box<dyn Reply>));
         }
-        answer_all(&mut answers);
+        self.relays.answer_all(&mut answers);
     }
 
     /// Runs a request that asked for a transaction of its own, or for none.
@@ -482,49 +496,6 @@ impl Writer {
         }
         if let Err((_, e)) = self.conn.close() {
             tracing::warn!(error = %e, "closing the writer connection failed");
-        }
-    }
-}
-
-/// What [`recv_timeout`] got.
-enum Received {
-    Request(WriteRequest),
-    Closed,
-    TimedOut,
-}
-
-/// Wakes the writer thread parked in [`recv_timeout`].
-struct Unpark(std::thread::Thread);
-
-impl Wake for Unpark {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-/// Waits up to `timeout` for a request: polls the channel's receive future on this thread, parking between polls
-/// (async-channel has no blocking receive with a timeout).
-fn recv_timeout(rx: &Receiver<WriteRequest>, timeout: Duration) -> Received {
-    let deadline = Instant::now() + timeout;
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut recv = std::pin::pin!(rx.recv());
-    loop {
-        match recv.as_mut().poll(&mut cx) {
-            Poll::Ready(Ok(r)) => return Received::Request(r),
-            Poll::Ready(Err(_)) => return Received::Closed,
-            Poll::Pending => {
-                let now = Instant::now();
-                if now >= deadline {
-                    return Received::TimedOut;
-                }
-                // A spurious or early unpark only means another poll.
-                std::thread::park_timeout(deadline - now);
-            }
         }
     }
 }

@@ -458,3 +458,57 @@ async fn a_read_answer_does_not_wait_for_another_runtime() {
 async fn a_write_answer_does_not_wait_for_another_runtime() {
     answered_while_another_runtime_is_blocked(true).await;
 }
+
+/// Two reads of one thread answered in one batch, the later one's caller carrying the earlier one's answer: that
+/// caller polls its future once and then leaves it aside. The earlier read must still get its answer (from the
+/// reader, after a short grace), while the carrier stays unpolled.
+#[tokio::test(flavor = "current_thread")]
+async fn an_answer_whose_carrier_is_not_polled_still_arrives() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    let t = temp_db();
+    let db = Database::builder(&t.path).readers(1).open().await.unwrap();
+    // Hold the only reader from another thread while both reads queue up.
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+    let holder = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            rt.block_on(db.read(move |_| {
+                let _ = started_tx.send(());
+                let _ = release_rx.recv();
+                Ok(())
+            }))
+        })
+    };
+    started_rx.recv().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let wait_for_depth = |n: usize| {
+        while db.metrics().read_queue_depth < n {
+            assert!(std::time::Instant::now() < deadline, "reads never queued");
+            std::thread::yield_now();
+        }
+    };
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut first = Box::pin(db.read(|_| Ok(1)));
+    assert!(first.as_mut().poll(&mut cx).is_pending());
+    wait_for_depth(1);
+    // Queued last, so it carries the first read's answer; polled once here and then never until the end.
+    let mut carrier = Box::pin(db.read(|_| Ok(2)));
+    assert!(carrier.as_mut().poll(&mut cx).is_pending());
+    wait_for_depth(2);
+    release_tx.send(()).unwrap();
+    holder.join().unwrap().unwrap();
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(30), first)
+        .await
+        .expect("the first read's answer arrived without its carrier being polled");
+    assert_eq!(answer.unwrap(), 1);
+    match carrier.as_mut().poll(&mut cx) {
+        Poll::Ready(answer) => assert_eq!(answer.unwrap(), 2),
+        Poll::Pending => assert_eq!(carrier.await.unwrap(), 2),
+    }
+}
