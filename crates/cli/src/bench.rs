@@ -51,16 +51,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         build: !args.no_build,
         repo_root: args.repo_root.clone(),
     };
-    let registry = match RunnerRegistry::resolve(&approaches, &setup) {
-        Ok(registry) => registry,
-        Err(err) => {
-            if !existed {
-                // Nothing ran: leave no empty results directory behind (remove_dir only removes an empty one).
-                let _ = std::fs::remove_dir(&dir);
+    let registry =
+        match RunnerRegistry::resolve_profiles(&approaches, &options.build_profiles, &setup) {
+            Ok(registry) => registry,
+            Err(err) => {
+                if !existed {
+                    // Nothing ran: leave no empty results directory behind (remove_dir only removes an empty one).
+                    let _ = std::fs::remove_dir(&dir);
+                }
+                return Err(err).context("preparing the runners");
             }
-            return Err(err).context("preparing the runners");
-        }
-    };
+        };
 
     let estimate: Duration = cells
         .iter()
@@ -159,6 +160,9 @@ fn options(args: &BenchArgs) -> anyhow::Result<BenchOptions> {
     }
     if let Some(v) = args.seed {
         o.seed = v;
+    }
+    if let Some(v) = &args.build_profiles {
+        o.build_profiles = v.clone();
     }
     Ok(o)
 }

@@ -44,12 +44,13 @@ Exit status:
 /// `quicklite bench`. Lists are comma-separated; each list is one axis of the matrix.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// A run of about 2 minutes: every approach on point-read, insert and a 10-database multi-db, 2 s per cell
-    /// after 0.5 s of warm-up, plus memory-statistics and mutex variants. Other flags override its choices.
+    /// A run of about 2 minutes: every approach on point-read, insert, a 10-database multi-db and the queue, 2 s
+    /// per cell after 0.5 s of warm-up, plus memory-statistics and mutex variants and the queue at one task.
+    /// Other flags override its choices.
     #[arg(long)]
     pub quick: bool,
 
-    /// Workloads to run [default: point-read,insert,mixed,multi-db].
+    /// Workloads to run [default: point-read,insert,mixed,multi-db,queue].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub workloads: Option<Vec<String>>,
 
@@ -133,6 +134,12 @@ pub struct BenchArgs {
     /// multi-db: numbers of databases [default: 1,10,50,100].
     #[arg(long, value_delimiter = ',', value_name = "N,N")]
     pub num_databases: Option<Vec<u32>>,
+
+    /// SQLite build profiles, from crates/lab/build-profiles.txt: default (rusqlite's bundled flags), tuned (the
+    /// workspace's LIBSQLITE3_FLAGS), threadsafe2 (tuned in multi-thread mode), … Each profile other than tuned
+    /// is built into <target>/lab-profiles/<name> (once; later runs reuse it) [default: tuned].
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub build_profiles: Option<Vec<String>>,
 
     /// Seed of the operation mix and key choice [default: 4].
     #[arg(long, value_name = "N")]

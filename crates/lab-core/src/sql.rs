@@ -74,3 +74,35 @@ LEFT JOIN account_balances AS ab ON ab.account = t.from_account AND ab.block_idx
 WHERE t.from_account = ?1
 ORDER BY t.block_idx DESC
 LIMIT 20";
+
+/// Schema of the `queue` workload (seed 002): a durable job queue. A job is published unclaimed, claimed by a
+/// worker (owner and time set), and deleted when acknowledged.
+///
+/// `jobs_unclaimed` orders jobs by claim owner, then id: the unclaimed jobs (`claimed_by IS NULL`) sit together in
+/// id order, so [`CLAIM`] finds the oldest with one index search instead of scanning the table (a test checks
+/// the plan with `EXPLAIN QUERY PLAN`).
+pub const QUEUE_SCHEMA: &str = "\
+CREATE TABLE IF NOT EXISTS jobs (
+    id INTEGER PRIMARY KEY,
+    payload TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    claimed_by INTEGER,
+    claimed_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS jobs_unclaimed ON jobs (claimed_by, id);";
+
+/// `queue`'s publish: one new unclaimed job (`?1` payload, `?2` creation time in ms since the Unix epoch).
+pub const PUBLISH: &str = "INSERT INTO jobs (payload, created_at) VALUES (?1, ?2)";
+
+/// `queue`'s claim: marks the oldest unclaimed job as claimed by `?1` at `?2` (ms since the Unix epoch) and
+/// returns its id and payload; no row when the queue is empty.
+pub const CLAIM: &str = "\
+UPDATE jobs SET claimed_by = ?1, claimed_at = ?2
+WHERE id = (SELECT id FROM jobs WHERE claimed_by IS NULL ORDER BY id LIMIT 1)
+RETURNING id, payload";
+
+/// `queue`'s ack: deletes job `?1`, if `?2` claimed it.
+pub const ACK: &str = "DELETE FROM jobs WHERE id = ?1 AND claimed_by = ?2";
+
+/// Seeds one unclaimed job of the backlog (`?1` id, `?2` payload, `?3` creation time).
+pub const SEED_JOB: &str = "INSERT INTO jobs (id, payload, created_at) VALUES (?1, ?2, ?3)";

@@ -28,11 +28,21 @@ pub enum Workload {
     /// (the delay blocking inside the write, or an async pause between writes: [`crate::WriteMode`]), and readers
     /// running the account-history JOIN in a loop (R per database, or a fixed total over all databases).
     MultiDb,
+    /// Seed 002: a durable job queue. Every client task runs full cycles — publish a job, claim the oldest
+    /// unclaimed one (usually another task's), acknowledge (delete) it — so producers and consumers run
+    /// concurrently; each operation and the cycle are timed, and heap allocations counted.
+    Queue,
 }
 
 impl Workload {
     /// Every workload, in report order.
-    pub const ALL: [Workload; 4] = [Self::PointRead, Self::Insert, Self::Mixed, Self::MultiDb];
+    pub const ALL: [Workload; 5] = [
+        Self::PointRead,
+        Self::Insert,
+        Self::Mixed,
+        Self::MultiDb,
+        Self::Queue,
+    ];
 
     /// The name used in cells, results and on the command line.
     pub fn name(self) -> &'static str {
@@ -41,6 +51,7 @@ impl Workload {
             Self::Insert => "insert",
             Self::Mixed => "mixed",
             Self::MultiDb => "multi-db",
+            Self::Queue => "queue",
         }
     }
 
@@ -95,6 +106,7 @@ impl Workload {
     pub fn database_name(self, db: usize) -> String {
         match self {
             Self::MultiDb => format!("ledger-{db:04}"),
+            Self::Queue => "queue".to_string(),
             _ => "items".to_string(),
         }
     }
@@ -108,6 +120,7 @@ impl Workload {
     pub fn schema(self) -> &'static str {
         match self {
             Self::MultiDb => sql::LEDGER_SCHEMA,
+            Self::Queue => sql::QUEUE_SCHEMA,
             _ => sql::ITEMS_SCHEMA,
         }
     }
@@ -118,6 +131,8 @@ impl Workload {
     pub fn seed_rows(self, cell: &Cell) -> Box<dyn Iterator<Item = Statement>> {
         match self {
             Self::MultiDb => Box::new(data::ledger_seed(cell.seed, 0)),
+            // The backlog: claims search an index over `rows` waiting jobs, not an empty table.
+            Self::Queue => Box::new(data::job_seed(cell.rows, cell.seed)),
             _ => Box::new(data::item_seed(cell.rows, cell.seed)),
         }
     }
@@ -196,7 +211,10 @@ mod tests {
     fn unknown_workload_lists_the_valid_names() {
         let err = Workload::parse("point-reads").unwrap_err().to_string();
         assert!(err.contains("`point-reads`"), "{err}");
-        assert!(err.contains("point-read, insert, mixed, multi-db"), "{err}");
+        assert!(
+            err.contains("point-read, insert, mixed, multi-db, queue"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -229,6 +247,18 @@ mod tests {
         let cell = sample_cell("point-read", "x");
         assert_eq!(Workload::PointRead.databases(&cell), 1);
         assert_eq!(Workload::PointRead.seed_rows(&cell).count(), 200);
+
+        let cell = sample_cell("queue", "x");
+        assert_eq!(Workload::of_cell(&cell).unwrap(), Workload::Queue);
+        assert_eq!(Workload::Queue.databases(&cell), 1);
+        assert_eq!(
+            Workload::Queue.database_path(&cell, 0),
+            PathBuf::from("/nonexistent/queue.db")
+        );
+        assert!(Workload::Queue.schema().contains("jobs_unclaimed"));
+        let backlog: Vec<_> = Workload::Queue.seed_rows(&cell).collect();
+        assert_eq!(backlog.len(), 200);
+        assert!(backlog.iter().all(|s| s.sql == sql::SEED_JOB));
     }
 
     #[test]

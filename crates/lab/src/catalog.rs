@@ -4,7 +4,10 @@
 //! with the list of valid names in the message.
 
 /// Workloads, in the order the matrix runs them.
-pub const WORKLOADS: &[&str] = &["point-read", "insert", "mixed", "multi-db"];
+pub const WORKLOADS: &[&str] = &["point-read", "insert", "mixed", "multi-db", "queue"];
+
+/// The durable job queue: publish, claim, ack (seed 002).
+pub const QUEUE: &str = "queue";
 
 /// The workload with many databases, paced writers and JOIN readers (seed 004).
 pub const MULTI_DB: &str = "multi-db";
@@ -35,6 +38,20 @@ pub const WRITE_MODES: &[&str] = &["blocking", "paced"];
 
 /// The approach ratios are computed against unless the user names another: the most widely used async wrapper.
 pub const DEFAULT_BASELINE: &str = "tokio-rusqlite";
+
+/// Approaches that do not implement a workload, which the matrix leaves out of that workload's cells: sqlx's
+/// runner has no queue operations.
+pub fn unsupported(workload: &str) -> &'static [&'static str] {
+    match workload {
+        QUEUE => &["sqlx"],
+        _ => &[],
+    }
+}
+
+/// Whether `approach` implements `workload`.
+pub fn supports(workload: &str, approach: &str) -> bool {
+    !unsupported(workload).contains(&approach)
+}
 
 /// `a, b, c` — for error messages listing valid names.
 pub fn list(names: &[&str]) -> String {

@@ -73,11 +73,17 @@ impl EnvSummary {
                 dates.push(&env.date);
             }
             let approach = &result.cell.approach;
-            let runner = match out.runners.iter_mut().position(|r| r.runner == env.runner) {
+            // The same program built under another SQLite build profile links another SQLite: its own entry.
+            let name = if result.cell.build_profile == quicklite_lab_core::DEFAULT_BUILD_PROFILE {
+                env.runner.clone()
+            } else {
+                format!("{} · build {}", env.runner, result.cell.build_profile)
+            };
+            let runner = match out.runners.iter_mut().position(|r| r.runner == name) {
                 Some(i) => &mut out.runners[i],
                 None => {
                     out.runners.push(RunnerEnv {
-                        runner: env.runner.clone(),
+                        runner: name,
                         ..RunnerEnv::default()
                     });
                     let last = out.runners.len() - 1;

@@ -30,6 +30,7 @@
 #![deny(missing_docs)]
 
 mod atomic;
+pub mod build_profiles;
 pub mod catalog;
 mod clock;
 mod environment;
@@ -45,6 +46,7 @@ mod registry;
 mod report;
 mod row;
 mod run;
+pub mod seeds;
 mod store;
 mod summary;
 

@@ -20,7 +20,7 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
         for base in &scenarios {
             for &memstatus in &dedup(&options.memstatus) {
                 for mutex in &dedup(&options.mutex) {
-                    for approach in &approaches {
+                    for approach in approaches.iter().filter(|a| catalog::supports(workload, a)) {
                         cells.push(Cell {
                             approach: approach.clone(),
                             memstatus,
@@ -31,7 +31,9 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
                 }
             }
         }
-        for variant in variants_for(workload, &approaches, &options.variants) {
+        for variant in variants_for(workload, &approaches, &options.variants)
+            .filter(|v| catalog::supports(workload, &v.approach))
+        {
             if let Some(base) = scenarios.first() {
                 let cell = apply(base, variant, options);
                 if !cells.contains(&cell) {
@@ -60,6 +62,7 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
         multi_db: None,
         dir: String::new(),
         seed: options.seed,
+        build_profile: String::new(),
     };
     // multi-db's load is set by databases × readers, not by a concurrency level (seed 004), so it gets one
     // entry on that axis: the number of tasks it runs, for the record.
@@ -100,14 +103,17 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
         for &worker_threads in &dedup(&options.worker_threads) {
             for profile in &dedup(&options.profiles) {
                 for synchronous in &dedup(&options.synchronous) {
-                    out.push(Cell {
-                        concurrency,
-                        worker_threads,
-                        profile: profile.clone(),
-                        synchronous: synchronous.clone(),
-                        multi_db: multi_db.clone(),
-                        ..template.clone()
-                    });
+                    for build_profile in &dedup(&options.build_profiles) {
+                        out.push(Cell {
+                            concurrency,
+                            worker_threads,
+                            profile: profile.clone(),
+                            synchronous: synchronous.clone(),
+                            multi_db: multi_db.clone(),
+                            build_profile: build_profile.clone(),
+                            ..template.clone()
+                        });
+                    }
                 }
             }
         }
@@ -128,10 +134,19 @@ fn variants_for<'a>(
 fn apply(base: &Cell, variant: &Variant, options: &BenchOptions) -> Cell {
     let first_memstatus = options.memstatus.first().copied().unwrap_or(false);
     let first_mutex = options.mutex.first().cloned().unwrap_or_default();
+    let concurrency = match (&base.multi_db, variant.concurrency) {
+        (None, Some(concurrency)) => concurrency,
+        _ => base.concurrency,
+    };
     Cell {
         approach: variant.approach.clone(),
         memstatus: variant.memstatus.unwrap_or(first_memstatus),
         mutex: variant.mutex.clone().unwrap_or(first_mutex),
+        concurrency,
+        build_profile: variant
+            .build_profile
+            .clone()
+            .unwrap_or_else(|| base.build_profile.clone()),
         ..base.clone()
     }
 }
@@ -204,7 +219,14 @@ pub fn validate(options: &BenchOptions) -> Result<()> {
             None => {}
         }
     }
+    non_empty("--build-profiles", &options.build_profiles)?;
+    for name in &options.build_profiles {
+        crate::build_profiles::find(name)?;
+    }
     for variant in &options.variants {
+        if variant.concurrency == Some(0) {
+            return Err(invalid("variant concurrency", "must be greater than zero"));
+        }
         if let Some(mutex) = &variant.mutex
             && !catalog::MUTEX_MODES.contains(&mutex.as_str())
         {
@@ -265,9 +287,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quick_matrix_covers_every_approach_on_three_workloads() {
+    fn quick_matrix_covers_every_approach_on_three_workloads_and_the_queue() {
         let cells = build_matrix(&BenchOptions::quick()).expect("quick options are valid");
-        assert_eq!(cells.len(), 8 * 3 + 4);
+        // 8 approaches × 3 workloads, the queue without sqlx, 4 set-up variants, 3 one-task queue variants.
+        assert_eq!(cells.len(), 8 * 3 + 7 + 4 + 3);
         for workload in ["point-read", "insert", "multi-db"] {
             for approach in catalog::APPROACHES {
                 assert!(
@@ -280,6 +303,31 @@ mod tests {
         }
         let multi = cells.iter().find(|c| c.workload == "multi-db").unwrap();
         assert_eq!(multi.multi_db.as_ref().map(|m| m.num_databases), Some(10));
+        let queue: Vec<&Cell> = cells.iter().filter(|c| c.workload == "queue").collect();
+        assert!(
+            queue.iter().all(|c| c.approach != "sqlx"),
+            "sqlx has no queue"
+        );
+        let serial: Vec<&str> = queue
+            .iter()
+            .filter(|c| c.concurrency == 1)
+            .map(|c| c.approach.as_str())
+            .collect();
+        assert_eq!(serial, ["direct-blocking", "tokio-rusqlite", "quicklite"]);
+        assert!(cells.iter().all(|c| c.build_profile == "tuned"));
+    }
+
+    #[test]
+    fn build_profiles_are_an_axis() {
+        let options = BenchOptions {
+            workloads: vec!["point-read".into()],
+            approaches: vec!["quicklite".into()],
+            build_profiles: vec!["tuned".into(), "default".into(), "tuned".into()],
+            ..BenchOptions::default()
+        };
+        let cells = build_matrix(&options).unwrap();
+        let profiles: Vec<&str> = cells.iter().map(|c| c.build_profile.as_str()).collect();
+        assert_eq!(profiles, ["tuned", "default"]);
     }
 
     #[test]

@@ -45,6 +45,8 @@ pub struct Table {
     pub has_process: bool,
     /// Whether any row knows its open databases, so memory per open database can be shown.
     pub has_open_databases: bool,
+    /// Whether the rows have named operations (`queue`): per-operation latency and allocation columns.
+    pub has_operations: bool,
 }
 
 /// One successful cell in a table.
@@ -54,7 +56,7 @@ pub struct Row {
     pub label: String,
     /// The full result.
     pub result: CellResult,
-    /// Reads + writes per second: the ranking key.
+    /// Reads + writes per second (queue cycles per second for the queue): the ranking key.
     pub throughput: f64,
     /// `throughput / baseline throughput`, if the baseline measured anything.
     pub ratio: Option<f64>,
@@ -172,6 +174,7 @@ fn load_key(cell: &Cell) -> Cell {
         memstatus: false,
         mutex: String::new(),
         dir: String::new(),
+        build_profile: String::new(),
         ..cell.clone()
     }
 }
@@ -180,8 +183,12 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
     let first = &members[0].cell;
     let memstatus = majority(members.iter().map(|r| r.cell.memstatus));
     let mutex = majority(members.iter().map(|r| r.cell.mutex.clone()));
+    let build_profile = majority(members.iter().map(|r| r.cell.build_profile.clone()));
     let label = |cell: &Cell| {
         let mut label = cell.approach.clone();
+        if cell.build_profile != build_profile {
+            label.push_str(&format!(" · build {}", cell.build_profile));
+        }
         if cell.memstatus != memstatus {
             label.push_str(&format!(" · memstatus {}", on_off(cell.memstatus)));
         }
@@ -196,7 +203,7 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
         .map(|r| Row {
             label: label(&r.cell),
             result: (*r).clone(),
-            throughput: r.reads.ops_per_sec + r.writes.ops_per_sec,
+            throughput: throughput(r),
             ratio: None,
             is_baseline: false,
         })
@@ -235,7 +242,8 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
     Table {
         workload: first.workload.clone(),
         title: first.workload.clone(),
-        settings: settings(first, memstatus, &mutex),
+        settings: settings(first, memstatus, &mutex, &build_profile),
+        has_operations: rows.iter().any(|r| !r.result.operations.is_empty()),
         has_reads: rows.iter().any(|r| r.result.reads.ops > 0),
         has_writes: rows.iter().any(|r| r.result.writes.ops > 0),
         has_completion: rows.iter().any(|r| r.result.write_completion.is_some()),
@@ -249,7 +257,12 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
 }
 
 /// The settings a table's rows share, in reading order.
-fn settings(cell: &Cell, memstatus: bool, mutex: &str) -> Vec<(String, String)> {
+fn settings(
+    cell: &Cell,
+    memstatus: bool,
+    mutex: &str,
+    build_profile: &str,
+) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     let mut push = |k: &str, v: String| out.push((k.to_owned(), v));
     match &cell.multi_db {
@@ -277,8 +290,12 @@ fn settings(cell: &Cell, memstatus: bool, mutex: &str) -> Vec<(String, String)> 
     );
     push("memory statistics", on_off(memstatus).to_owned());
     push("mutex", mutex.to_owned());
+    push("SQLite build", build_profile.to_owned());
     if matches!(cell.workload.as_str(), "point-read" | "mixed") {
         push("rows", cell.rows.to_string());
+    }
+    if cell.workload == "queue" {
+        push("backlog", format!("{} jobs", cell.rows));
     }
     push(
         "measured",
@@ -290,6 +307,14 @@ fn settings(cell: &Cell, memstatus: bool, mutex: &str) -> Vec<(String, String)> 
     );
     push("seed", cell.seed.to_string());
     out
+}
+
+/// The ranking key of a result: reads + writes per second, or full queue cycles per second.
+pub fn throughput(result: &CellResult) -> f64 {
+    match result.operation("cycle") {
+        Some(cycle) => cycle.stats.ops_per_sec,
+        None => result.reads.ops_per_sec + result.writes.ops_per_sec,
+    }
 }
 
 /// When a workload has several tables, adds the settings that tell them apart to their titles.

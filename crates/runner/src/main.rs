@@ -22,6 +22,11 @@ use approaches::quicklite::Quicklite;
 use approaches::spawn_blocking::SpawnBlocking;
 use sqlite::{report, seed};
 
+/// Counts heap allocations for the workloads that report them per operation (`queue`, seed 002); a relaxed load
+/// per allocation otherwise.
+#[global_allocator]
+static ALLOCATOR: quicklite_lab_core::CountingAllocator = quicklite_lab_core::CountingAllocator;
+
 fn main() -> ExitCode {
     quicklite_lab_core::run_runner_main(QuickliteRunner)
 }

@@ -4,8 +4,9 @@ use std::process::Command;
 
 use quicklite_lab_core::LEDGER_SEED_BLOCKS;
 use quicklite_lab_core::runner_testing::{
-    assert_completion, assert_measured, assert_write_completion, crate_version, ledger_files,
-    ledger_files_of, run_runner, tiny_cell, tiny_paced_cell,
+    assert_completion, assert_measured, assert_queue_measured, assert_write_completion,
+    crate_version, ledger_files, ledger_files_of, queue_jobs_sql, run_runner, tiny_cell,
+    tiny_paced_cell,
 };
 use serde_json::{Value, json};
 
@@ -35,6 +36,32 @@ fn direct_blocking_point_read() {
     let dir = tempfile::tempdir().unwrap();
     let result = run(&tiny_cell("direct-blocking", "point-read", dir.path()));
     assert_measured_with_server_profile(&result);
+}
+
+/// Runs a tiny queue cell with `approach` and checks the result and what is left in the queue.
+fn queue_round_trip(approach: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_cell(approach, "queue", dir.path()));
+    assert_queue_measured(&result);
+    let conn = rusqlite::Connection::open(dir.path().join("queue.db")).unwrap();
+    let (jobs, claimed): (i64, i64) = conn
+        .query_row(queue_jobs_sql(), [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
+    assert_eq!(
+        (jobs, claimed),
+        (200, 0),
+        "the backlog, nothing left claimed"
+    );
+}
+
+#[test]
+fn quicklite_queue() {
+    queue_round_trip("quicklite");
+}
+
+#[test]
+fn direct_blocking_queue() {
+    queue_round_trip("direct-blocking");
 }
 
 #[test]

@@ -69,9 +69,40 @@ impl Exporter for MarkdownExporter {
                 out.push('\n');
             }
         }
+        seeds(&mut out, results);
         environment(&mut out, &EnvSummary::new(results));
         Ok(out.into_bytes())
     }
+}
+
+/// The seeds section: each seed's claim and published figure beside this run's.
+fn seeds(out: &mut String, results: &[CellResult]) {
+    let env = EnvSummary::new(results);
+    let _ = writeln!(out, "## Seeds\n");
+    let _ = writeln!(
+        out,
+        "Each seed's claim, its published figure, and what this run measured on {} (computed from the cells \
+         above; a seed whose cells did not run says so).\n",
+        or_unknown(&env.cpus.join("; "))
+    );
+    let _ = writeln!(
+        out,
+        "| seed | claim | published (machine) | measured here | reproduces here? |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|");
+    for f in crate::seeds::findings(results) {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} ({}) | {} | {} |",
+            f.seed,
+            escape(f.claim),
+            escape(f.published),
+            escape(f.machine),
+            escape(f.measured.as_deref().unwrap_or("not measured in this run")),
+            escape(&f.verdict)
+        );
+    }
+    out.push('\n');
 }
 
 fn environment(out: &mut String, env: &EnvSummary) {

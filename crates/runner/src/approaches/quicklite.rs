@@ -11,8 +11,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use quicklite::{Builder, Database, Registry};
 use quicklite_lab_core::{
-    Approach, Block, Cell, Environment, Knobs, NewItem, Profile, REPORTED_PRAGMAS, Workload,
-    process,
+    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, Profile, REPORTED_PRAGMAS,
+    Workload, process,
 };
 
 use crate::sqlite::report::crate_versions;
@@ -209,6 +209,21 @@ impl Approach for Quicklite {
             .db(db)?
             .write(move |c| ops::append_block(c, &block, delay))
             .await?)
+    }
+
+    async fn publish(&self, job: NewJob) -> Result<()> {
+        Ok(self.db(0)?.write(move |c| ops::publish(c, &job)).await?)
+    }
+
+    async fn claim(&self, owner: i64, now_ms: i64) -> Result<Option<i64>> {
+        Ok(self
+            .db(0)?
+            .write(move |c| ops::claim(c, owner, now_ms))
+            .await?)
+    }
+
+    async fn ack(&self, id: i64, owner: i64) -> Result<()> {
+        Ok(self.db(0)?.write(move |c| ops::ack(c, id, owner)).await?)
     }
 
     fn open_databases(&self) -> Option<u64> {
