@@ -44,13 +44,13 @@ Exit status:
 /// `quicklite bench`. Lists are comma-separated; each list is one axis of the matrix.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// A run of about 2 minutes: every approach on point-read, insert, a 10-database multi-db and the queue, 2 s
-    /// per cell after 0.5 s of warm-up, plus memory-statistics and mutex variants and the queue at one task.
-    /// Other flags override its choices.
+    /// A run of about 3 minutes: every approach on point-read, insert, a 10-database multi-db, the queue and
+    /// http, 2 s per cell after 0.5 s of warm-up, plus memory-statistics and mutex variants and the queue at one
+    /// task. Other flags override its choices.
     #[arg(long)]
     pub quick: bool,
 
-    /// Workloads to run [default: point-read,insert,mixed,multi-db,queue].
+    /// Workloads to run [default: point-read,insert,mixed,multi-db,queue,http].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub workloads: Option<Vec<String>>,
 
@@ -66,7 +66,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SECS")]
     pub warmup: Option<f64>,
 
-    /// Concurrent client tasks (not used by multi-db) [default: 64].
+    /// Concurrent client tasks (http: keep-alive connections; not used by multi-db) [default: 64].
     #[arg(short, long, value_delimiter = ',', value_name = "N,N")]
     pub concurrency: Option<Vec<u32>>,
 

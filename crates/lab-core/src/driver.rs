@@ -166,44 +166,33 @@ pub fn failed_result(cell: Cell, env: Environment, failure: String) -> CellResul
 }
 
 /// Samples of the process taken at the edges of the window by the timekeeper thread.
-struct Edges {
+pub(crate) struct Edges {
     /// CPU seconds used during the window.
-    cpu_secs: f64,
+    pub(crate) cpu_secs: f64,
     /// Threads at the end.
-    threads: Option<u64>,
+    pub(crate) threads: Option<u64>,
     /// RSS at the end.
-    rss_bytes: Option<u64>,
+    pub(crate) rss_bytes: Option<u64>,
     /// Heap allocations during the window, when counted.
-    allocations: Option<AllocCount>,
+    pub(crate) allocations: Option<AllocCount>,
 }
 
-/// Runs `cell` against `approach`: spawns the client tasks, waits out the warm-up and the window, and returns
-/// what was measured. Tasks still inside an operation at the end are left to finish on their own; the runner
-/// exits without waiting for them.
-pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measurement> {
-    let workload = Workload::of_cell(cell)?;
-    if workload == Workload::Queue {
-        // Seed 002 compares drivers by allocations per cycle: count them (a no-op without the runner's counting
-        // allocator).
-        alloc::start_counting();
-    }
-    let start = Instant::now();
-    let measure_start = start + Duration::from_millis(cell.warmup_ms);
-    let window = Window {
-        measure_start,
-        end: measure_start + Duration::from_millis(cell.duration_ms),
-    };
-
+/// Starts the timekeeper: a plain OS thread (tokio's timers stop when direct-blocking calls hold every worker)
+/// that samples CPU time, allocations, threads and memory at `measure_start` and `end`.
+pub(crate) fn spawn_timekeeper(
+    measure_start: Instant,
+    end: Instant,
+) -> Result<tokio::sync::oneshot::Receiver<Edges>> {
     let (edges_tx, edges_rx) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("lab-timekeeper".into())
         .spawn(move || {
             // Opened before the approach gets to use up the file descriptors.
             let mut status = process::StatusFile::open();
-            sleep_until(window.measure_start);
+            sleep_until(measure_start);
             let cpu_start = process::cpu_time();
             let allocs_start = alloc::allocations();
-            sleep_until(window.end);
+            sleep_until(end);
             let cpu_end = process::cpu_time();
             let allocs_end = alloc::allocations();
             let _ = edges_tx.send(Edges {
@@ -216,6 +205,35 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
             });
         })
         .context("cannot start the timekeeper thread")?;
+    Ok(edges_rx)
+}
+
+/// Runs `cell` against `approach`: spawns the client tasks, waits out the warm-up and the window, and returns
+/// what was measured. Tasks still inside an operation at the end are left to finish on their own; the runner
+/// exits without waiting for them.
+pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measurement> {
+    let workload = Workload::of_cell(cell)?;
+    if workload == Workload::Http {
+        #[cfg(feature = "http")]
+        return crate::http::drive(cell, approach).await;
+        #[cfg(not(feature = "http"))]
+        anyhow::bail!(
+            "this runner was built without the http workload (lab-core's `http` feature)"
+        );
+    }
+    if workload == Workload::Queue {
+        // Seed 002 compares drivers by allocations per cycle: count them (a no-op without the runner's counting
+        // allocator).
+        alloc::start_counting();
+    }
+    let start = Instant::now();
+    let measure_start = start + Duration::from_millis(cell.warmup_ms);
+    let window = Window {
+        measure_start,
+        end: measure_start + Duration::from_millis(cell.duration_ms),
+    };
+
+    let edges_rx = spawn_timekeeper(window.measure_start, window.end)?;
 
     let mut stats = StatsShards::default();
     let mut expected_writes = None;

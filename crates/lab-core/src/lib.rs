@@ -41,6 +41,9 @@ mod cell;
 mod clients;
 mod data;
 mod driver;
+#[cfg(feature = "http")]
+mod http;
+pub mod http_load;
 mod knobs;
 mod machine;
 mod pacing;

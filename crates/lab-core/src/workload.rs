@@ -32,16 +32,20 @@ pub enum Workload {
     /// unclaimed one (usually another task's), acknowledge (delete) it — so producers and consumers run
     /// concurrently; each operation and the cycle are timed, and heap allocations counted.
     Queue,
+    /// Seed 000: an axum service with a single-row endpoint (`GET /items/{id}`, the `point-read` statement) under
+    /// `concurrency` keep-alive connections from a load generator in another process.
+    Http,
 }
 
 impl Workload {
     /// Every workload, in report order.
-    pub const ALL: [Workload; 5] = [
+    pub const ALL: [Workload; 6] = [
         Self::PointRead,
         Self::Insert,
         Self::Mixed,
         Self::MultiDb,
         Self::Queue,
+        Self::Http,
     ];
 
     /// The name used in cells, results and on the command line.
@@ -52,6 +56,7 @@ impl Workload {
             Self::Mixed => "mixed",
             Self::MultiDb => "multi-db",
             Self::Queue => "queue",
+            Self::Http => "http",
         }
     }
 
@@ -82,7 +87,7 @@ impl Workload {
                     bail!("paced writes need a period (write_delay_ms = 0)");
                 }
             }
-            Self::PointRead | Self::Mixed if cell.rows == 0 => {
+            Self::PointRead | Self::Mixed | Self::Http if cell.rows == 0 => {
                 bail!("{} needs rows to read (rows = 0)", workload.name());
             }
             _ => {}
@@ -212,7 +217,7 @@ mod tests {
         let err = Workload::parse("point-reads").unwrap_err().to_string();
         assert!(err.contains("`point-reads`"), "{err}");
         assert!(
-            err.contains("point-read, insert, mixed, multi-db, queue"),
+            err.contains("point-read, insert, mixed, multi-db, queue, http"),
             "{err}"
         );
     }

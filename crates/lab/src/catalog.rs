@@ -4,7 +4,10 @@
 //! with the list of valid names in the message.
 
 /// Workloads, in the order the matrix runs them.
-pub const WORKLOADS: &[&str] = &["point-read", "insert", "mixed", "multi-db", "queue"];
+pub const WORKLOADS: &[&str] = &["point-read", "insert", "mixed", "multi-db", "queue", "http"];
+
+/// The axum service with a single-row endpoint under load from another process (seed 000).
+pub const HTTP: &str = "http";
 
 /// The durable job queue: publish, claim, ack (seed 002).
 pub const QUEUE: &str = "queue";
@@ -40,10 +43,10 @@ pub const WRITE_MODES: &[&str] = &["blocking", "paced"];
 pub const DEFAULT_BASELINE: &str = "tokio-rusqlite";
 
 /// Approaches that do not implement a workload, which the matrix leaves out of that workload's cells: sqlx's
-/// runner has no queue operations.
+/// runner has no queue operations and no HTTP service.
 pub fn unsupported(workload: &str) -> &'static [&'static str] {
     match workload {
-        QUEUE => &["sqlx"],
+        QUEUE | HTTP => &["sqlx"],
         _ => &[],
     }
 }

@@ -289,8 +289,9 @@ mod tests {
     #[test]
     fn quick_matrix_covers_every_approach_on_three_workloads_and_the_queue() {
         let cells = build_matrix(&BenchOptions::quick()).expect("quick options are valid");
-        // 8 approaches × 3 workloads, the queue without sqlx, 4 set-up variants, 3 one-task queue variants.
-        assert_eq!(cells.len(), 8 * 3 + 7 + 4 + 3);
+        // 8 approaches × 3 workloads, the queue and http without sqlx, 5 set-up variants, 3 one-task queue
+        // variants.
+        assert_eq!(cells.len(), 8 * 3 + 7 + 7 + 5 + 3);
         for workload in ["point-read", "insert", "multi-db"] {
             for approach in catalog::APPROACHES {
                 assert!(

@@ -99,11 +99,11 @@ impl Default for BenchOptions {
 }
 
 impl BenchOptions {
-    /// The README's run: every approach on `point-read`, `insert`, a 10-database `multi-db` and the `queue`, 2 s
-    /// measured after 0.5 s of warm-up, plus variants showing memory statistics and the serialized mutex (seeds
-    /// 000 and 001) and the queue one cycle at a time (seed 002's figures are for one goroutine).
+    /// The README's run: every approach on `point-read`, `insert`, a 10-database `multi-db`, the `queue` and
+    /// `http`, 2 s measured after 0.5 s of warm-up, plus variants showing memory statistics and the serialized
+    /// mutex (seeds 000 and 001) and the queue one cycle at a time (seed 002's figures are for one goroutine).
     ///
-    /// 38 cells of about 3 s each: roughly two minutes on a 2-core machine, once the runners are built.
+    /// 46 cells of about 3 s each: roughly two and a half minutes on a 2-core machine, once the runners are built.
     pub fn quick() -> Self {
         let variant = |approach: &str, memstatus: Option<bool>, mutex: Option<&str>| Variant {
             workload: "point-read".to_owned(),
@@ -122,7 +122,13 @@ impl BenchOptions {
             build_profile: None,
         };
         Self {
-            workloads: owned(&["point-read", "insert", catalog::MULTI_DB, catalog::QUEUE]),
+            workloads: owned(&[
+                "point-read",
+                "insert",
+                catalog::MULTI_DB,
+                catalog::QUEUE,
+                catalog::HTTP,
+            ]),
             duration_ms: 2_000,
             warmup_ms: 500,
             num_databases: vec![10],
@@ -134,6 +140,11 @@ impl BenchOptions {
                 // Seed 001: the serialized mode's per-connection mutex, on the pattern that shares connections.
                 variant("per-request", None, Some("fullmutex")),
                 variant("quicklite", None, Some("fullmutex")),
+                // Seed 000 itself: the HTTP service with a connection per request, memory statistics on.
+                Variant {
+                    workload: catalog::HTTP.to_owned(),
+                    ..variant("per-request", Some(true), None)
+                },
                 // Seed 002: ns/op and allocations per operation, one cycle at a time.
                 serial_queue("direct-blocking"),
                 serial_queue("tokio-rusqlite"),

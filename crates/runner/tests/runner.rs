@@ -65,6 +65,17 @@ fn direct_blocking_queue() {
 }
 
 #[test]
+fn http_is_served_to_a_load_generator_in_another_process() {
+    for approach in ["quicklite", "per-request"] {
+        let dir = tempfile::tempdir().unwrap();
+        let result = run(&tiny_cell(approach, "http", dir.path()));
+        // Requests are counted by the load generator (a second process of this executable), CPU by the service.
+        assert_measured_with_server_profile(&result);
+        assert!(result["cpu_secs"].as_f64().unwrap() > 0.0, "{result:#}");
+    }
+}
+
+#[test]
 fn quicklite_point_read() {
     let dir = tempfile::tempdir().unwrap();
     let result = run(&tiny_cell("quicklite", "point-read", dir.path()));
