@@ -85,7 +85,16 @@ impl RunnerRegistry {
         profiles: &[String],
         setup: &RunnerSetup,
     ) -> Result<Self> {
-        let mut registry = Self::resolve(approaches, setup)?;
+        let mut workspace_build = false;
+        for name in profiles {
+            workspace_build |= build_profiles::find(name)?.is_workspace_build();
+        }
+        // The workspace's own runners are built (or looked for) only when a profile uses them.
+        let mut registry = if workspace_build {
+            Self::resolve(approaches, setup)?
+        } else {
+            Self::resolve(&[], setup)?
+        };
         for name in profiles {
             let profile = build_profiles::find(name)?;
             if profile.is_workspace_build() {
@@ -477,6 +486,45 @@ mod tests {
             "--bin".to_owned(),
             "quicklite-runner".to_owned()
         ]));
+    }
+
+    #[test]
+    fn a_run_of_another_profile_alone_looks_only_for_that_profile_s_runners() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("Cargo.toml"), "").unwrap();
+        std::fs::create_dir_all(root.path().join(".cargo")).unwrap();
+        std::fs::write(
+            root.path().join(".cargo/config.toml"),
+            "[env]\nLIBSQLITE3_FLAGS = \"-DSQLITE_DQS=0\"\n",
+        )
+        .unwrap();
+        let setup = RunnerSetup {
+            build: false,
+            repo_root: Some(root.path().to_owned()),
+            ..RunnerSetup::default()
+        };
+        let outcome = RunnerRegistry::resolve_profiles(
+            &["quicklite".to_owned()],
+            &["default".to_owned()],
+            &setup,
+        );
+        // Not the workspace build's target/release: the default profile's own directory, found (when
+        // CARGO_TARGET_DIR points at a target where it was built) or named as missing.
+        let looked_at = match outcome {
+            Ok(registry) => {
+                assert_eq!(registry.program("quicklite", "tuned"), None);
+                registry
+                    .program("quicklite", "default")
+                    .unwrap()
+                    .display()
+                    .to_string()
+            }
+            Err(err) => err.to_string(),
+        };
+        assert!(
+            looked_at.contains("lab-profiles/default/release/quicklite-runner"),
+            "{looked_at}"
+        );
     }
 
     #[test]
