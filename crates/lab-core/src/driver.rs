@@ -21,6 +21,7 @@ use crate::clients::{
     paced_writer, queue_client,
 };
 use crate::data::{self, Block, LedgerGenerator, NewItem, NewJob};
+use crate::orm::{ORM_ARTISTS, OrmOp, orm_result_name};
 use crate::pacing::Schedule;
 use crate::rng::Rng;
 use crate::stats::{OpKind, TaskStats};
@@ -83,6 +84,17 @@ pub trait Approach: Send + Sync + 'static {
     fn ack(&self, id: i64, owner: i64) -> impl Future<Output = Result<()>> + Send {
         let _ = (id, owner);
         async { Err(no_queue()) }
+    }
+
+    /// `orm`: operation `op` of the suite on the artist `key` (in `1..=ORM_ARTISTS`), wrapped in a transaction of
+    /// its own when `txn` is set. By default, an error: the approach does not implement the suite.
+    fn orm(&self, op: OrmOp, key: i64, txn: bool) -> impl Future<Output = Result<()>> + Send {
+        let _ = (op, key, txn);
+        async {
+            Err(anyhow::anyhow!(
+                "this approach does not implement the orm workload"
+            ))
+        }
     }
 
     /// Databases with open connections right now, if the approach knows: all of them for approaches that open
@@ -220,6 +232,9 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
         anyhow::bail!(
             "this runner was built without the http workload (lab-core's `http` feature)"
         );
+    }
+    if workload == Workload::Orm {
+        return drive_orm(cell, &*approach).await;
     }
     if workload == Workload::Queue {
         // Seed 002 compares drivers by allocations per cycle: count them (a no-op without the runner's counting
@@ -369,6 +384,61 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
         operations,
         window_allocations: edges.allocations.map(|a| a.allocations),
         window_alloc_bytes: edges.allocations.map(|a| a.bytes),
+    })
+}
+
+/// The `orm` suite: a warm-up running every operation in turn, then each operation alone, without and with a
+/// wrapping transaction, for an equal share of the measured time; one operation in flight at a time, as the seed's
+/// single ActiveRecord connection ran them.
+async fn drive_orm<A: Approach>(cell: &Cell, approach: &A) -> Result<Measurement> {
+    let mut key = 0i64;
+    let mut next_key = || {
+        key = key % ORM_ARTISTS + 1;
+        key
+    };
+    let warm_end = Instant::now() + Duration::from_millis(cell.warmup_ms);
+    while Instant::now() < warm_end {
+        for op in OrmOp::ALL {
+            approach
+                .orm(op, next_key(), false)
+                .await
+                .with_context(|| format!("warm-up: {}", op.name()))?;
+        }
+    }
+    let slices = (OrmOp::ALL.len() * 2) as u32;
+    let slice = (Duration::from_millis(cell.duration_ms) / slices).max(Duration::from_millis(1));
+    let cpu_start = process::cpu_time();
+    let start = Instant::now();
+    let mut totals = TaskStats::new();
+    let mut operations = Vec::new();
+    for op in OrmOp::ALL {
+        for txn in [false, true] {
+            let mut stats = TaskStats::new();
+            let end = Instant::now() + slice;
+            while Instant::now() < end {
+                let started = Instant::now();
+                match approach.orm(op, next_key(), txn).await {
+                    Ok(()) => stats.record(OpKind::Read, started.elapsed().as_nanos() as u64),
+                    Err(e) => stats.record_error(format!("{}: {e:#}", op.name())),
+                }
+            }
+            totals.merge(&stats);
+            operations.push(NamedOp {
+                name: orm_result_name(op, txn),
+                stats: stats.op_stats(OpKind::Read, slice.as_secs_f64()),
+                allocs_per_op: None,
+                alloc_bytes_per_op: None,
+            });
+        }
+    }
+    let wall_secs = start.elapsed().as_secs_f64();
+    Ok(Measurement {
+        errors: totals.errors(),
+        error_samples: totals.error_samples().to_vec(),
+        wall_secs,
+        cpu_secs: (process::cpu_time() - cpu_start).as_secs_f64(),
+        operations,
+        ..Measurement::default()
     })
 }
 
@@ -535,6 +605,8 @@ mod tests {
         failing: bool,
         /// The queue: job id → the worker that claimed it.
         jobs: Mutex<BTreeMap<i64, Option<i64>>>,
+        /// `orm` calls per (operation, in a transaction).
+        orm_calls: Mutex<BTreeMap<(&'static str, bool), u64>>,
     }
 
     impl Fake {
@@ -613,6 +685,17 @@ mod tests {
             }))
         }
 
+        async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
+            assert!((1..=ORM_ARTISTS).contains(&key));
+            *self
+                .orm_calls
+                .lock()
+                .unwrap()
+                .entry((op.name(), txn))
+                .or_default() += 1;
+            Ok(())
+        }
+
         async fn ack(&self, id: i64, owner: i64) -> Result<()> {
             let mut jobs = self.jobs.lock().unwrap();
             match jobs.get(&id) {
@@ -663,6 +746,40 @@ mod tests {
         assert!(m.operations.iter().all(|o| o.allocs_per_op.is_none()));
         assert_eq!(m.window_allocations, None);
         assert_eq!(m.reads.ops + m.writes.ops, 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_orm_suite_times_every_operation_with_and_without_a_transaction() {
+        let cell = sample_cell("orm", "fake");
+        let (m, fake) = run(&cell, Fake::default()).await;
+        assert_eq!(m.errors, 0, "{:?}", m.error_samples);
+        assert_eq!(m.operations.len(), 32);
+        assert_eq!(m.operations[0].name, "model_object_creation");
+        assert_eq!(m.operations[1].name, "model_object_creation (txn)");
+        assert!(m.operations.iter().all(|o| o.stats.ops > 0), "{m:?}");
+        let calls = fake.orm_calls.lock().unwrap().clone();
+        assert_eq!(calls.len(), 32, "every operation, both ways");
+        // Each measured operation ran at least as often as it was counted (the warm-up ran the plain ones too).
+        for o in &m.operations {
+            let txn = o.name.ends_with(" (txn)");
+            let name = o.name.trim_end_matches(" (txn)");
+            assert!(
+                calls[&(
+                    OrmOp::ALL
+                        .iter()
+                        .find(|op| op.name() == name)
+                        .unwrap()
+                        .name(),
+                    txn
+                )] >= o.stats.ops
+            );
+        }
+        // An approach without the suite fails the cell at the warm-up, naming the operation.
+        let err = drive(&cell, Arc::new(NoQueue)).await.unwrap_err();
+        assert!(
+            format!("{err:#}").contains("does not implement the orm"),
+            "{err:#}"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -46,6 +46,7 @@ mod http;
 pub mod http_load;
 mod knobs;
 mod machine;
+pub mod orm;
 mod pacing;
 pub mod process;
 mod result;
@@ -69,6 +70,7 @@ pub use data::{
 pub use driver::{Approach, Measurement, QUEUE_PROBE_CYCLES, drive, failed_result};
 pub use knobs::{Knobs, MutexMode, Pragma, Profile, REPORTED_PRAGMAS, SERVER_PRAGMAS};
 pub use machine::{cpu_model, rfc3339_utc};
+pub use orm::OrmOp;
 pub use pacing::Schedule;
 pub use result::{CellResult, Completion, Environment, NamedOp, OpStats};
 pub use rng::Rng;

@@ -106,3 +106,73 @@ pub const ACK: &str = "DELETE FROM jobs WHERE id = ?1 AND claimed_by = ?2";
 
 /// Seeds one unclaimed job of the backlog (`?1` id, `?2` payload, `?3` creation time).
 pub const SEED_JOB: &str = "INSERT INTO jobs (id, payload, created_at) VALUES (?1, ?2, ?3)";
+
+/// Schema of the `orm` workload (seed 003): artists with albums with tracks, the shape of an ORM benchmark's
+/// one-to-many-to-many associations, each artist with a JSON document.
+pub const ORM_SCHEMA: &str = "\
+CREATE TABLE IF NOT EXISTS artists (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS artists_by_name ON artists (name);
+CREATE TABLE IF NOT EXISTS albums (
+    id INTEGER PRIMARY KEY,
+    artist_id INTEGER NOT NULL REFERENCES artists (id),
+    name TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS albums_by_artist ON albums (artist_id);
+CREATE TABLE IF NOT EXISTS tracks (
+    id INTEGER PRIMARY KEY,
+    album_id INTEGER NOT NULL REFERENCES albums (id),
+    name TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tracks_by_album ON tracks (album_id);";
+
+/// Seeds an artist (`?1` id, `?2` name, `?3` JSON data).
+pub const ORM_SEED_ARTIST: &str = "INSERT INTO artists (id, name, data) VALUES (?1, ?2, ?3)";
+/// Seeds an album (`?1` id, `?2` artist, `?3` name).
+pub const ORM_SEED_ALBUM: &str = "INSERT INTO albums (id, artist_id, name) VALUES (?1, ?2, ?3)";
+/// Seeds a track (`?1` id, `?2` album, `?3` name).
+pub const ORM_SEED_TRACK: &str = "INSERT INTO tracks (id, album_id, name) VALUES (?1, ?2, ?3)";
+
+/// A new artist (`?1` name, `?2` JSON data).
+pub const ORM_INSERT_ARTIST: &str = "INSERT INTO artists (name, data) VALUES (?1, ?2)";
+/// A new album of artist `?1` (`?2` name).
+pub const ORM_INSERT_ALBUM: &str = "INSERT INTO albums (artist_id, name) VALUES (?1, ?2)";
+/// Every seeded artist, every column.
+pub const ORM_SELECT_ALL: &str = "SELECT id, name, data FROM artists WHERE id <= ?1";
+/// One artist by primary key.
+pub const ORM_SELECT_BY_PK: &str = "SELECT id, name, data FROM artists WHERE id = ?1";
+/// Artists by name (indexed).
+pub const ORM_SELECT_BY_NAME: &str = "SELECT id, name, data FROM artists WHERE name = ?1";
+/// Renames artist `?1` to `?2`.
+pub const ORM_UPDATE_NAME: &str = "UPDATE artists SET name = ?2 WHERE id = ?1";
+/// Deletes artist `?1`.
+pub const ORM_DELETE_ARTIST: &str = "DELETE FROM artists WHERE id = ?1";
+/// Artist `?1` with its albums, one query.
+pub const ORM_EAGER_1_N: &str = "SELECT ar.id, ar.name, ar.data, al.id, al.name FROM artists AS ar \
+    JOIN albums AS al ON al.artist_id = ar.id WHERE ar.id = ?1";
+/// Artist `?1` with its albums and their tracks, one query.
+pub const ORM_EAGER_1_N_N: &str = "SELECT ar.id, ar.name, ar.data, al.id, al.name, t.id, t.name \
+    FROM artists AS ar JOIN albums AS al ON al.artist_id = ar.id JOIN tracks AS t ON t.album_id = al.id \
+    WHERE ar.id = ?1";
+/// The albums of artist `?1`.
+pub const ORM_ALBUMS_OF: &str = "SELECT id, artist_id, name FROM albums WHERE artist_id = ?1";
+/// The tracks of the albums of artist `?1` (the second query of a query-per-association load).
+pub const ORM_TRACKS_OF_ARTIST: &str = "SELECT id, album_id, name FROM tracks \
+    WHERE album_id IN (SELECT id FROM albums WHERE artist_id = ?1)";
+/// Ten artists from `?1` (the first query of a lazy load).
+pub const ORM_TEN_ARTISTS: &str =
+    "SELECT id, name, data FROM artists WHERE id >= ?1 ORDER BY id LIMIT 10";
+/// Ten albums from `?1` (the first query of a lazy 1-1 load).
+pub const ORM_TEN_ALBUMS: &str =
+    "SELECT id, artist_id, name FROM albums WHERE id >= ?1 ORDER BY id LIMIT 10";
+/// A nested value of artist `?1`'s JSON document.
+pub const ORM_SELECT_JSON_NESTED: &str = "SELECT json_extract(data, '$.tags.genre'), json_extract(data, '$.tags.year') FROM artists WHERE id = ?1";
+/// Updates a top-level value of artist `?1`'s JSON document to `?2`.
+pub const ORM_UPDATE_JSON: &str =
+    "UPDATE artists SET data = json_set(data, '$.plays', ?2) WHERE id = ?1";
+/// Updates a nested value of artist `?1`'s JSON document to `?2`.
+pub const ORM_UPDATE_JSON_NESTED: &str =
+    "UPDATE artists SET data = json_set(data, '$.tags.year', ?2) WHERE id = ?1";

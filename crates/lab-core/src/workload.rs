@@ -35,17 +35,21 @@ pub enum Workload {
     /// Seed 000: an axum service with a single-row endpoint (`GET /items/{id}`, the `point-read` statement) under
     /// `concurrency` keep-alive connections from a load generator in another process.
     Http,
+    /// Seed 003: the operations of an ORM benchmark (create, select, eager and lazy loading, JSON), written in SQL,
+    /// each run alone, with and without a wrapping transaction.
+    Orm,
 }
 
 impl Workload {
     /// Every workload, in report order.
-    pub const ALL: [Workload; 6] = [
+    pub const ALL: [Workload; 7] = [
         Self::PointRead,
         Self::Insert,
         Self::Mixed,
         Self::MultiDb,
         Self::Queue,
         Self::Http,
+        Self::Orm,
     ];
 
     /// The name used in cells, results and on the command line.
@@ -57,6 +61,7 @@ impl Workload {
             Self::MultiDb => "multi-db",
             Self::Queue => "queue",
             Self::Http => "http",
+            Self::Orm => "orm",
         }
     }
 
@@ -92,7 +97,7 @@ impl Workload {
             }
             _ => {}
         }
-        if cell.concurrency == 0 && workload != Self::MultiDb {
+        if cell.concurrency == 0 && !matches!(workload, Self::MultiDb | Self::Orm) {
             bail!("concurrency must be at least 1");
         }
         Ok(workload)
@@ -112,6 +117,7 @@ impl Workload {
         match self {
             Self::MultiDb => format!("ledger-{db:04}"),
             Self::Queue => "queue".to_string(),
+            Self::Orm => "orm".to_string(),
             _ => "items".to_string(),
         }
     }
@@ -126,6 +132,7 @@ impl Workload {
         match self {
             Self::MultiDb => sql::LEDGER_SCHEMA,
             Self::Queue => sql::QUEUE_SCHEMA,
+            Self::Orm => sql::ORM_SCHEMA,
             _ => sql::ITEMS_SCHEMA,
         }
     }
@@ -138,6 +145,7 @@ impl Workload {
             Self::MultiDb => Box::new(data::ledger_seed(cell.seed, 0)),
             // The backlog: claims search an index over `rows` waiting jobs, not an empty table.
             Self::Queue => Box::new(data::job_seed(cell.rows, cell.seed)),
+            Self::Orm => Box::new(crate::orm::orm_seed()),
             _ => Box::new(data::item_seed(cell.rows, cell.seed)),
         }
     }
@@ -217,7 +225,7 @@ mod tests {
         let err = Workload::parse("point-reads").unwrap_err().to_string();
         assert!(err.contains("`point-reads`"), "{err}");
         assert!(
-            err.contains("point-read, insert, mixed, multi-db, queue, http"),
+            err.contains("point-read, insert, mixed, multi-db, queue, http, orm"),
             "{err}"
         );
     }

@@ -4,7 +4,18 @@
 //! with the list of valid names in the message.
 
 /// Workloads, in the order the matrix runs them.
-pub const WORKLOADS: &[&str] = &["point-read", "insert", "mixed", "multi-db", "queue", "http"];
+pub const WORKLOADS: &[&str] = &[
+    "point-read",
+    "insert",
+    "mixed",
+    "multi-db",
+    "queue",
+    "http",
+    "orm",
+];
+
+/// The ORM benchmark's operations, one at a time (seed 003).
+pub const ORM: &str = "orm";
 
 /// The axum service with a single-row endpoint under load from another process (seed 000).
 pub const HTTP: &str = "http";
@@ -43,10 +54,10 @@ pub const WRITE_MODES: &[&str] = &["blocking", "paced"];
 pub const DEFAULT_BASELINE: &str = "tokio-rusqlite";
 
 /// Approaches that do not implement a workload, which the matrix leaves out of that workload's cells: sqlx's
-/// runner has no queue operations and no HTTP service.
+/// runner has no queue operations, no HTTP service and no ORM suite.
 pub fn unsupported(workload: &str) -> &'static [&'static str] {
     match workload {
-        QUEUE | HTTP => &["sqlx"],
+        QUEUE | HTTP | ORM => &["sqlx"],
         _ => &[],
     }
 }

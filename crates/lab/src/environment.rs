@@ -177,7 +177,9 @@ mod tests {
         assert_eq!(env.runners.len(), 2);
         assert_eq!(env.runners[0].open_files_limits, [1_024]);
         assert_eq!(env.cpus, ["Test CPU @ 3.0GHz (2 CPUs)"]);
-        assert_eq!(env.profiles.len(), 1);
+        // `server` everywhere, and `sqlite-default` for one ORM cell.
+        let profiles: Vec<&str> = env.profiles.iter().map(|p| p.profile.as_str()).collect();
+        assert_eq!(profiles, ["server", "sqlite-default"]);
         assert_eq!(env.profiles[0].groups.len(), 1);
     }
 }

@@ -220,7 +220,41 @@ pub fn results() -> Vec<CellResult> {
         [6.0, 8.0, 6.0],
         peer(),
     ));
+    out.push(orm("server", 10.0, main()));
+    out.push(orm("sqlite-default", 40.0, main()));
     out
+}
+
+/// The ORM suite on direct-blocking under `profile`, every operation taking `us` (its transaction twin 1.5×).
+fn orm(profile: &str, us: f64, env: Environment) -> CellResult {
+    let mut result = ok(
+        Cell {
+            concurrency: 1,
+            profile: profile.to_owned(),
+            ..cell("orm", "direct-blocking")
+        },
+        OpStats::default(),
+        OpStats::default(),
+        env,
+    );
+    for name in ["model_object_creation", "model_object_select_by_pk"] {
+        for (suffix, factor) in [("", 1.0), (" (txn)", 1.5)] {
+            result.operations.push(NamedOp {
+                name: format!("{name}{suffix}"),
+                stats: OpStats {
+                    ops: 1_000,
+                    ops_per_sec: 16_000.0,
+                    avg_us: us * factor,
+                    p50_us: us * factor,
+                    p99_us: us * factor * 4.0,
+                    max_us: us * factor * 10.0,
+                },
+                allocs_per_op: None,
+                alloc_bytes_per_op: None,
+            });
+        }
+    }
+    result
 }
 
 /// A queue cell at one task: mean µs and allocations per publish, claim and ack.

@@ -92,6 +92,9 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
             }
         }
         loads
+    } else if workload == catalog::ORM {
+        // The suite runs one operation at a time, as the seed's single connection did.
+        vec![(1, None)]
     } else {
         dedup(&options.concurrency)
             .into_iter()
@@ -134,6 +137,10 @@ fn variants_for<'a>(
 fn apply(base: &Cell, variant: &Variant, options: &BenchOptions) -> Cell {
     let first_memstatus = options.memstatus.first().copied().unwrap_or(false);
     let first_mutex = options.mutex.first().cloned().unwrap_or_default();
+    let profile = variant
+        .profile
+        .clone()
+        .unwrap_or_else(|| base.profile.clone());
     let concurrency = match (&base.multi_db, variant.concurrency) {
         (None, Some(concurrency)) => concurrency,
         _ => base.concurrency,
@@ -143,6 +150,7 @@ fn apply(base: &Cell, variant: &Variant, options: &BenchOptions) -> Cell {
         memstatus: variant.memstatus.unwrap_or(first_memstatus),
         mutex: variant.mutex.clone().unwrap_or(first_mutex),
         concurrency,
+        profile,
         build_profile: variant
             .build_profile
             .clone()
@@ -227,6 +235,14 @@ pub fn validate(options: &BenchOptions) -> Result<()> {
         if variant.concurrency == Some(0) {
             return Err(invalid("variant concurrency", "must be greater than zero"));
         }
+        if let Some(profile) = &variant.profile
+            && !catalog::PROFILES.contains(&profile.as_str())
+        {
+            return Err(invalid(
+                "variant profile",
+                format!("unknown profile `{profile}`"),
+            ));
+        }
         if let Some(mutex) = &variant.mutex
             && !catalog::MUTEX_MODES.contains(&mutex.as_str())
         {
@@ -289,9 +305,15 @@ mod tests {
     #[test]
     fn quick_matrix_covers_every_approach_on_three_workloads_and_the_queue() {
         let cells = build_matrix(&BenchOptions::quick()).expect("quick options are valid");
-        // 8 approaches × 3 workloads, the queue and http without sqlx, 5 set-up variants, 3 one-task queue
-        // variants.
-        assert_eq!(cells.len(), 8 * 3 + 7 + 7 + 5 + 3);
+        // 8 approaches × 3 workloads, the queue, http and orm without sqlx, 5 set-up variants, 3 one-task queue
+        // variants, 2 untuned orm variants.
+        assert_eq!(cells.len(), 8 * 3 + 7 * 3 + 5 + 3 + 2);
+        let orm: Vec<&Cell> = cells.iter().filter(|c| c.workload == "orm").collect();
+        assert!(orm.iter().all(|c| c.concurrency == 1));
+        assert_eq!(
+            orm.iter().filter(|c| c.profile == "sqlite-default").count(),
+            2
+        );
         for workload in ["point-read", "insert", "multi-db"] {
             for approach in catalog::APPROACHES {
                 assert!(

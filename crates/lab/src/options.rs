@@ -70,6 +70,8 @@ pub struct Variant {
     pub concurrency: Option<u32>,
     /// Build profile, if different from the first value of [`BenchOptions::build_profiles`].
     pub build_profile: Option<String>,
+    /// PRAGMA profile, if different from the first value of [`BenchOptions::profiles`].
+    pub profile: Option<String>,
 }
 
 impl Default for BenchOptions {
@@ -99,11 +101,12 @@ impl Default for BenchOptions {
 }
 
 impl BenchOptions {
-    /// The README's run: every approach on `point-read`, `insert`, a 10-database `multi-db`, the `queue` and
-    /// `http`, 2 s measured after 0.5 s of warm-up, plus variants showing memory statistics and the serialized
-    /// mutex (seeds 000 and 001) and the queue one cycle at a time (seed 002's figures are for one goroutine).
+    /// The README's run: every approach on `point-read`, `insert`, a 10-database `multi-db`, the `queue`, `http`
+    /// and `orm`, 2 s measured after 0.5 s of warm-up, plus variants showing memory statistics and the serialized
+    /// mutex (seeds 000 and 001), the queue one cycle at a time (seed 002's figures are for one goroutine) and the
+    /// ORM suite without the server PRAGMAs (seed 003).
     ///
-    /// 46 cells of about 3 s each: roughly two and a half minutes on a 2-core machine, once the runners are built.
+    /// 55 cells of about 3 s each: roughly three minutes on a 2-core machine, once the runners are built.
     pub fn quick() -> Self {
         let variant = |approach: &str, memstatus: Option<bool>, mutex: Option<&str>| Variant {
             workload: "point-read".to_owned(),
@@ -112,6 +115,7 @@ impl BenchOptions {
             mutex: mutex.map(str::to_owned),
             concurrency: None,
             build_profile: None,
+            profile: None,
         };
         let serial_queue = |approach: &str| Variant {
             workload: catalog::QUEUE.to_owned(),
@@ -120,6 +124,16 @@ impl BenchOptions {
             mutex: None,
             concurrency: Some(1),
             build_profile: None,
+            profile: None,
+        };
+        let untuned_orm = |approach: &str| Variant {
+            workload: catalog::ORM.to_owned(),
+            approach: approach.to_owned(),
+            memstatus: None,
+            mutex: None,
+            concurrency: None,
+            build_profile: None,
+            profile: Some("sqlite-default".to_owned()),
         };
         Self {
             workloads: owned(&[
@@ -128,6 +142,7 @@ impl BenchOptions {
                 catalog::MULTI_DB,
                 catalog::QUEUE,
                 catalog::HTTP,
+                catalog::ORM,
             ]),
             duration_ms: 2_000,
             warmup_ms: 500,
@@ -149,6 +164,9 @@ impl BenchOptions {
                 serial_queue("direct-blocking"),
                 serial_queue("tokio-rusqlite"),
                 serial_queue("quicklite"),
+                // Seed 003: the ORM suite without the server PRAGMAs.
+                untuned_orm("direct-blocking"),
+                untuned_orm("quicklite"),
             ],
             ..Self::default()
         }

@@ -47,6 +47,8 @@ pub struct Table {
     pub has_open_databases: bool,
     /// Whether the rows have named operations (`queue`): per-operation latency and allocation columns.
     pub has_operations: bool,
+    /// Whether the table is the ORM suite's: suite times instead of rates.
+    pub is_orm: bool,
 }
 
 /// One successful cell in a table.
@@ -243,7 +245,8 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
         workload: first.workload.clone(),
         title: first.workload.clone(),
         settings: settings(first, memstatus, &mutex, &build_profile),
-        has_operations: rows.iter().any(|r| !r.result.operations.is_empty()),
+        has_operations: rows.iter().any(|r| r.result.operation("cycle").is_some()),
+        is_orm: first.workload == "orm",
         has_reads: rows.iter().any(|r| r.result.reads.ops > 0),
         has_writes: rows.iter().any(|r| r.result.writes.ops > 0),
         has_completion: rows.iter().any(|r| r.result.write_completion.is_some()),
@@ -309,12 +312,32 @@ fn settings(
     out
 }
 
-/// The ranking key of a result: reads + writes per second, or full queue cycles per second.
+/// The ranking key of a result: reads + writes per second, full queue cycles per second, or ORM suites per
+/// second (one suite: each operation once, without a wrapping transaction).
 pub fn throughput(result: &CellResult) -> f64 {
+    if result.cell.workload == "orm" {
+        return orm_suite_us(result, false)
+            .filter(|us| *us > 0.0)
+            .map_or(0.0, |us| 1e6 / us);
+    }
     match result.operation("cycle") {
         Some(cycle) => cycle.stats.ops_per_sec,
         None => result.reads.ops_per_sec + result.writes.ops_per_sec,
     }
+}
+
+/// The ORM suite's time in microseconds: the sum of every operation's mean, without (`txn = false`) or with a
+/// wrapping transaction; `None` when an operation has no measurement.
+pub fn orm_suite_us(result: &CellResult, txn: bool) -> Option<f64> {
+    let ops: Vec<_> = result
+        .operations
+        .iter()
+        .filter(|o| o.name.ends_with(" (txn)") == txn)
+        .collect();
+    if ops.is_empty() || ops.iter().any(|o| o.stats.ops == 0) {
+        return None;
+    }
+    Some(ops.iter().map(|o| o.stats.avg_us).sum())
 }
 
 /// When a workload has several tables, adds the settings that tell them apart to their titles.

@@ -4,9 +4,9 @@ use std::process::Command;
 
 use quicklite_lab_core::LEDGER_SEED_BLOCKS;
 use quicklite_lab_core::runner_testing::{
-    assert_completion, assert_measured, assert_queue_measured, assert_write_completion,
-    crate_version, ledger_files, ledger_files_of, queue_jobs_sql, run_runner, tiny_cell,
-    tiny_paced_cell,
+    assert_completion, assert_measured, assert_orm_measured, assert_queue_measured,
+    assert_write_completion, crate_version, ledger_files, ledger_files_of, queue_jobs_sql,
+    run_runner, tiny_cell, tiny_paced_cell,
 };
 use serde_json::{Value, json};
 
@@ -72,6 +72,15 @@ fn http_is_served_to_a_load_generator_in_another_process() {
         // Requests are counted by the load generator (a second process of this executable), CPU by the service.
         assert_measured_with_server_profile(&result);
         assert!(result["cpu_secs"].as_f64().unwrap() > 0.0, "{result:#}");
+    }
+}
+
+#[test]
+fn the_orm_suite_runs_every_operation_both_ways() {
+    for approach in ["direct-blocking", "quicklite"] {
+        let dir = tempfile::tempdir().unwrap();
+        let result = run(&tiny_cell(approach, "orm", dir.path()));
+        assert_orm_measured(&result);
     }
 }
 

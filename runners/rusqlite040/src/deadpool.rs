@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use deadpool_sqlite::{Config, Hook, HookError, Pool, Runtime};
 use quicklite_lab_core::{
-    Approach, Block, Cell, Environment, Knobs, MutexMode, NewItem, NewJob, Workload,
+    Approach, Block, Cell, Environment, Knobs, MutexMode, NewItem, NewJob, OrmOp, Workload,
 };
 use rusqlite::Connection;
 
@@ -128,6 +128,10 @@ impl Approach for DeadpoolSqlite {
 
     async fn ack(&self, id: i64, owner: i64) -> Result<()> {
         interact(self.pool(0)?, move |c| ops::ack(c, id, owner)).await
+    }
+
+    async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
+        interact(self.pool(0)?, move |c| ops::orm(c, op, key, txn)).await
     }
 
     fn open_databases(&self) -> Option<u64> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use quicklite_lab_core::{
-    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, Workload, process,
+    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload, process,
 };
 use tokio_rusqlite::Connection;
 
@@ -167,6 +167,14 @@ impl Approach for TokioRusqlite {
             .db(0)?
             .writer
             .call(move |c| ops::ack(c, id, owner))
+            .await?)
+    }
+
+    async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
+        Ok(self
+            .db(0)?
+            .writer
+            .call(move |c| ops::orm(c, op, key, txn))
             .await?)
     }
 

@@ -2,9 +2,9 @@
 
 use quicklite_lab_core::LEDGER_SEED_BLOCKS;
 use quicklite_lab_core::runner_testing::{
-    assert_completion, assert_measured, assert_queue_measured, assert_write_completion,
-    crate_version, ledger_files, ledger_files_of, queue_jobs_sql, run_runner, tiny_cell,
-    tiny_paced_cell,
+    assert_completion, assert_measured, assert_orm_measured, assert_queue_measured,
+    assert_write_completion, crate_version, ledger_files, ledger_files_of, queue_jobs_sql,
+    run_runner, tiny_cell, tiny_paced_cell,
 };
 use serde_json::{Value, json};
 
@@ -40,6 +40,12 @@ fn tokio_rusqlite_queue() {
         (200, 0),
         "the backlog, nothing left claimed"
     );
+}
+
+#[test]
+fn tokio_rusqlite_orm() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_orm_measured(&run(&tiny_cell("tokio-rusqlite", "orm", dir.path())));
 }
 
 #[test]

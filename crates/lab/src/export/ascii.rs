@@ -83,7 +83,9 @@ fn chart(out: &mut String, table: &Table) {
         .map(|r| r.label.chars().count())
         .max()
         .unwrap_or(0);
-    let unit = if table.has_operations {
+    let unit = if table.is_orm {
+        "ORM suites per second"
+    } else if table.has_operations {
         "queue cycles per second"
     } else {
         "reads + writes per second"

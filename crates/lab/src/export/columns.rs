@@ -31,6 +31,15 @@ pub fn columns(table: &Table) -> Columns {
             headers.push((h.to_owned(), true));
         }
     }
+    if table.is_orm {
+        for h in [
+            "suite",
+            "suite, each operation in a transaction",
+            "slowest operation",
+        ] {
+            headers.push((h.to_owned(), h != "slowest operation"));
+        }
+    }
     if table.has_reads {
         for h in ["reads/s", "read p50", "read p99", "read max"] {
             headers.push((h.to_owned(), true));
@@ -96,6 +105,22 @@ pub fn columns(table: &Table) -> Columns {
                     r.window_allocations
                         .zip(op("cycle").map(|o| o.stats.ops).filter(|&n| n > 0))
                         .map(|(allocs, cycles)| format!("{:.1}", allocs as f64 / cycles as f64))
+                        .unwrap_or_default(),
+                );
+            }
+            if table.is_orm {
+                for txn in [false, true] {
+                    cells.push(
+                        crate::summary::orm_suite_us(r, txn)
+                            .map(format::latency_us)
+                            .unwrap_or_default(),
+                    );
+                }
+                cells.push(
+                    r.operations
+                        .iter()
+                        .max_by(|a, b| a.stats.avg_us.total_cmp(&b.stats.avg_us))
+                        .map(|o| format!("{} ({})", o.name, format::latency_us(o.stats.avg_us)))
                         .unwrap_or_default(),
                 );
             }

@@ -92,13 +92,19 @@ fn section(out: &mut String, table: &Table, baseline: &str) {
         if let Some(headline) = table.headline() {
             let _ = writeln!(out, "<p class=\"headline\">{}</p>", escape(&headline));
         }
-        let throughput_title = if table.has_operations {
+        let throughput_title = if table.is_orm {
+            "ORM suites per second (higher is better)"
+        } else if table.has_operations {
             "Throughput (queue cycles/s, higher is better)"
         } else {
             "Throughput (operations/s, higher is better)"
         };
         out.push_str(&bar_chart(throughput_title, &throughput));
-        let (kind, pick): (&str, fn(&CellResult) -> f64) = if table.has_operations {
+        let (kind, pick): (&str, fn(&CellResult) -> f64) = if table.is_orm {
+            ("ORM suite", |r| {
+                crate::summary::orm_suite_us(r, false).unwrap_or(0.0)
+            })
+        } else if table.has_operations {
             ("cycle", |r| {
                 r.operation("cycle").map_or(0.0, |o| o.stats.p99_us)
             })
@@ -117,7 +123,11 @@ fn section(out: &mut String, table: &Table, baseline: &str) {
                 baseline: r.is_baseline,
             })
             .collect();
-        let title = format!("p99 {kind} latency (lower is better)");
+        let title = if table.is_orm {
+            "ORM suite time, the sum of every operation's mean (lower is better)".to_owned()
+        } else {
+            format!("p99 {kind} latency (lower is better)")
+        };
         out.push_str(&bar_chart(&title, &latency));
         if table.has_completion {
             let completion: Vec<Bar> = table

@@ -56,6 +56,9 @@ impl Exporter for MarkdownExporter {
                 if let Some(headline) = table.headline() {
                     let _ = writeln!(out, "**{}**\n", escape(&headline));
                 }
+                if table.is_orm {
+                    orm_operations(&mut out, table);
+                }
             }
             for failure in &table.failures {
                 let _ = writeln!(
@@ -101,6 +104,31 @@ fn seeds(out: &mut String, results: &[CellResult]) {
             escape(f.measured.as_deref().unwrap_or("not measured in this run")),
             escape(&f.verdict)
         );
+    }
+    out.push('\n');
+}
+
+/// The ORM suite per operation: mean time of each operation (rows) for each approach (columns).
+fn orm_operations(out: &mut String, table: &crate::summary::Table) {
+    let _ = writeln!(out, "Mean time per operation:\n");
+    let labels: Vec<String> = table.rows.iter().map(|r| escape(&r.label)).collect();
+    let _ = writeln!(out, "| operation | {} |", labels.join(" | "));
+    let _ = writeln!(out, "|---|{}|", vec!["---:"; labels.len()].join("|"));
+    let Some(first) = table.rows.first() else {
+        return;
+    };
+    for op in &first.result.operations {
+        let cells: Vec<String> = table
+            .rows
+            .iter()
+            .map(|r| {
+                r.result
+                    .operation(&op.name)
+                    .map(|o| crate::format::latency_us(o.stats.avg_us))
+                    .unwrap_or_default()
+            })
+            .collect();
+        let _ = writeln!(out, "| {} | {} |", op.name, cells.join(" | "));
     }
     out.push('\n');
 }

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use async_sqlite::{Pool, PoolBuilder};
-use quicklite_lab_core::{Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, Workload};
+use quicklite_lab_core::{
+    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload,
+};
 
 use crate::sqlite::report::SqliteFacts;
 use crate::sqlite::{connect, ops};
@@ -107,6 +109,13 @@ impl Approach for AsyncSqlite {
 
     async fn ack(&self, id: i64, owner: i64) -> Result<()> {
         Ok(self.pool(0)?.conn(move |c| ops::ack(c, id, owner)).await?)
+    }
+
+    async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
+        Ok(self
+            .pool(0)?
+            .conn(move |c| ops::orm(c, op, key, txn))
+            .await?)
     }
 
     fn open_databases(&self) -> Option<u64> {

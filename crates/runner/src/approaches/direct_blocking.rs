@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use quicklite_lab_core::{Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, Workload};
+use quicklite_lab_core::{
+    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload,
+};
 
 use super::shared::{SharedConnections, with};
 use crate::sqlite::ops;
@@ -64,6 +66,10 @@ impl Approach for DirectBlocking {
 
     async fn ack(&self, id: i64, owner: i64) -> Result<()> {
         with(self.conns.writer(0)?, |c| ops::ack(c, id, owner))
+    }
+
+    async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
+        with(self.conns.writer(0)?, |c| ops::orm(c, op, key, txn))
     }
 
     fn open_databases(&self) -> Option<u64> {

@@ -13,7 +13,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use quicklite_lab_core::{Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, Workload};
+use quicklite_lab_core::{
+    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload,
+};
 use rusqlite::Connection;
 
 use crate::sqlite::report::SqliteFacts;
@@ -110,6 +112,10 @@ impl Approach for PerRequest {
 
     async fn ack(&self, id: i64, owner: i64) -> Result<()> {
         self.once(0, move |c| ops::ack(c, id, owner)).await
+    }
+
+    async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
+        self.once(0, move |c| ops::orm(c, op, key, txn)).await
     }
 
     fn open_databases(&self) -> Option<u64> {

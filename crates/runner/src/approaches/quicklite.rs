@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use quicklite::{Builder, Database, Registry};
 use quicklite_lab_core::{
-    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, Profile, REPORTED_PRAGMAS,
+    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Profile, REPORTED_PRAGMAS,
     Workload, process,
 };
 
@@ -224,6 +224,17 @@ impl Approach for Quicklite {
 
     async fn ack(&self, id: i64, owner: i64) -> Result<()> {
         Ok(self.db(0)?.write(move |c| ops::ack(c, id, owner)).await?)
+    }
+
+    async fn orm(&self, op: OrmOp, key: i64, _txn: bool) -> Result<()> {
+        // quicklite owns the transactions: a read runs in a reader's snapshot, a write inside the writer's
+        // transaction, with or without the suite's wrapping transaction (both rows measure the same thing).
+        let db = self.db(0)?;
+        if op.is_read() {
+            Ok(db.read(move |c| ops::orm(c, op, key, false)).await?)
+        } else {
+            Ok(db.write(move |c| ops::orm(c, op, key, false)).await?)
+        }
     }
 
     fn open_databases(&self) -> Option<u64> {

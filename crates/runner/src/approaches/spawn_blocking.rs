@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use quicklite_lab_core::{Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, Workload};
+use quicklite_lab_core::{
+    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload,
+};
 use rusqlite::Connection;
 
 use super::shared::{Shared, SharedConnections, with};
@@ -76,6 +78,10 @@ impl Approach for SpawnBlocking {
 
     async fn ack(&self, id: i64, owner: i64) -> Result<()> {
         blocking(self.conns.writer(0)?, move |c| ops::ack(c, id, owner)).await
+    }
+
+    async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
+        blocking(self.conns.writer(0)?, move |c| ops::orm(c, op, key, txn)).await
     }
 
     fn open_databases(&self) -> Option<u64> {

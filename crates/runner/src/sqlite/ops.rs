@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use quicklite_lab_core::{Block, NewItem, NewJob, Param, sql};
+use quicklite_lab_core::orm::{ORM_ARTISTS, artist_json};
+use quicklite_lab_core::{Block, NewItem, NewJob, OrmOp, Param, sql};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
@@ -55,6 +56,124 @@ pub fn ack(conn: &Connection, id: i64, owner: i64) -> rusqlite::Result<()> {
         1 => Ok(()),
         n => Err(rusqlite::Error::StatementChangedRows(n)),
     }
+}
+
+/// `orm`: operation `op` on artist `key`, in a transaction of its own when `txn` is set (`BEGIN` … `COMMIT`;
+/// otherwise each statement commits alone, as an ORM without a transaction block does).
+pub fn orm(conn: &Connection, op: OrmOp, key: i64, txn: bool) -> rusqlite::Result<()> {
+    if !txn {
+        return orm_op(conn, op, key);
+    }
+    conn.execute_batch("BEGIN")?;
+    match orm_op(conn, op, key) {
+        Ok(()) => conn.execute_batch("COMMIT"),
+        Err(e) => {
+            // The transaction is being abandoned; its own error is the one worth reporting.
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+/// Reads every column of every row `sql` returns for `param`, as an ORM materializing records does.
+fn load(conn: &Connection, sql: &str, param: i64) -> rusqlite::Result<Vec<i64>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let columns = stmt.column_count();
+    let mut rows = stmt.query([param])?;
+    let mut ids = Vec::new();
+    while let Some(row) = rows.next()? {
+        ids.push(row.get(0)?);
+        for i in 1..columns {
+            let _value: rusqlite::types::Value = row.get(i)?;
+        }
+    }
+    Ok(ids)
+}
+
+/// The second column of every row (an album's artist, for the lazy 1-1 load).
+fn second_column(conn: &Connection, sql: &str, param: i64) -> rusqlite::Result<Vec<i64>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map([param], |r| r.get(1))?;
+    rows.collect()
+}
+
+fn orm_op(conn: &Connection, op: OrmOp, key: i64) -> rusqlite::Result<()> {
+    let exec = |sql: &str, params: &[&dyn rusqlite::ToSql]| -> rusqlite::Result<usize> {
+        conn.prepare_cached(sql)?.execute(params)
+    };
+    match op {
+        OrmOp::Creation => {
+            exec(sql::ORM_INSERT_ARTIST, &[&"new artist", &artist_json(key)])?;
+        }
+        OrmOp::Select => {
+            load(conn, sql::ORM_SELECT_ALL, ORM_ARTISTS)?;
+        }
+        OrmOp::SelectByPk => {
+            load(conn, sql::ORM_SELECT_BY_PK, key)?;
+        }
+        OrmOp::SelectByAttr => {
+            let mut stmt = conn.prepare_cached(sql::ORM_SELECT_BY_NAME)?;
+            let mut rows = stmt.query([format!("artist-{}", key % 50)])?;
+            while let Some(row) = rows.next()? {
+                let (_id, _name, _data): (i64, String, String) =
+                    (row.get(0)?, row.get(1)?, row.get(2)?);
+            }
+        }
+        OrmOp::SelectAndSave => {
+            load(conn, sql::ORM_SELECT_BY_PK, key)?;
+            exec(
+                sql::ORM_UPDATE_NAME,
+                &[&key, &format!("artist-{}", key % 50)],
+            )?;
+        }
+        OrmOp::Destruction => {
+            exec(sql::ORM_INSERT_ARTIST, &[&"doomed", &artist_json(key)])?;
+            let id = conn.last_insert_rowid();
+            exec(sql::ORM_DELETE_ARTIST, &[&id])?;
+        }
+        OrmOp::CreationWithAssociated => {
+            exec(sql::ORM_INSERT_ARTIST, &[&"new artist", &artist_json(key)])?;
+            let id = conn.last_insert_rowid();
+            exec(sql::ORM_INSERT_ALBUM, &[&id, &"first album"])?;
+        }
+        OrmOp::EagerSingleQuery1N => {
+            load(conn, sql::ORM_EAGER_1_N, key)?;
+        }
+        OrmOp::EagerSingleQuery1NN => {
+            load(conn, sql::ORM_EAGER_1_N_N, key)?;
+        }
+        OrmOp::EagerQueryPerAssociation1N => {
+            load(conn, sql::ORM_SELECT_BY_PK, key)?;
+            load(conn, sql::ORM_ALBUMS_OF, key)?;
+        }
+        OrmOp::EagerQueryPerAssociation1NN => {
+            load(conn, sql::ORM_SELECT_BY_PK, key)?;
+            load(conn, sql::ORM_ALBUMS_OF, key)?;
+            load(conn, sql::ORM_TRACKS_OF_ARTIST, key)?;
+        }
+        OrmOp::Lazy11 => {
+            for artist in second_column(conn, sql::ORM_TEN_ALBUMS, key)? {
+                load(conn, sql::ORM_SELECT_BY_PK, artist)?;
+            }
+        }
+        OrmOp::Lazy1N => {
+            for artist in load(conn, sql::ORM_TEN_ARTISTS, key.min(ORM_ARTISTS - 9))? {
+                load(conn, sql::ORM_ALBUMS_OF, artist)?;
+            }
+        }
+        OrmOp::SelectJsonNested => {
+            let mut stmt = conn.prepare_cached(sql::ORM_SELECT_JSON_NESTED)?;
+            let (_genre, _year): (String, i64) =
+                stmt.query_row([key], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        }
+        OrmOp::UpdateJson => {
+            exec(sql::ORM_UPDATE_JSON, &[&key, &(key * 7)])?;
+        }
+        OrmOp::UpdateJsonNested => {
+            exec(sql::ORM_UPDATE_JSON_NESTED, &[&key, &(1960 + key % 60)])?;
+        }
+    }
+    Ok(())
 }
 
 /// `multi-db`'s read: the account-history JOIN, every row and column read.
@@ -165,6 +284,38 @@ mod tests {
                 .any(|d| d.contains("COVERING INDEX jobs_unclaimed (claimed_by=?)")),
             "{plan:?}"
         );
+    }
+
+    #[test]
+    fn every_orm_operation_runs_with_and_without_a_transaction() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(sql::ORM_SCHEMA).unwrap();
+        for statement in quicklite_lab_core::orm::orm_seed() {
+            execute(&conn, statement.sql, &statement.params).unwrap();
+        }
+        let count = |table: &str| -> i64 {
+            conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+                .unwrap()
+        };
+        for op in OrmOp::ALL {
+            for txn in [false, true] {
+                for key in [1, ORM_ARTISTS] {
+                    orm(&conn, op, key, txn).unwrap_or_else(|e| panic!("{}: {e}", op.name()));
+                }
+            }
+        }
+        // Creations stayed; destructions removed their own rows only.
+        assert_eq!(count("artists"), ORM_ARTISTS + 4 + 4);
+        assert_eq!(count("albums"), 500 + 4);
+        let year: i64 = conn
+            .query_row(
+                "SELECT json_extract(data, '$.tags.year') FROM artists WHERE id = 1",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(year, 1961);
+        assert!(conn.is_autocommit(), "every transaction ended");
     }
 
     #[test]
