@@ -64,4 +64,4 @@ pub use report::{read_csv, write_reports};
 pub use row::{COLUMNS, CsvRow};
 pub use run::{Observer, Silent, cell_label, run_all};
 pub use store::ResultStore;
-pub use summary::{Baseline, Failure, Row, Summary, Table};
+pub use summary::{Baseline, Failure, Row, Summary, Table, orm_suite_us, throughput};
