@@ -141,6 +141,16 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub build_profiles: Option<Vec<String>>,
 
+    /// Also run the orm workload on PostgreSQL (the `postgres` approach): installs Debian's postgresql package if
+    /// needed, starts a throwaway server on loopback (scripts/postgres.sh), uses it through tokio-postgres, and
+    /// stops it at the end.
+    #[arg(long, conflicts_with = "postgres_url")]
+    pub with_postgres: bool,
+
+    /// Like --with-postgres, on an existing server (its orm tables are dropped and recreated).
+    #[arg(long, value_name = "URL")]
+    pub postgres_url: Option<String>,
+
     /// Seed of the operation mix and key choice [default: 4].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,

@@ -65,6 +65,10 @@ fn contradictory_options_name_the_option() {
     );
     rejects(&["--synchronous", "extra-full"], "invalid --synchronous");
     rejects(
+        &["--approaches", "postgres"],
+        "`postgres` needs a server: add --with-postgres or --postgres-url URL",
+    );
+    rejects(
         &["--build-profiles", "tuned,fastest"],
         "invalid --build-profiles: unknown profile `fastest` (valid: default, tuned, threadsafe2",
     );

@@ -44,6 +44,10 @@ pub struct Cell {
     /// existed, which were all `tuned`.
     #[serde(default = "default_build_profile")]
     pub build_profile: String,
+    /// The PostgreSQL server of the `postgres` approach (`--with-postgres` or `--postgres-url`), as a
+    /// `postgres://` URL; `None` for every other approach. Not part of the record: the server lives only for the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postgres_url: Option<String>,
 }
 
 /// The build profile of the workspace's own builds (its `.cargo/config.toml` flags).

@@ -38,6 +38,15 @@ pub const APPROACHES: &[&str] = &[
     "quicklite",
 ];
 
+/// Approaches that need a server the run provides (`--with-postgres` or `--postgres-url`): never in the default
+/// list, and only for the workloads they implement.
+pub const SERVER_APPROACHES: &[&str] = &["postgres"];
+
+/// Whether `name` is an approach the lab knows, built in or server-backed.
+pub fn is_approach(name: &str) -> bool {
+    APPROACHES.contains(&name) || SERVER_APPROACHES.contains(&name)
+}
+
 /// PRAGMA profiles a runner understands.
 pub const PROFILES: &[&str] = &["server", "sqlite-default"];
 
@@ -64,6 +73,9 @@ pub fn unsupported(workload: &str) -> &'static [&'static str] {
 
 /// Whether `approach` implements `workload`.
 pub fn supports(workload: &str, approach: &str) -> bool {
+    if SERVER_APPROACHES.contains(&approach) {
+        return workload == ORM;
+    }
     !unsupported(workload).contains(&approach)
 }
 

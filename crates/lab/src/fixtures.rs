@@ -23,6 +23,7 @@ fn cell(workload: &str, approach: &str) -> Cell {
         dir: "/tmp/quicklite-cell-x".to_owned(),
         seed: 4,
         build_profile: "tuned".to_owned(),
+        postgres_url: None,
     }
 }
 

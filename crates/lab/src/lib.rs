@@ -59,7 +59,7 @@ pub use export::{ExportFormat, Exporter};
 pub use matrix::{build_matrix, validate};
 pub use options::{BenchOptions, Variant};
 pub use quicklite_lab_core::{Cell, CellResult};
-pub use registry::{RunnerRegistry, RunnerSetup, query_approaches};
+pub use registry::{RunnerRegistry, RunnerSetup, find_repo_root, query_approaches};
 pub use report::{read_csv, write_reports};
 pub use row::{COLUMNS, CsvRow};
 pub use run::{Observer, Silent, cell_label, run_all};

@@ -14,6 +14,10 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
     validate(options)?;
     let workloads = dedup(&options.workloads);
     let approaches = dedup(&options.approaches);
+    let first_memstatus = options.memstatus.first().copied().unwrap_or(false);
+    let first_mutex = options.mutex.first().cloned().unwrap_or_default();
+    let first_profile = options.profiles.first().cloned().unwrap_or_default();
+    let first_build = options.build_profiles.first().cloned().unwrap_or_default();
     let mut cells = Vec::new();
     for workload in &workloads {
         let scenarios = scenarios(workload, options);
@@ -21,7 +25,21 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
             for &memstatus in &dedup(&options.memstatus) {
                 for mutex in &dedup(&options.mutex) {
                     for approach in approaches.iter().filter(|a| catalog::supports(workload, a)) {
+                        // A server-backed approach has no SQLite knobs: one cell, at the first values.
+                        let sqlite_knobs_vary = memstatus != first_memstatus
+                            || *mutex != first_mutex
+                            || base.profile != first_profile
+                            || base.build_profile != first_build;
+                        if catalog::SERVER_APPROACHES.contains(&approach.as_str())
+                            && sqlite_knobs_vary
+                        {
+                            continue;
+                        }
                         cells.push(Cell {
+                            postgres_url: catalog::SERVER_APPROACHES
+                                .contains(&approach.as_str())
+                                .then(|| options.postgres_url.clone())
+                                .flatten(),
                             approach: approach.clone(),
                             memstatus,
                             mutex: mutex.clone(),
@@ -63,6 +81,7 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
         dir: String::new(),
         seed: options.seed,
         build_profile: String::new(),
+        postgres_url: None,
     };
     // multi-db's load is set by databases × readers, not by a concurrency level (seed 004), so it gets one
     // entry on that axis: the number of tasks it runs, for the record.
@@ -172,11 +191,17 @@ pub fn validate(options: &BenchOptions) -> Result<()> {
     }
     non_empty("--approaches", &options.approaches)?;
     for name in &options.approaches {
-        if !catalog::APPROACHES.contains(&name.as_str()) {
+        if !catalog::is_approach(name) {
             return Err(LabError::UnknownApproach {
                 name: name.clone(),
                 valid: catalog::list(catalog::APPROACHES),
             });
+        }
+        if catalog::SERVER_APPROACHES.contains(&name.as_str()) && options.postgres_url.is_none() {
+            return Err(invalid(
+                "--approaches",
+                format!("`{name}` needs a server: add --with-postgres or --postgres-url URL"),
+            ));
         }
     }
     if options.duration_ms == 0 {
@@ -338,6 +363,43 @@ mod tests {
             .collect();
         assert_eq!(serial, ["direct-blocking", "tokio-rusqlite", "quicklite"]);
         assert!(cells.iter().all(|c| c.build_profile == "tuned"));
+    }
+
+    #[test]
+    fn postgres_needs_a_server_and_runs_the_orm_suite_once() {
+        let mut options = BenchOptions {
+            workloads: vec!["orm".into(), "point-read".into()],
+            approaches: vec!["direct-blocking".into(), "postgres".into()],
+            profiles: vec!["server".into(), "sqlite-default".into()],
+            memstatus: vec![false, true],
+            ..BenchOptions::default()
+        };
+        let err = build_matrix(&options).unwrap_err().to_string();
+        assert!(
+            err.contains("`postgres` needs a server: add --with-postgres"),
+            "{err}"
+        );
+        options.postgres_url = Some("postgres://u@127.0.0.1:5/lab".into());
+        let cells = build_matrix(&options).unwrap();
+        let postgres: Vec<&Cell> = cells.iter().filter(|c| c.approach == "postgres").collect();
+        assert_eq!(
+            postgres.len(),
+            1,
+            "no SQLite knob multiplies it; no point-read"
+        );
+        assert_eq!(postgres[0].workload, "orm");
+        assert_eq!(
+            postgres[0].postgres_url.as_deref(),
+            Some("postgres://u@127.0.0.1:5/lab")
+        );
+        assert!(
+            cells
+                .iter()
+                .filter(|c| c.approach != "postgres")
+                .all(|c| c.postgres_url.is_none())
+        );
+        // direct-blocking: 2 PRAGMA profiles × 2 memory-statistics settings on each workload.
+        assert_eq!(cells.len(), 1 + 2 * 2 * 2);
     }
 
     #[test]

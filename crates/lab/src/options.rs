@@ -49,6 +49,9 @@ pub struct BenchOptions {
     /// are built with its `LIBSQLITE3_FLAGS` into a target directory of their own. By default, `["tuned"]`, the
     /// workspace's own flags.
     pub build_profiles: Vec<String>,
+    /// The PostgreSQL server of the `postgres` approach, as a `postgres://` URL. By default, none (the approach
+    /// is refused).
+    pub postgres_url: Option<String>,
     /// Single cells added on top of the product, to show one knob's effect without multiplying the matrix.
     /// By default, none.
     pub variants: Vec<Variant>,
@@ -95,6 +98,7 @@ impl Default for BenchOptions {
             write_modes: vec!["blocking".to_owned()],
             seed: 4,
             build_profiles: vec![quicklite_lab_core::DEFAULT_BUILD_PROFILE.to_owned()],
+            postgres_url: None,
             variants: Vec::new(),
         }
     }

@@ -38,6 +38,7 @@ const RUNNERS: &[RunnerSpec] = &[
             "per-request",
             "async-sqlite",
             "quicklite",
+            "postgres",
         ],
     },
     RunnerSpec {
@@ -245,7 +246,7 @@ pub fn query_approaches(program: &Path) -> Result<Vec<String>> {
 /// Looks upwards from the working directory for the repository, then at the source location this crate was
 /// compiled from (so `cargo run` from anywhere inside a clone works, and so does the installed binary on the
 /// machine that built it).
-fn find_repo_root() -> Result<PathBuf> {
+pub fn find_repo_root() -> Result<PathBuf> {
     let is_root = |dir: &Path| {
         dir.join("crates/lab-core/Cargo.toml").is_file() && dir.join("Cargo.toml").is_file()
     };

@@ -288,6 +288,8 @@ impl From<CsvRow> for CellResult {
                 } else {
                     row.build_profile
                 },
+                // The server lived only for the run; it is not part of the record.
+                postgres_url: None,
             },
             failure,
             reads: OpStats {

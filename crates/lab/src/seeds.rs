@@ -323,7 +323,7 @@ fn tuning(results: &[&CellResult]) -> Finding {
         claim: "SQLite's default PRAGMAs (rollback journal, synchronous=FULL) are tuned for 2004 desktops: a web \
                 app's operations run about twice as fast with WAL and server PRAGMAs; compile tuning adds ~3%.",
         published: "13.59 s → 6.79 s (2.0×) for the ORM suite with tuned PRAGMAs; 6.79 s → 6.55 s (3.7%) with \
-                    compile tuning",
+                    compile tuning; local PostgreSQL 11.46 s",
         machine: "Apple M1 Max, Ruby sqlite3 1.6.6, SQLite 3.43.1, ActiveRecord",
         measured: None,
         verdict: "not measured in this run (needs orm (or other) cells with --profiles server,sqlite-default, \
@@ -380,6 +380,31 @@ fn tuning(results: &[&CellResult]) -> Finding {
             tuned.cell.approach,
             verdict(throughput(tuned) / throughput(default), 6.7886 / 6.5462)
         ));
+    }
+    // The seed's local PostgreSQL: 11.46 s, against 6.55 s for fully tuned SQLite.
+    let postgres = results
+        .iter()
+        .find(|r| r.cell.approach == "postgres" && r.cell.workload == "orm");
+    let sqlite = results.iter().find(|r| {
+        r.cell.workload == "orm"
+            && r.cell.approach == "direct-blocking"
+            && r.cell.profile == "server"
+            && r.cell.build_profile == "tuned"
+    });
+    if let (Some(postgres), Some(sqlite)) = (postgres, sqlite) {
+        let suite = |r: &CellResult| crate::summary::orm_suite_us(r, false);
+        if let (Some(pg), Some(lite)) = (suite(postgres), suite(sqlite)) {
+            measured.push(format!(
+                "orm suite: PostgreSQL {} ({}), SQLite direct-blocking with server PRAGMAs {}",
+                format::latency_us(pg),
+                postgres.env.sqlite_version,
+                format::latency_us(lite)
+            ));
+            verdicts.push(format!(
+                "PostgreSQL on loopback is {} than tuned SQLite here (the seed: 1.75× slower)",
+                effect(lite / pg)
+            ));
+        }
     }
     if !measured.is_empty() {
         finding.measured = Some(measured.join("; "));

@@ -177,6 +177,7 @@ fn load_key(cell: &Cell) -> Cell {
         mutex: String::new(),
         dir: String::new(),
         build_profile: String::new(),
+        postgres_url: None,
         ..cell.clone()
     }
 }

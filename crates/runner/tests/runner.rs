@@ -200,3 +200,50 @@ fn approaches_flag_lists_every_approach() {
         assert!(names.iter().any(|n| n == name), "{names:?}");
     }
 }
+
+/// The `postgres` approach end to end: a throwaway server started by the lab's own script (PostgreSQL is installed
+/// by scripts/install-test-deps.sh), a tiny orm cell through tokio-postgres, the server stopped.
+#[test]
+fn postgres_runs_the_orm_suite_on_a_throwaway_server() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let script = root.join("scripts/postgres.sh");
+    let dir = tempfile::tempdir().unwrap();
+    let server = dir.path().join("server");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let started = Command::new("bash")
+        .arg(&script)
+        .arg("start")
+        .arg(&server)
+        .arg(port.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    let url = String::from_utf8(started.stdout).unwrap().trim().to_owned();
+    let mut cell = tiny_cell("postgres", "orm", dir.path());
+    cell["postgres_url"] = json!(url);
+    let result = run(&cell);
+    let stopped = Command::new("bash")
+        .arg(&script)
+        .arg("stop")
+        .arg(&server)
+        .status()
+        .unwrap();
+    assert_orm_measured(&result);
+    assert!(
+        result["env"]["sqlite_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("PostgreSQL "),
+        "{result:#}"
+    );
+    assert!(stopped.success());
+    assert!(!server.exists(), "the server's files are removed");
+}
