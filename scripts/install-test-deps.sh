@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond the Rust toolchain, from Debian's packages:
-# Chromium renders the lab's HTML report headlessly (crates/lab/tests/html_render.rs).
+# Chromium renders the lab's HTML report headlessly (crates/cli/tests/html_render.rs), and PostgreSQL's server
+# binaries run the `postgres` approach's end-to-end test (crates/runner/tests/runner.rs, through
+# scripts/postgres.sh, which starts a throwaway server of its own).
 # Idempotent: does nothing when the tools are already there.
 set -euo pipefail
 
-if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
-    echo "install-test-deps: chromium already installed"
+packages=()
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+    # fonts-dejavu-core gives the screenshot readable glyphs on minimal images.
+    packages+=(chromium fonts-dejavu-core)
+fi
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    packages+=(postgresql)
+fi
+if [ "${#packages[@]}" -eq 0 ]; then
+    echo "install-test-deps: chromium and postgresql already installed"
     exit 0
 fi
 
@@ -16,6 +26,6 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-# fonts-dejavu-core gives the screenshot readable glyphs on minimal images.
-$SUDO apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core
-command -v chromium
+$SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}"
+command -v chromium || command -v chromium-browser
+ls /usr/lib/postgresql/*/bin/initdb

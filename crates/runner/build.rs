@@ -17,6 +17,7 @@ const REPORTED: &[&str] = &[
     "deadpool",
     "sqlx",
     "sqlx-sqlite",
+    "tokio-postgres",
 ];
 
 fn main() {

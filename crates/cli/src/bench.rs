@@ -19,7 +19,26 @@ const CELL_OVERHEAD: Duration = Duration::from_millis(700);
 /// Validates everything, prepares the runners, runs every cell, prints the summary. Exits 1 when a cell
 /// failed (its reason is in the results), after writing everything.
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    let options = options(&args)?;
+    let mut options = options(&args)?;
+    // Checked before a server is started for nothing.
+    build_matrix(&BenchOptions {
+        postgres_url: options.postgres_url.clone().or_else(|| {
+            args.with_postgres
+                .then(|| "postgres://placeholder".to_owned())
+        }),
+        ..options.clone()
+    })?;
+    let _server = if args.with_postgres {
+        let root = match &args.repo_root {
+            Some(root) => root.clone(),
+            None => quicklite_lab::find_repo_root()?,
+        };
+        let server = crate::postgres::Server::start(&root)?;
+        options.postgres_url = Some(server.url.clone());
+        Some(server)
+    } else {
+        None
+    };
     check_baseline(&args.baseline)?;
     // Everything about the input is checked before anything is built, created or run.
     let cells = build_matrix(&options)?;
@@ -51,16 +70,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         build: !args.no_build,
         repo_root: args.repo_root.clone(),
     };
-    let registry = match RunnerRegistry::resolve(&approaches, &setup) {
-        Ok(registry) => registry,
-        Err(err) => {
-            if !existed {
-                // Nothing ran: leave no empty results directory behind (remove_dir only removes an empty one).
-                let _ = std::fs::remove_dir(&dir);
+    let registry =
+        match RunnerRegistry::resolve_profiles(&approaches, &options.build_profiles, &setup) {
+            Ok(registry) => registry,
+            Err(err) => {
+                if !existed {
+                    // Nothing ran: leave no empty results directory behind (remove_dir only removes an empty one).
+                    let _ = std::fs::remove_dir(&dir);
+                }
+                return Err(err).context("preparing the runners");
             }
-            return Err(err).context("preparing the runners");
-        }
-    };
+        };
 
     let estimate: Duration = cells
         .iter()
@@ -159,6 +179,18 @@ fn options(args: &BenchArgs) -> anyhow::Result<BenchOptions> {
     }
     if let Some(v) = args.seed {
         o.seed = v;
+    }
+    if args.with_postgres || args.postgres_url.is_some() {
+        o.postgres_url.clone_from(&args.postgres_url);
+        if !o.approaches.iter().any(|a| a == "postgres") {
+            o.approaches.push("postgres".to_owned());
+        }
+        if !o.workloads.iter().any(|w| w == "orm") {
+            o.workloads.push("orm".to_owned());
+        }
+    }
+    if let Some(v) = &args.build_profiles {
+        o.build_profiles = v.clone();
     }
     Ok(o)
 }

@@ -44,12 +44,13 @@ Exit status:
 /// `quicklite bench`. Lists are comma-separated; each list is one axis of the matrix.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// A run of about 2 minutes: every approach on point-read, insert and a 10-database multi-db, 2 s per cell
-    /// after 0.5 s of warm-up, plus memory-statistics and mutex variants. Other flags override its choices.
+    /// A run of about 3 minutes: every approach on point-read, insert, a 10-database multi-db, the queue and
+    /// http, 2 s per cell after 0.5 s of warm-up, plus memory-statistics and mutex variants and the queue at one
+    /// task. Other flags override its choices.
     #[arg(long)]
     pub quick: bool,
 
-    /// Workloads to run [default: point-read,insert,mixed,multi-db].
+    /// Workloads to run [default: point-read,insert,mixed,multi-db,queue,http].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub workloads: Option<Vec<String>>,
 
@@ -65,7 +66,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SECS")]
     pub warmup: Option<f64>,
 
-    /// Concurrent client tasks (not used by multi-db) [default: 64].
+    /// Concurrent client tasks (http: keep-alive connections; not used by multi-db) [default: 64].
     #[arg(short, long, value_delimiter = ',', value_name = "N,N")]
     pub concurrency: Option<Vec<u32>>,
 
@@ -133,6 +134,22 @@ pub struct BenchArgs {
     /// multi-db: numbers of databases [default: 1,10,50,100].
     #[arg(long, value_delimiter = ',', value_name = "N,N")]
     pub num_databases: Option<Vec<u32>>,
+
+    /// SQLite build profiles, from crates/lab/build-profiles.txt: default (rusqlite's bundled flags), tuned (the
+    /// workspace's LIBSQLITE3_FLAGS), threadsafe2 (tuned in multi-thread mode), … Each profile other than tuned
+    /// is built into <target>/lab-profiles/<name> (once; later runs reuse it) [default: tuned].
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub build_profiles: Option<Vec<String>>,
+
+    /// Also run the orm workload on PostgreSQL (the `postgres` approach): installs Debian's postgresql package if
+    /// needed, starts a throwaway server on loopback (scripts/postgres.sh), uses it through tokio-postgres, and
+    /// stops it at the end.
+    #[arg(long, conflicts_with = "postgres_url")]
+    pub with_postgres: bool,
+
+    /// Like --with-postgres, on an existing server (its orm tables are dropped and recreated).
+    #[arg(long, value_name = "URL")]
+    pub postgres_url: Option<String>,
 
     /// Seed of the operation mix and key choice [default: 4].
     #[arg(long, value_name = "N")]

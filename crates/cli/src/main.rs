@@ -7,6 +7,7 @@
 mod bench;
 mod cli;
 mod doctor;
+mod postgres;
 mod progress;
 mod report;
 

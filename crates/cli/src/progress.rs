@@ -64,9 +64,18 @@ impl Observer for Progress {
     }
 }
 
-/// `1.42M reads/s, 12k writes/s`, leaving out a kind the workload does not do.
+/// `1.42M reads/s, 12k writes/s` (or queue cycles/s), leaving out a kind the workload does not do.
 fn rates(result: &CellResult) -> String {
     let mut parts = Vec::new();
+    if let Some(suite) = quicklite_lab::orm_suite_us(result, false) {
+        parts.push(format!("ORM suite {}", format::latency_us(suite)));
+    }
+    if let Some(cycle) = result.operation("cycle").filter(|c| c.stats.ops > 0) {
+        parts.push(format!(
+            "{} queue cycles/s",
+            format::ops(cycle.stats.ops_per_sec)
+        ));
+    }
     if result.reads.ops > 0 {
         parts.push(format!("{} reads/s", format::ops(result.reads.ops_per_sec)));
     }

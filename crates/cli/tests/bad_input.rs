@@ -42,7 +42,7 @@ fn unknown_approach_lists_the_valid_ones() {
 fn unknown_workload_lists_the_valid_ones() {
     rejects(
         &["--workloads", "reads"],
-        "unknown workload `reads` (valid workloads: point-read, insert, mixed, multi-db)",
+        "unknown workload `reads` (valid workloads: point-read, insert, mixed, multi-db, queue, http, orm)",
     );
 }
 
@@ -64,6 +64,14 @@ fn contradictory_options_name_the_option() {
         "unknown value `fast` (valid: server, sqlite-default)",
     );
     rejects(&["--synchronous", "extra-full"], "invalid --synchronous");
+    rejects(
+        &["--approaches", "postgres"],
+        "`postgres` needs a server: add --with-postgres or --postgres-url URL",
+    );
+    rejects(
+        &["--build-profiles", "tuned,fastest"],
+        "invalid --build-profiles: unknown profile `fastest` (valid: default, tuned, threadsafe2",
+    );
     rejects(&["--mutex", "none"], "invalid --mutex");
     rejects(&["--memstatus", "maybe"], "invalid value 'maybe'");
     rejects(&["--baseline", "tokio"], "unknown --baseline `tokio`");

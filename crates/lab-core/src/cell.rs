@@ -38,6 +38,23 @@ pub struct Cell {
     pub dir: String,
     /// Seed for the operation mix and key choice, so runs are repeatable.
     pub seed: u64,
+    /// SQLite build profile of the runner that measures the cell (`tuned`: the workspace's `LIBSQLITE3_FLAGS`;
+    /// `default`: rusqlite's bundled flags untouched; others from the lab's profile list). The orchestrator picks
+    /// the runner built with it; the runner itself only records it. Absent in cells written before build profiles
+    /// existed, which were all `tuned`.
+    #[serde(default = "default_build_profile")]
+    pub build_profile: String,
+    /// The PostgreSQL server of the `postgres` approach (`--with-postgres` or `--postgres-url`), as a
+    /// `postgres://` URL; `None` for every other approach. Not part of the record: the server lives only for the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postgres_url: Option<String>,
+}
+
+/// The build profile of the workspace's own builds (its `.cargo/config.toml` flags).
+pub const DEFAULT_BUILD_PROFILE: &str = "tuned";
+
+fn default_build_profile() -> String {
+    DEFAULT_BUILD_PROFILE.to_owned()
 }
 
 /// Settings of the `multi-db` workload (seed 004).

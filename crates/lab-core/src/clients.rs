@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::data::{self, LedgerGenerator, NewItem};
+use crate::data::{self, LedgerGenerator, NewItem, NewJob};
 use crate::driver::Approach;
 use crate::pacing::Schedule;
 use crate::rng::Rng;
@@ -72,12 +72,15 @@ fn record(
 /// Adds one counted operation to the task's statistics.
 fn store(stats: &Mutex<TaskStats>, kind: OpKind, latency: Duration, outcome: Result<()>) {
     // Tasks share a statistics block only with a few others (see `driver::StatsShards`); the lock is held for
-    // one histogram update.
-    let mut stats = stats.lock().unwrap_or_else(PoisonError::into_inner);
-    match outcome {
-        Ok(()) => stats.record(kind, latency.as_nanos() as u64),
-        Err(e) => stats.record_error(format!("{e:#}")),
-    }
+    // one histogram update. The lab's own allocations (a histogram growing, an error message) are not the
+    // approach's: not counted.
+    crate::alloc::uncounted(|| {
+        let mut stats = stats.lock().unwrap_or_else(PoisonError::into_inner);
+        match outcome {
+            Ok(()) => stats.record(kind, latency.as_nanos() as u64),
+            Err(e) => stats.record_error(format!("{e:#}")),
+        }
+    });
 }
 
 /// A client of `point-read`, `insert` or `mixed`: operations back to back until the window ends.
@@ -221,5 +224,90 @@ pub(crate) async fn ledger_reader<A: Approach>(
         let (outcome, ready_now) = observe(approach.join_read(db, account)).await;
         record(&stats, &window, OpKind::Read, started, outcome);
         ready = ready_now;
+    }
+}
+
+/// Milliseconds since the Unix epoch, for job creation and claim times.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The names of the queue's operations, in report order.
+pub const QUEUE_OPERATIONS: [&str; 4] = ["publish", "claim", "ack", "cycle"];
+
+/// One queue cycle's outcome: each operation's latency, or the first error.
+pub(crate) struct Cycle {
+    /// Latency of publish, claim and ack.
+    pub(crate) latencies: [Duration; 3],
+    /// Whether the cycle's last operation completed without giving its worker back (direct-blocking).
+    pub(crate) ready_at_once: bool,
+}
+
+/// Runs one queue cycle as worker `owner`: publish `job`, claim the oldest unclaimed job, acknowledge it.
+///
+/// An empty queue is an error: every task publishes before it claims, so with the backlog the queue never runs dry.
+async fn queue_cycle<A: Approach>(approach: &A, owner: i64, job: NewJob) -> Result<Cycle> {
+    let t0 = Instant::now();
+    let (published, _) = observe(approach.publish(job)).await;
+    published?;
+    let t1 = Instant::now();
+    let (claimed, _) = observe(approach.claim(owner, now_ms())).await;
+    let id = claimed?.ok_or_else(|| anyhow::anyhow!("claim found no unclaimed job"))?;
+    let t2 = Instant::now();
+    let (acked, ready_at_once) = observe(approach.ack(id, owner)).await;
+    acked?;
+    let t3 = Instant::now();
+    Ok(Cycle {
+        latencies: [t1 - t0, t2 - t1, t3 - t2],
+        ready_at_once,
+    })
+}
+
+/// A `queue` client: producer and consumer at once, full cycles back to back until the window ends. A cycle
+/// counts (with its three operations) when it completes inside the window.
+pub(crate) async fn queue_client<A: Approach>(
+    approach: Arc<A>,
+    owner: i64,
+    mut rng: Rng,
+    window: Window,
+    stats: Arc<Mutex<TaskStats>>,
+) {
+    let payload: Arc<str> = rng.text(data::JOB_PAYLOAD_LEN).into();
+    let mut ready = false;
+    loop {
+        let started = Instant::now();
+        if started >= window.end {
+            return;
+        }
+        // Waiting for the worker is part of this cycle's latency, as a request waits for one.
+        yield_if_never_pending(ready).await;
+        let job = NewJob {
+            payload: payload.clone(),
+            created_at: now_ms(),
+        };
+        let outcome = queue_cycle(&*approach, owner, job).await;
+        let done = Instant::now();
+        if !window.counts(done) {
+            ready = outcome.is_ok_and(|c| c.ready_at_once);
+            continue;
+        }
+        ready = match &outcome {
+            Ok(cycle) => cycle.ready_at_once,
+            Err(_) => false,
+        };
+        crate::alloc::uncounted(|| {
+            let mut stats = stats.lock().unwrap_or_else(PoisonError::into_inner);
+            match outcome {
+                Ok(cycle) => {
+                    for (name, latency) in QUEUE_OPERATIONS.iter().zip(cycle.latencies) {
+                        stats.record_named(name, latency.as_nanos() as u64);
+                    }
+                    stats.record_named("cycle", (done - started).as_nanos() as u64);
+                }
+                Err(e) => stats.record_error(format!("{e:#}")),
+            }
+        });
     }
 }

@@ -71,6 +71,34 @@ pub fn item_seed(rows: u64, seed: u64) -> impl Iterator<Item = Statement> {
     })
 }
 
+/// A job for the `queue` workload's publish (bound to [`sql::PUBLISH`] as payload, creation time).
+///
+/// The payload is shared (`Arc<str>`, made once per client task), so publishing allocates nothing on the lab's
+/// side: the allocations a queue cell reports are the approach's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewJob {
+    /// `jobs.payload`.
+    pub payload: std::sync::Arc<str>,
+    /// `jobs.created_at`, in milliseconds since the Unix epoch.
+    pub created_at: i64,
+}
+
+/// Length of a job's payload: a small JSON-ish message.
+pub const JOB_PAYLOAD_LEN: usize = 100;
+
+/// The backlog seeded into the `jobs` table before the run: ids `1..=rows`, all unclaimed.
+pub fn job_seed(rows: u64, seed: u64) -> impl Iterator<Item = Statement> {
+    let mut rng = Rng::derive(seed, u64::MAX - 1);
+    (1..=rows as i64).map(move |id| Statement {
+        sql: sql::SEED_JOB,
+        params: vec![
+            Param::Int(id),
+            Param::Text(rng.text(JOB_PAYLOAD_LEN)),
+            Param::Int(id),
+        ],
+    })
+}
+
 /// One ledger block with its transactions and balance updates: the unit the `multi-db` writer commits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Block {

@@ -14,14 +14,27 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use crate::alloc::{self, AllocCount};
 use crate::cell::WriteMode;
-use crate::clients::{ReadTarget, Window, blocking_writer, client, ledger_reader, paced_writer};
-use crate::data::{Block, LedgerGenerator, NewItem};
+use crate::clients::{
+    QUEUE_OPERATIONS, ReadTarget, Window, blocking_writer, client, ledger_reader, now_ms,
+    paced_writer, queue_client,
+};
+use crate::data::{self, Block, LedgerGenerator, NewItem, NewJob};
+use crate::orm::{ORM_ARTISTS, OrmOp, orm_result_name};
 use crate::pacing::Schedule;
 use crate::rng::Rng;
 use crate::stats::{OpKind, TaskStats};
 use crate::workload::{Workload, multi_db_settings};
-use crate::{Cell, CellResult, Completion, Environment, MultiDb, OpStats, process};
+use crate::{Cell, CellResult, Completion, Environment, MultiDb, NamedOp, OpStats, process};
+
+/// Queue cycles run one at a time after the window, with allocations counted around each operation.
+pub const QUEUE_PROBE_CYCLES: u64 = 1_000;
+
+/// The error of an approach that has no queue operations.
+fn no_queue() -> anyhow::Error {
+    anyhow::anyhow!("this approach does not implement the queue workload")
+}
 
 /// One way of using SQLite from async Rust, as measured by the lab.
 ///
@@ -51,6 +64,38 @@ pub trait Approach: Send + Sync + 'static {
         block: Block,
         delay: Duration,
     ) -> impl Future<Output = Result<()>> + Send;
+
+    /// `queue`'s publish: [`crate::sql::PUBLISH`] with `job`, one logical write. By default, an error: the
+    /// approach does not implement the queue.
+    fn publish(&self, job: NewJob) -> impl Future<Output = Result<()>> + Send {
+        drop(job);
+        async { Err(no_queue()) }
+    }
+
+    /// `queue`'s claim: [`crate::sql::CLAIM`] for worker `owner` at `now_ms`, one logical write; the claimed job's
+    /// id, or `None` when no job is waiting. By default, an error.
+    fn claim(&self, owner: i64, now_ms: i64) -> impl Future<Output = Result<Option<i64>>> + Send {
+        let _ = (owner, now_ms);
+        async { Err(no_queue()) }
+    }
+
+    /// `queue`'s ack: [`crate::sql::ACK`] for job `id` claimed by `owner`, one logical write; an error if no row
+    /// was deleted. By default, an error.
+    fn ack(&self, id: i64, owner: i64) -> impl Future<Output = Result<()>> + Send {
+        let _ = (id, owner);
+        async { Err(no_queue()) }
+    }
+
+    /// `orm`: operation `op` of the suite on the artist `key` (in `1..=ORM_ARTISTS`), wrapped in a transaction of
+    /// its own when `txn` is set. By default, an error: the approach does not implement the suite.
+    fn orm(&self, op: OrmOp, key: i64, txn: bool) -> impl Future<Output = Result<()>> + Send {
+        let _ = (op, key, txn);
+        async {
+            Err(anyhow::anyhow!(
+                "this approach does not implement the orm workload"
+            ))
+        }
+    }
 
     /// Databases with open connections right now, if the approach knows: all of them for approaches that open
     /// every database up front; fewer for one that closes idle databases (quicklite's registry). By default,
@@ -92,6 +137,12 @@ pub struct Measurement {
     pub open_databases: Option<u64>,
     /// Database opens since the approach started, as the approach reports it.
     pub database_opens: Option<u64>,
+    /// Named operations (`queue`).
+    pub operations: Vec<NamedOp>,
+    /// Heap allocations in the window, if counted.
+    pub window_allocations: Option<u64>,
+    /// Bytes those allocations requested.
+    pub window_alloc_bytes: Option<u64>,
 }
 
 impl Measurement {
@@ -111,6 +162,9 @@ impl Measurement {
             rss_bytes: self.rss_bytes,
             open_databases: self.open_databases,
             database_opens: self.database_opens,
+            operations: self.operations,
+            window_allocations: self.window_allocations,
+            window_alloc_bytes: self.window_alloc_bytes,
             env,
         }
     }
@@ -124,13 +178,46 @@ pub fn failed_result(cell: Cell, env: Environment, failure: String) -> CellResul
 }
 
 /// Samples of the process taken at the edges of the window by the timekeeper thread.
-struct Edges {
+pub(crate) struct Edges {
     /// CPU seconds used during the window.
-    cpu_secs: f64,
+    pub(crate) cpu_secs: f64,
     /// Threads at the end.
-    threads: Option<u64>,
+    pub(crate) threads: Option<u64>,
     /// RSS at the end.
-    rss_bytes: Option<u64>,
+    pub(crate) rss_bytes: Option<u64>,
+    /// Heap allocations during the window, when counted.
+    pub(crate) allocations: Option<AllocCount>,
+}
+
+/// Starts the timekeeper: a plain OS thread (tokio's timers stop when direct-blocking calls hold every worker)
+/// that samples CPU time, allocations, threads and memory at `measure_start` and `end`.
+pub(crate) fn spawn_timekeeper(
+    measure_start: Instant,
+    end: Instant,
+) -> Result<tokio::sync::oneshot::Receiver<Edges>> {
+    let (edges_tx, edges_rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("lab-timekeeper".into())
+        .spawn(move || {
+            // Opened before the approach gets to use up the file descriptors.
+            let mut status = process::StatusFile::open();
+            sleep_until(measure_start);
+            let cpu_start = process::cpu_time();
+            let allocs_start = alloc::allocations();
+            sleep_until(end);
+            let cpu_end = process::cpu_time();
+            let allocs_end = alloc::allocations();
+            let _ = edges_tx.send(Edges {
+                cpu_secs: (cpu_end - cpu_start).as_secs_f64(),
+                threads: status.threads(),
+                rss_bytes: status.rss_bytes(),
+                allocations: allocs_end
+                    .zip(allocs_start)
+                    .map(|(end, start)| end.since(start)),
+            });
+        })
+        .context("cannot start the timekeeper thread")?;
+    Ok(edges_rx)
 }
 
 /// Runs `cell` against `approach`: spawns the client tasks, waits out the warm-up and the window, and returns
@@ -138,6 +225,22 @@ struct Edges {
 /// exits without waiting for them.
 pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measurement> {
     let workload = Workload::of_cell(cell)?;
+    if workload == Workload::Http {
+        #[cfg(feature = "http")]
+        return crate::http::drive(cell, approach).await;
+        #[cfg(not(feature = "http"))]
+        anyhow::bail!(
+            "this runner was built without the http workload (lab-core's `http` feature)"
+        );
+    }
+    if workload == Workload::Orm {
+        return drive_orm(cell, &*approach).await;
+    }
+    if workload == Workload::Queue {
+        // Seed 002 compares drivers by allocations per cycle: count them (a no-op without the runner's counting
+        // allocator).
+        alloc::start_counting();
+    }
     let start = Instant::now();
     let measure_start = start + Duration::from_millis(cell.warmup_ms);
     let window = Window {
@@ -145,27 +248,23 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
         end: measure_start + Duration::from_millis(cell.duration_ms),
     };
 
-    let (edges_tx, edges_rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("lab-timekeeper".into())
-        .spawn(move || {
-            // Opened before the approach gets to use up the file descriptors.
-            let mut status = process::StatusFile::open();
-            sleep_until(window.measure_start);
-            let cpu_start = process::cpu_time();
-            sleep_until(window.end);
-            let cpu_end = process::cpu_time();
-            let _ = edges_tx.send(Edges {
-                cpu_secs: (cpu_end - cpu_start).as_secs_f64(),
-                threads: status.threads(),
-                rss_bytes: status.rss_bytes(),
-            });
-        })
-        .context("cannot start the timekeeper thread")?;
+    let edges_rx = spawn_timekeeper(window.measure_start, window.end)?;
 
     let mut stats = StatsShards::default();
     let mut expected_writes = None;
-    if workload == Workload::MultiDb {
+    let mut queue_tasks = Vec::new();
+    if workload == Workload::Queue {
+        for task in 0..cell.concurrency {
+            let rng = Rng::derive(cell.seed, u64::from(task));
+            queue_tasks.push(tokio::spawn(queue_client(
+                approach.clone(),
+                i64::from(task) + 1,
+                rng,
+                window,
+                stats.next(),
+            )));
+        }
+    } else if workload == Workload::MultiDb {
         let settings = multi_db_settings(cell)?;
         let databases = settings.num_databases as usize;
         let delay = Duration::from_millis(settings.write_delay_ms);
@@ -232,6 +331,32 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
         .end
         .duration_since(window.measure_start)
         .as_secs_f64();
+    let mut operations = Vec::new();
+    if workload == Workload::Queue {
+        // Each task stops after the cycle it is in when the window closes; the probe runs alone after them.
+        for task in queue_tasks {
+            task.await.context("a queue client task panicked")?;
+        }
+        let probe = probe_queue(&*approach, cell.seed).await?;
+        let named = total.named_stats(wall_secs);
+        operations = QUEUE_OPERATIONS
+            .iter()
+            .map(|name| {
+                let stats = named
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, s)| s.clone())
+                    .unwrap_or_default();
+                let per_op = probe.get(name);
+                NamedOp {
+                    name: (*name).to_owned(),
+                    stats,
+                    allocs_per_op: per_op.map(|c| c.allocations as f64 / QUEUE_PROBE_CYCLES as f64),
+                    alloc_bytes_per_op: per_op.map(|c| c.bytes as f64 / QUEUE_PROBE_CYCLES as f64),
+                }
+            })
+            .collect();
+    }
     let write_completion = expected_writes.map(|expected| {
         let completed = total.count(OpKind::Write);
         Completion {
@@ -256,7 +381,112 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
         rss_bytes: edges.rss_bytes,
         open_databases,
         database_opens,
+        operations,
+        window_allocations: edges.allocations.map(|a| a.allocations),
+        window_alloc_bytes: edges.allocations.map(|a| a.bytes),
     })
+}
+
+/// The `orm` suite: a warm-up running every operation in turn, then each operation alone, without and with a
+/// wrapping transaction, for an equal share of the measured time; one operation in flight at a time, as the seed's
+/// single ActiveRecord connection ran them.
+async fn drive_orm<A: Approach>(cell: &Cell, approach: &A) -> Result<Measurement> {
+    let mut key = 0i64;
+    let mut next_key = || {
+        key = key % ORM_ARTISTS + 1;
+        key
+    };
+    let warm_end = Instant::now() + Duration::from_millis(cell.warmup_ms);
+    while Instant::now() < warm_end {
+        for op in OrmOp::ALL {
+            approach
+                .orm(op, next_key(), false)
+                .await
+                .with_context(|| format!("warm-up: {}", op.name()))?;
+        }
+    }
+    let slices = (OrmOp::ALL.len() * 2) as u32;
+    let slice = (Duration::from_millis(cell.duration_ms) / slices).max(Duration::from_millis(1));
+    let cpu_start = process::cpu_time();
+    let start = Instant::now();
+    let mut totals = TaskStats::new();
+    let mut operations = Vec::new();
+    for op in OrmOp::ALL {
+        for txn in [false, true] {
+            let mut stats = TaskStats::new();
+            let end = Instant::now() + slice;
+            while Instant::now() < end {
+                let started = Instant::now();
+                match approach.orm(op, next_key(), txn).await {
+                    Ok(()) => stats.record(OpKind::Read, started.elapsed().as_nanos() as u64),
+                    Err(e) => stats.record_error(format!("{}: {e:#}", op.name())),
+                }
+            }
+            totals.merge(&stats);
+            operations.push(NamedOp {
+                name: orm_result_name(op, txn),
+                stats: stats.op_stats(OpKind::Read, slice.as_secs_f64()),
+                allocs_per_op: None,
+                alloc_bytes_per_op: None,
+            });
+        }
+    }
+    let wall_secs = start.elapsed().as_secs_f64();
+    Ok(Measurement {
+        errors: totals.errors(),
+        error_samples: totals.error_samples().to_vec(),
+        wall_secs,
+        cpu_secs: (process::cpu_time() - cpu_start).as_secs_f64(),
+        operations,
+        ..Measurement::default()
+    })
+}
+
+/// Allocations per queue operation, counted around each operation of [`QUEUE_PROBE_CYCLES`] cycles run one at a
+/// time by one task: every thread's allocations while the operation is in flight (the caller's future, the
+/// channel to the approach's thread, that thread's work). Empty when the runner does not count allocations.
+async fn probe_queue<A: Approach>(
+    approach: &A,
+    seed: u64,
+) -> Result<std::collections::BTreeMap<&'static str, AllocCount>> {
+    let mut totals = std::collections::BTreeMap::new();
+    if alloc::allocations().is_none() {
+        return Ok(totals);
+    }
+    let mut rng = Rng::derive(seed, u64::MAX - 2);
+    let payload: Arc<str> = rng.text(data::JOB_PAYLOAD_LEN).into();
+    let owner = 0;
+    let mut add = |name: &'static str, before: Option<AllocCount>, after: Option<AllocCount>| {
+        if let (Some(before), Some(after)) = (before, after) {
+            let entry: &mut AllocCount = totals.entry(name).or_default();
+            let d = after.since(before);
+            entry.allocations += d.allocations;
+            entry.bytes += d.bytes;
+        }
+    };
+    for _ in 0..QUEUE_PROBE_CYCLES {
+        let job = NewJob {
+            payload: payload.clone(),
+            created_at: now_ms(),
+        };
+        let now = now_ms();
+        let cycle_start = alloc::allocations();
+        approach.publish(job).await.context("probe: publish")?;
+        let published = alloc::allocations();
+        let id = approach
+            .claim(owner, now)
+            .await
+            .context("probe: claim")?
+            .context("probe: claim found no unclaimed job")?;
+        let claimed = alloc::allocations();
+        approach.ack(id, owner).await.context("probe: ack")?;
+        let acked = alloc::allocations();
+        add("publish", cycle_start, published);
+        add("claim", published, claimed);
+        add("ack", claimed, acked);
+        add("cycle", cycle_start, acked);
+    }
+    Ok(totals)
 }
 
 /// The `multi-db` reader tasks: what each reads, and the stream its random numbers come from.
@@ -373,6 +603,10 @@ mod tests {
         blocks: Mutex<BTreeMap<usize, Vec<i64>>>,
         /// Fail every operation, alternating between two messages.
         failing: bool,
+        /// The queue: job id → the worker that claimed it.
+        jobs: Mutex<BTreeMap<i64, Option<i64>>>,
+        /// `orm` calls per (operation, in a transaction).
+        orm_calls: Mutex<BTreeMap<(&'static str, bool), u64>>,
     }
 
     impl Fake {
@@ -433,6 +667,131 @@ mod tests {
                 .push(block.idx);
             Ok(())
         }
+
+        async fn publish(&self, job: NewJob) -> Result<()> {
+            assert_eq!(job.payload.len(), data::JOB_PAYLOAD_LEN);
+            let mut jobs = self.jobs.lock().unwrap();
+            let id = jobs.keys().next_back().map_or(1, |last| last + 1);
+            jobs.insert(id, None);
+            Ok(())
+        }
+
+        async fn claim(&self, owner: i64, _now_ms: i64) -> Result<Option<i64>> {
+            let mut jobs = self.jobs.lock().unwrap();
+            let oldest = jobs.iter_mut().find(|(_, claimed)| claimed.is_none());
+            Ok(oldest.map(|(id, claimed)| {
+                *claimed = Some(owner);
+                *id
+            }))
+        }
+
+        async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
+            assert!((1..=ORM_ARTISTS).contains(&key));
+            *self
+                .orm_calls
+                .lock()
+                .unwrap()
+                .entry((op.name(), txn))
+                .or_default() += 1;
+            Ok(())
+        }
+
+        async fn ack(&self, id: i64, owner: i64) -> Result<()> {
+            let mut jobs = self.jobs.lock().unwrap();
+            match jobs.get(&id) {
+                Some(Some(by)) if *by == owner => {
+                    jobs.remove(&id);
+                    Ok(())
+                }
+                _ => bail!("job {id} is not claimed by {owner}"),
+            }
+        }
+    }
+
+    /// An approach with no queue operations: the trait's defaults.
+    struct NoQueue;
+
+    impl Approach for NoQueue {
+        async fn point_read(&self, _: i64) -> Result<()> {
+            Ok(())
+        }
+        async fn insert(&self, _: NewItem) -> Result<()> {
+            Ok(())
+        }
+        async fn update(&self, _: i64, _: i64) -> Result<()> {
+            Ok(())
+        }
+        async fn join_read(&self, _: usize, _: i64) -> Result<()> {
+            Ok(())
+        }
+        async fn paced_write(&self, _: usize, _: Block, _: Duration) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn queue_cycles_time_every_operation_and_leave_the_queue_as_it_was() {
+        let cell = sample_cell("queue", "fake");
+        let (m, fake) = run(&cell, Fake::default()).await;
+        assert_eq!(m.errors, 0, "{:?}", m.error_samples);
+        let names: Vec<&str> = m.operations.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["publish", "claim", "ack", "cycle"]);
+        let cycles = m.operations[3].stats.ops;
+        assert!(cycles > 0);
+        // A cycle counts with its three operations, so all four counts agree.
+        assert!(m.operations.iter().all(|o| o.stats.ops == cycles), "{m:?}");
+        // Every job published was claimed and acknowledged by the same worker: nothing is left over.
+        assert!(fake.jobs.lock().unwrap().is_empty());
+        // This test binary does not install the counting allocator: no allocation figure is made up.
+        assert!(m.operations.iter().all(|o| o.allocs_per_op.is_none()));
+        assert_eq!(m.window_allocations, None);
+        assert_eq!(m.reads.ops + m.writes.ops, 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_orm_suite_times_every_operation_with_and_without_a_transaction() {
+        let cell = sample_cell("orm", "fake");
+        let (m, fake) = run(&cell, Fake::default()).await;
+        assert_eq!(m.errors, 0, "{:?}", m.error_samples);
+        assert_eq!(m.operations.len(), 32);
+        assert_eq!(m.operations[0].name, "model_object_creation");
+        assert_eq!(m.operations[1].name, "model_object_creation (txn)");
+        assert!(m.operations.iter().all(|o| o.stats.ops > 0), "{m:?}");
+        let calls = fake.orm_calls.lock().unwrap().clone();
+        assert_eq!(calls.len(), 32, "every operation, both ways");
+        // Each measured operation ran at least as often as it was counted (the warm-up ran the plain ones too).
+        for o in &m.operations {
+            let txn = o.name.ends_with(" (txn)");
+            let name = o.name.trim_end_matches(" (txn)");
+            assert!(
+                calls[&(
+                    OrmOp::ALL
+                        .iter()
+                        .find(|op| op.name() == name)
+                        .unwrap()
+                        .name(),
+                    txn
+                )] >= o.stats.ops
+            );
+        }
+        // An approach without the suite fails the cell at the warm-up, naming the operation.
+        let err = drive(&cell, Arc::new(NoQueue)).await.unwrap_err();
+        assert!(
+            format!("{err:#}").contains("does not implement the orm"),
+            "{err:#}"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_approach_without_a_queue_fails_every_cycle_with_a_clear_error() {
+        let cell = sample_cell("queue", "none");
+        let m = drive(&cell, Arc::new(NoQueue)).await.unwrap();
+        assert!(m.errors > 0);
+        assert_eq!(
+            m.error_samples,
+            ["this approach does not implement the queue workload"]
+        );
+        assert!(m.operations.iter().all(|o| o.stats.ops == 0));
     }
 
     async fn run(cell: &Cell, fake: Fake) -> (Measurement, Arc<Fake>) {

@@ -36,12 +36,17 @@
 //! }
 //! ```
 
+mod alloc;
 mod cell;
 mod clients;
 mod data;
 mod driver;
+#[cfg(feature = "http")]
+mod http;
+pub mod http_load;
 mod knobs;
 mod machine;
+pub mod orm;
 mod pacing;
 pub mod process;
 mod result;
@@ -56,16 +61,18 @@ mod test_support;
 pub mod runner_testing;
 mod workload;
 
-pub use cell::{Cell, MultiDb, WriteMode};
+pub use alloc::{AllocCount, CountingAllocator, allocations, start_counting, uncounted};
+pub use cell::{Cell, DEFAULT_BUILD_PROFILE, MultiDb, WriteMode};
 pub use data::{
-    Block, LEDGER_ACCOUNTS, LEDGER_SEED_BLOCKS, LedgerGenerator, NewItem, Param, Statement,
-    TRANSACTIONS_PER_BLOCK,
+    Block, JOB_PAYLOAD_LEN, LEDGER_ACCOUNTS, LEDGER_SEED_BLOCKS, LedgerGenerator, NewItem, NewJob,
+    Param, Statement, TRANSACTIONS_PER_BLOCK,
 };
-pub use driver::{Approach, Measurement, drive, failed_result};
+pub use driver::{Approach, Measurement, QUEUE_PROBE_CYCLES, drive, failed_result};
 pub use knobs::{Knobs, MutexMode, Pragma, Profile, REPORTED_PRAGMAS, SERVER_PRAGMAS};
 pub use machine::{cpu_model, rfc3339_utc};
+pub use orm::OrmOp;
 pub use pacing::Schedule;
-pub use result::{CellResult, Completion, Environment, OpStats};
+pub use result::{CellResult, Completion, Environment, NamedOp, OpStats};
 pub use rng::Rng;
 pub use runner_main::{Runner, run_runner_main};
 pub use stats::{MAX_ERROR_SAMPLES, OpKind, TaskStats};

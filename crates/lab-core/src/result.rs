@@ -40,8 +40,43 @@ pub struct CellResult {
     /// the number of databases when each opens once; more when a capped registry closes and reopens them.
     #[serde(default)]
     pub database_opens: Option<u64>,
+    /// Named operations with their own statistics (the `queue` workload: `publish`, `claim`, `ack` and the whole
+    /// `cycle`); empty for the other workloads.
+    #[serde(default)]
+    pub operations: Vec<NamedOp>,
+    /// Heap allocations (Rust's global allocator, every thread of the runner) during the measured window, when the
+    /// runner counts them (`queue`); `None` when not measured.
+    #[serde(default)]
+    pub window_allocations: Option<u64>,
+    /// Bytes those allocations requested.
+    #[serde(default)]
+    pub window_alloc_bytes: Option<u64>,
     /// Where and with what the number was obtained.
     pub env: Environment,
+}
+
+impl CellResult {
+    /// The named operation `name`, if the cell measured one.
+    pub fn operation(&self, name: &str) -> Option<&NamedOp> {
+        self.operations.iter().find(|op| op.name == name)
+    }
+}
+
+/// One named operation of a workload, e.g. the queue's `claim`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NamedOp {
+    /// `publish`, `claim`, `ack` or `cycle`.
+    pub name: String,
+    /// Throughput and latency in the measured window (operations of every client task).
+    pub stats: OpStats,
+    /// Heap allocations per operation, counted around each of a run of operations issued one at a time after the
+    /// window (every thread's allocations during the operation: the caller's future, channels, the approach's
+    /// threads); `None` when the runner does not count allocations.
+    #[serde(default)]
+    pub allocs_per_op: Option<f64>,
+    /// Bytes those allocations requested, per operation.
+    #[serde(default)]
+    pub alloc_bytes_per_op: Option<f64>,
 }
 
 /// Throughput and latency of one kind of operation.

@@ -36,9 +36,13 @@ pub fn run_runner_main(runner: impl Runner) -> ExitCode {
         [flag] if flag == "--approaches" => {
             return print_json(&runner.approaches());
         }
+        // The `http` workload's load generator: this same program, in another process.
+        [flag] if flag == "--http-load" => {
+            return crate::http_load::run_load_main();
+        }
         _ => {
             eprintln!(
-                "usage: {} [--approaches]\n  reads one cell as JSON on standard input, prints its result as JSON",
+                "usage: {} [--approaches | --http-load]\n  reads one cell as JSON on standard input, prints its result as JSON",
                 runner.name()
             );
             return ExitCode::from(2);

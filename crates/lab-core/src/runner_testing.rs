@@ -139,3 +139,48 @@ pub fn crate_version<'r>(result: &'r Value, krate: &str) -> &'r str {
         .as_str()
         .unwrap_or_else(|| panic!("no version of {krate} in {result:#}"))
 }
+
+/// Checks a `queue` result of [`tiny_cell`]: no failure, no errors, every cycle counted with its three operations,
+/// and allocations counted (every runner installs the counting allocator), per operation and in the window.
+pub fn assert_queue_measured(result: &Value) {
+    assert_eq!(result["failure"], Value::Null, "{result:#}");
+    assert_eq!(result["errors"], 0, "{result:#}");
+    let operations = result["operations"].as_array().expect("operations");
+    let names: Vec<&str> = operations
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["publish", "claim", "ack", "cycle"], "{result:#}");
+    let cycles = operations[3]["stats"]["ops"].as_u64().unwrap();
+    assert!(cycles > 0, "{result:#}");
+    for op in operations {
+        assert_eq!(op["stats"]["ops"].as_u64(), Some(cycles), "{op:#}");
+        assert!(op["allocs_per_op"].as_f64().is_some(), "{op:#}");
+    }
+    // A cycle crosses threads and channels: it allocates.
+    assert!(operations[3]["allocs_per_op"].as_f64().unwrap() > 0.0);
+    assert!(
+        result["window_allocations"].as_u64().unwrap() > 0,
+        "{result:#}"
+    );
+}
+
+/// The queue database's jobs after a `queue` cell: `(jobs, claimed jobs)`. Every cycle publishes one job and
+/// acknowledges one, and the runner waits for its cycles to end, so a finished cell leaves exactly the backlog,
+/// none of it claimed.
+pub fn queue_jobs_sql() -> &'static str {
+    "SELECT count(*), count(claimed_by) FROM jobs"
+}
+
+/// Checks an `orm` result of [`tiny_cell`]: no failure, no errors, and every operation of the suite measured
+/// without and with a wrapping transaction.
+pub fn assert_orm_measured(result: &Value) {
+    assert_eq!(result["failure"], Value::Null, "{result:#}");
+    assert_eq!(result["errors"], 0, "{result:#}");
+    let operations = result["operations"].as_array().expect("operations");
+    assert_eq!(operations.len(), 2 * crate::OrmOp::ALL.len(), "{result:#}");
+    for op in operations {
+        assert!(op["stats"]["ops"].as_u64().unwrap() > 0, "{op:#}");
+    }
+    assert_eq!(operations[1]["name"], "model_object_creation (txn)");
+}

@@ -23,6 +23,9 @@ pub struct TaskStats {
     reads: Histogram<u64>,
     /// Write latencies in nanoseconds.
     writes: Histogram<u64>,
+    /// Latencies of named operations in nanoseconds (the `queue` workload's publish, claim, ack and cycle), in
+    /// the order first recorded.
+    named: Vec<(&'static str, Histogram<u64>)>,
     /// Operations that returned an error in the measured window.
     errors: u64,
     /// The first distinct error messages.
@@ -45,6 +48,7 @@ impl TaskStats {
         Self {
             reads: histogram(),
             writes: histogram(),
+            named: Vec::new(),
             errors: 0,
             samples: Vec::new(),
         }
@@ -61,6 +65,28 @@ impl TaskStats {
         let _ = histogram.record(nanos.max(1));
     }
 
+    /// Records a successful named operation (e.g. the queue's `claim`) that took `nanos`.
+    pub fn record_named(&mut self, name: &'static str, nanos: u64) {
+        let index = match self.named.iter().position(|(n, _)| *n == name) {
+            Some(index) => index,
+            None => {
+                let histogram = Histogram::new(3)
+                    .expect("3 significant figures is a valid histogram precision");
+                self.named.push((name, histogram));
+                self.named.len() - 1
+            }
+        };
+        let _ = self.named[index].1.record(nanos.max(1));
+    }
+
+    /// Throughput and latency of every named operation over `wall_secs`, in the order first recorded.
+    pub fn named_stats(&self, wall_secs: f64) -> Vec<(&'static str, OpStats)> {
+        self.named
+            .iter()
+            .map(|(name, h)| (*name, histogram_stats(h, wall_secs)))
+            .collect()
+    }
+
     /// Records a failed operation.
     pub fn record_error(&mut self, message: String) {
         self.errors += 1;
@@ -74,6 +100,14 @@ impl TaskStats {
         // Both histograms auto-resize, so adding cannot fail for range reasons.
         let _ = self.reads.add(&other.reads);
         let _ = self.writes.add(&other.writes);
+        for (name, h) in &other.named {
+            match self.named.iter_mut().find(|(n, _)| n == name) {
+                Some((_, mine)) => {
+                    let _ = mine.add(h);
+                }
+                None => self.named.push((name, h.clone())),
+            }
+        }
         self.errors += other.errors;
         for message in &other.samples {
             if self.samples.len() < MAX_ERROR_SAMPLES && !self.samples.contains(message) {
@@ -106,22 +140,27 @@ impl TaskStats {
             OpKind::Read => &self.reads,
             OpKind::Write => &self.writes,
         };
-        if h.is_empty() {
-            return OpStats::default();
-        }
-        let us = |nanos: u64| nanos as f64 / 1_000.0;
-        OpStats {
-            ops: h.len(),
-            ops_per_sec: if wall_secs > 0.0 {
-                h.len() as f64 / wall_secs
-            } else {
-                0.0
-            },
-            avg_us: h.mean() / 1_000.0,
-            p50_us: us(h.value_at_quantile(0.50)),
-            p99_us: us(h.value_at_quantile(0.99)),
-            max_us: us(h.max()),
-        }
+        histogram_stats(h, wall_secs)
+    }
+}
+
+/// Throughput and latency of one histogram of nanoseconds over `wall_secs`.
+fn histogram_stats(h: &Histogram<u64>, wall_secs: f64) -> OpStats {
+    if h.is_empty() {
+        return OpStats::default();
+    }
+    let us = |nanos: u64| nanos as f64 / 1_000.0;
+    OpStats {
+        ops: h.len(),
+        ops_per_sec: if wall_secs > 0.0 {
+            h.len() as f64 / wall_secs
+        } else {
+            0.0
+        },
+        avg_us: h.mean() / 1_000.0,
+        p50_us: us(h.value_at_quantile(0.50)),
+        p99_us: us(h.value_at_quantile(0.99)),
+        max_us: us(h.max()),
     }
 }
 
@@ -156,6 +195,22 @@ mod tests {
         assert!((reads.avg_us - 2.5).abs() < 0.01, "{reads:?}");
         assert!((reads.max_us - 4.0).abs() < 0.01, "{reads:?}");
         assert_eq!(a.op_stats(OpKind::Write, 0.0).ops_per_sec, 0.0);
+    }
+
+    #[test]
+    fn named_operations_merge_by_name_in_first_seen_order() {
+        let mut a = TaskStats::new();
+        let mut b = TaskStats::new();
+        a.record_named("publish", 1_000);
+        b.record_named("claim", 3_000);
+        b.record_named("publish", 3_000);
+        a.merge(&b);
+        let named = a.named_stats(1.0);
+        let names: Vec<&str> = named.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["publish", "claim"]);
+        assert_eq!(named[0].1.ops, 2);
+        assert!((named[0].1.avg_us - 2.0).abs() < 0.01, "{:?}", named[0]);
+        assert_eq!(named[1].1.ops, 1);
     }
 
     #[test]

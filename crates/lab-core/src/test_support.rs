@@ -25,5 +25,7 @@ pub(crate) fn sample_cell(workload: &str, approach: &str) -> Cell {
         }),
         dir: "/nonexistent".into(),
         seed: 42,
+        build_profile: "tuned".into(),
+        postgres_url: None,
     }
 }

@@ -28,11 +28,29 @@ pub enum Workload {
     /// (the delay blocking inside the write, or an async pause between writes: [`crate::WriteMode`]), and readers
     /// running the account-history JOIN in a loop (R per database, or a fixed total over all databases).
     MultiDb,
+    /// Seed 002: a durable job queue. Every client task runs full cycles — publish a job, claim the oldest
+    /// unclaimed one (usually another task's), acknowledge (delete) it — so producers and consumers run
+    /// concurrently; each operation and the cycle are timed, and heap allocations counted.
+    Queue,
+    /// Seed 000: an axum service with a single-row endpoint (`GET /items/{id}`, the `point-read` statement) under
+    /// `concurrency` keep-alive connections from a load generator in another process.
+    Http,
+    /// Seed 003: the operations of an ORM benchmark (create, select, eager and lazy loading, JSON), written in SQL,
+    /// each run alone, with and without a wrapping transaction.
+    Orm,
 }
 
 impl Workload {
     /// Every workload, in report order.
-    pub const ALL: [Workload; 4] = [Self::PointRead, Self::Insert, Self::Mixed, Self::MultiDb];
+    pub const ALL: [Workload; 7] = [
+        Self::PointRead,
+        Self::Insert,
+        Self::Mixed,
+        Self::MultiDb,
+        Self::Queue,
+        Self::Http,
+        Self::Orm,
+    ];
 
     /// The name used in cells, results and on the command line.
     pub fn name(self) -> &'static str {
@@ -41,6 +59,9 @@ impl Workload {
             Self::Insert => "insert",
             Self::Mixed => "mixed",
             Self::MultiDb => "multi-db",
+            Self::Queue => "queue",
+            Self::Http => "http",
+            Self::Orm => "orm",
         }
     }
 
@@ -71,12 +92,12 @@ impl Workload {
                     bail!("paced writes need a period (write_delay_ms = 0)");
                 }
             }
-            Self::PointRead | Self::Mixed if cell.rows == 0 => {
+            Self::PointRead | Self::Mixed | Self::Http if cell.rows == 0 => {
                 bail!("{} needs rows to read (rows = 0)", workload.name());
             }
             _ => {}
         }
-        if cell.concurrency == 0 && workload != Self::MultiDb {
+        if cell.concurrency == 0 && !matches!(workload, Self::MultiDb | Self::Orm) {
             bail!("concurrency must be at least 1");
         }
         Ok(workload)
@@ -95,6 +116,8 @@ impl Workload {
     pub fn database_name(self, db: usize) -> String {
         match self {
             Self::MultiDb => format!("ledger-{db:04}"),
+            Self::Queue => "queue".to_string(),
+            Self::Orm => "orm".to_string(),
             _ => "items".to_string(),
         }
     }
@@ -108,6 +131,8 @@ impl Workload {
     pub fn schema(self) -> &'static str {
         match self {
             Self::MultiDb => sql::LEDGER_SCHEMA,
+            Self::Queue => sql::QUEUE_SCHEMA,
+            Self::Orm => sql::ORM_SCHEMA,
             _ => sql::ITEMS_SCHEMA,
         }
     }
@@ -118,6 +143,9 @@ impl Workload {
     pub fn seed_rows(self, cell: &Cell) -> Box<dyn Iterator<Item = Statement>> {
         match self {
             Self::MultiDb => Box::new(data::ledger_seed(cell.seed, 0)),
+            // The backlog: claims search an index over `rows` waiting jobs, not an empty table.
+            Self::Queue => Box::new(data::job_seed(cell.rows, cell.seed)),
+            Self::Orm => Box::new(crate::orm::orm_seed()),
             _ => Box::new(data::item_seed(cell.rows, cell.seed)),
         }
     }
@@ -196,7 +224,10 @@ mod tests {
     fn unknown_workload_lists_the_valid_names() {
         let err = Workload::parse("point-reads").unwrap_err().to_string();
         assert!(err.contains("`point-reads`"), "{err}");
-        assert!(err.contains("point-read, insert, mixed, multi-db"), "{err}");
+        assert!(
+            err.contains("point-read, insert, mixed, multi-db, queue, http, orm"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -229,6 +260,18 @@ mod tests {
         let cell = sample_cell("point-read", "x");
         assert_eq!(Workload::PointRead.databases(&cell), 1);
         assert_eq!(Workload::PointRead.seed_rows(&cell).count(), 200);
+
+        let cell = sample_cell("queue", "x");
+        assert_eq!(Workload::of_cell(&cell).unwrap(), Workload::Queue);
+        assert_eq!(Workload::Queue.databases(&cell), 1);
+        assert_eq!(
+            Workload::Queue.database_path(&cell, 0),
+            PathBuf::from("/nonexistent/queue.db")
+        );
+        assert!(Workload::Queue.schema().contains("jobs_unclaimed"));
+        let backlog: Vec<_> = Workload::Queue.seed_rows(&cell).collect();
+        assert_eq!(backlog.len(), 200);
+        assert!(backlog.iter().all(|s| s.sql == sql::SEED_JOB));
     }
 
     #[test]

@@ -73,11 +73,17 @@ impl EnvSummary {
                 dates.push(&env.date);
             }
             let approach = &result.cell.approach;
-            let runner = match out.runners.iter_mut().position(|r| r.runner == env.runner) {
+            // The same program built under another SQLite build profile links another SQLite: its own entry.
+            let name = if result.cell.build_profile == quicklite_lab_core::DEFAULT_BUILD_PROFILE {
+                env.runner.clone()
+            } else {
+                format!("{} · build {}", env.runner, result.cell.build_profile)
+            };
+            let runner = match out.runners.iter_mut().position(|r| r.runner == name) {
                 Some(i) => &mut out.runners[i],
                 None => {
                     out.runners.push(RunnerEnv {
-                        runner: env.runner.clone(),
+                        runner: name,
                         ..RunnerEnv::default()
                     });
                     let last = out.runners.len() - 1;
@@ -171,7 +177,9 @@ mod tests {
         assert_eq!(env.runners.len(), 2);
         assert_eq!(env.runners[0].open_files_limits, [1_024]);
         assert_eq!(env.cpus, ["Test CPU @ 3.0GHz (2 CPUs)"]);
-        assert_eq!(env.profiles.len(), 1);
+        // `server` everywhere, and `sqlite-default` for one ORM cell.
+        let profiles: Vec<&str> = env.profiles.iter().map(|p| p.profile.as_str()).collect();
+        assert_eq!(profiles, ["server", "sqlite-default"]);
         assert_eq!(env.profiles[0].groups.len(), 1);
     }
 }

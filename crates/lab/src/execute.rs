@@ -195,6 +195,9 @@ pub(crate) fn failed_result(
         rss_bytes: None,
         open_databases: None,
         database_opens: None,
+        operations: Vec::new(),
+        window_allocations: None,
+        window_alloc_bytes: None,
         env: Environment {
             runner: program
                 .file_name()

@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use quicklite_lab_core::{Cell, CellResult, Completion, Environment, MultiDb, OpStats, WriteMode};
+use quicklite_lab_core::{
+    Cell, CellResult, Completion, Environment, MultiDb, NamedOp, OpStats, WriteMode,
+};
 
 fn cell(workload: &str, approach: &str) -> Cell {
     Cell {
@@ -20,6 +22,8 @@ fn cell(workload: &str, approach: &str) -> Cell {
         multi_db: None,
         dir: "/tmp/quicklite-cell-x".to_owned(),
         seed: 4,
+        build_profile: "tuned".to_owned(),
+        postgres_url: None,
     }
 }
 
@@ -71,6 +75,9 @@ fn ok(cell: Cell, reads: OpStats, writes: OpStats, env: Environment) -> CellResu
         rss_bytes: Some(24_000_000),
         open_databases: Some(1),
         database_opens: Some(1),
+        operations: Vec::new(),
+        window_allocations: None,
+        window_alloc_bytes: None,
         env,
     }
 }
@@ -202,5 +209,89 @@ pub fn results() -> Vec<CellResult> {
     blocking.database_opens = Some(10);
     out.push(blocking);
     out.push(tokio_rusqlite);
+    out.push(queue(
+        "quicklite",
+        [9.0, 21.0, 8.0],
+        [2.0, 3.0, 2.0],
+        main(),
+    ));
+    out.push(queue(
+        "tokio-rusqlite",
+        [6.0, 15.0, 5.0],
+        [6.0, 8.0, 6.0],
+        peer(),
+    ));
+    out.push(orm("server", 10.0, main()));
+    out.push(orm("sqlite-default", 40.0, main()));
     out
+}
+
+/// The ORM suite on direct-blocking under `profile`, every operation taking `us` (its transaction twin 1.5×).
+fn orm(profile: &str, us: f64, env: Environment) -> CellResult {
+    let mut result = ok(
+        Cell {
+            concurrency: 1,
+            profile: profile.to_owned(),
+            ..cell("orm", "direct-blocking")
+        },
+        OpStats::default(),
+        OpStats::default(),
+        env,
+    );
+    for name in ["model_object_creation", "model_object_select_by_pk"] {
+        for (suffix, factor) in [("", 1.0), (" (txn)", 1.5)] {
+            result.operations.push(NamedOp {
+                name: format!("{name}{suffix}"),
+                stats: OpStats {
+                    ops: 1_000,
+                    ops_per_sec: 16_000.0,
+                    avg_us: us * factor,
+                    p50_us: us * factor,
+                    p99_us: us * factor * 4.0,
+                    max_us: us * factor * 10.0,
+                },
+                allocs_per_op: None,
+                alloc_bytes_per_op: None,
+            });
+        }
+    }
+    result
+}
+
+/// A queue cell at one task: mean µs and allocations per publish, claim and ack.
+fn queue(approach: &str, us: [f64; 3], allocs: [f64; 3], env: Environment) -> CellResult {
+    let cycle_us: f64 = us.iter().sum();
+    let cycles = (2.0 * 1e6 / cycle_us) as u64;
+    let op = |name: &str, us: f64, allocs: f64| NamedOp {
+        name: name.to_owned(),
+        stats: OpStats {
+            ops: cycles,
+            ops_per_sec: cycles as f64 / 2.0,
+            avg_us: us,
+            p50_us: us,
+            p99_us: us * 4.0,
+            max_us: us * 30.0,
+        },
+        allocs_per_op: Some(allocs),
+        alloc_bytes_per_op: Some(allocs * 64.0),
+    };
+    let mut result = ok(
+        Cell {
+            concurrency: 1,
+            ..cell("queue", approach)
+        },
+        OpStats::default(),
+        OpStats::default(),
+        env,
+    );
+    result.operations = vec![
+        op("publish", us[0], allocs[0]),
+        op("claim", us[1], allocs[1]),
+        op("ack", us[2], allocs[2]),
+        op("cycle", cycle_us, allocs.iter().sum()),
+    ];
+    let total: f64 = allocs.iter().sum();
+    result.window_allocations = Some((total * cycles as f64 * 1.1) as u64);
+    result.window_alloc_bytes = Some((total * cycles as f64 * 70.0) as u64);
+    result
 }

@@ -30,6 +30,7 @@
 #![deny(missing_docs)]
 
 mod atomic;
+pub mod build_profiles;
 pub mod catalog;
 mod clock;
 mod environment;
@@ -45,6 +46,7 @@ mod registry;
 mod report;
 mod row;
 mod run;
+pub mod seeds;
 mod store;
 mod summary;
 
@@ -57,9 +59,9 @@ pub use export::{ExportFormat, Exporter};
 pub use matrix::{build_matrix, validate};
 pub use options::{BenchOptions, Variant};
 pub use quicklite_lab_core::{Cell, CellResult};
-pub use registry::{RunnerRegistry, RunnerSetup, query_approaches};
+pub use registry::{RunnerRegistry, RunnerSetup, find_repo_root, query_approaches};
 pub use report::{read_csv, write_reports};
 pub use row::{COLUMNS, CsvRow};
 pub use run::{Observer, Silent, cell_label, run_all};
 pub use store::ResultStore;
-pub use summary::{Baseline, Failure, Row, Summary, Table};
+pub use summary::{Baseline, Failure, Row, Summary, Table, orm_suite_us, throughput};

@@ -14,14 +14,32 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
     validate(options)?;
     let workloads = dedup(&options.workloads);
     let approaches = dedup(&options.approaches);
+    let first_memstatus = options.memstatus.first().copied().unwrap_or(false);
+    let first_mutex = options.mutex.first().cloned().unwrap_or_default();
+    let first_profile = options.profiles.first().cloned().unwrap_or_default();
+    let first_build = options.build_profiles.first().cloned().unwrap_or_default();
     let mut cells = Vec::new();
     for workload in &workloads {
         let scenarios = scenarios(workload, options);
         for base in &scenarios {
             for &memstatus in &dedup(&options.memstatus) {
                 for mutex in &dedup(&options.mutex) {
-                    for approach in &approaches {
+                    for approach in approaches.iter().filter(|a| catalog::supports(workload, a)) {
+                        // A server-backed approach has no SQLite knobs: one cell, at the first values.
+                        let sqlite_knobs_vary = memstatus != first_memstatus
+                            || *mutex != first_mutex
+                            || base.profile != first_profile
+                            || base.build_profile != first_build;
+                        if catalog::SERVER_APPROACHES.contains(&approach.as_str())
+                            && sqlite_knobs_vary
+                        {
+                            continue;
+                        }
                         cells.push(Cell {
+                            postgres_url: catalog::SERVER_APPROACHES
+                                .contains(&approach.as_str())
+                                .then(|| options.postgres_url.clone())
+                                .flatten(),
                             approach: approach.clone(),
                             memstatus,
                             mutex: mutex.clone(),
@@ -31,7 +49,9 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
                 }
             }
         }
-        for variant in variants_for(workload, &approaches, &options.variants) {
+        for variant in variants_for(workload, &approaches, &options.variants)
+            .filter(|v| catalog::supports(workload, &v.approach))
+        {
             if let Some(base) = scenarios.first() {
                 let cell = apply(base, variant, options);
                 if !cells.contains(&cell) {
@@ -60,6 +80,8 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
         multi_db: None,
         dir: String::new(),
         seed: options.seed,
+        build_profile: String::new(),
+        postgres_url: None,
     };
     // multi-db's load is set by databases × readers, not by a concurrency level (seed 004), so it gets one
     // entry on that axis: the number of tasks it runs, for the record.
@@ -89,6 +111,9 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
             }
         }
         loads
+    } else if workload == catalog::ORM {
+        // The suite runs one operation at a time, as the seed's single connection did.
+        vec![(1, None)]
     } else {
         dedup(&options.concurrency)
             .into_iter()
@@ -100,14 +125,17 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
         for &worker_threads in &dedup(&options.worker_threads) {
             for profile in &dedup(&options.profiles) {
                 for synchronous in &dedup(&options.synchronous) {
-                    out.push(Cell {
-                        concurrency,
-                        worker_threads,
-                        profile: profile.clone(),
-                        synchronous: synchronous.clone(),
-                        multi_db: multi_db.clone(),
-                        ..template.clone()
-                    });
+                    for build_profile in &dedup(&options.build_profiles) {
+                        out.push(Cell {
+                            concurrency,
+                            worker_threads,
+                            profile: profile.clone(),
+                            synchronous: synchronous.clone(),
+                            multi_db: multi_db.clone(),
+                            build_profile: build_profile.clone(),
+                            ..template.clone()
+                        });
+                    }
                 }
             }
         }
@@ -128,10 +156,24 @@ fn variants_for<'a>(
 fn apply(base: &Cell, variant: &Variant, options: &BenchOptions) -> Cell {
     let first_memstatus = options.memstatus.first().copied().unwrap_or(false);
     let first_mutex = options.mutex.first().cloned().unwrap_or_default();
+    let profile = variant
+        .profile
+        .clone()
+        .unwrap_or_else(|| base.profile.clone());
+    let concurrency = match (&base.multi_db, variant.concurrency) {
+        (None, Some(concurrency)) => concurrency,
+        _ => base.concurrency,
+    };
     Cell {
         approach: variant.approach.clone(),
         memstatus: variant.memstatus.unwrap_or(first_memstatus),
         mutex: variant.mutex.clone().unwrap_or(first_mutex),
+        concurrency,
+        profile,
+        build_profile: variant
+            .build_profile
+            .clone()
+            .unwrap_or_else(|| base.build_profile.clone()),
         ..base.clone()
     }
 }
@@ -149,11 +191,17 @@ pub fn validate(options: &BenchOptions) -> Result<()> {
     }
     non_empty("--approaches", &options.approaches)?;
     for name in &options.approaches {
-        if !catalog::APPROACHES.contains(&name.as_str()) {
+        if !catalog::is_approach(name) {
             return Err(LabError::UnknownApproach {
                 name: name.clone(),
                 valid: catalog::list(catalog::APPROACHES),
             });
+        }
+        if catalog::SERVER_APPROACHES.contains(&name.as_str()) && options.postgres_url.is_none() {
+            return Err(invalid(
+                "--approaches",
+                format!("`{name}` needs a server: add --with-postgres or --postgres-url URL"),
+            ));
         }
     }
     if options.duration_ms == 0 {
@@ -204,7 +252,22 @@ pub fn validate(options: &BenchOptions) -> Result<()> {
             None => {}
         }
     }
+    non_empty("--build-profiles", &options.build_profiles)?;
+    for name in &options.build_profiles {
+        crate::build_profiles::find(name)?;
+    }
     for variant in &options.variants {
+        if variant.concurrency == Some(0) {
+            return Err(invalid("variant concurrency", "must be greater than zero"));
+        }
+        if let Some(profile) = &variant.profile
+            && !catalog::PROFILES.contains(&profile.as_str())
+        {
+            return Err(invalid(
+                "variant profile",
+                format!("unknown profile `{profile}`"),
+            ));
+        }
         if let Some(mutex) = &variant.mutex
             && !catalog::MUTEX_MODES.contains(&mutex.as_str())
         {
@@ -265,9 +328,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quick_matrix_covers_every_approach_on_three_workloads() {
+    fn quick_matrix_covers_every_approach_on_three_workloads_and_the_queue() {
         let cells = build_matrix(&BenchOptions::quick()).expect("quick options are valid");
-        assert_eq!(cells.len(), 8 * 3 + 4);
+        // 8 approaches × 3 workloads, the queue, http and orm without sqlx, 5 set-up variants, 3 one-task queue
+        // variants, 2 untuned orm variants.
+        assert_eq!(cells.len(), 8 * 3 + 7 * 3 + 5 + 3 + 2);
+        let orm: Vec<&Cell> = cells.iter().filter(|c| c.workload == "orm").collect();
+        assert!(orm.iter().all(|c| c.concurrency == 1));
+        assert_eq!(
+            orm.iter().filter(|c| c.profile == "sqlite-default").count(),
+            2
+        );
         for workload in ["point-read", "insert", "multi-db"] {
             for approach in catalog::APPROACHES {
                 assert!(
@@ -280,6 +351,68 @@ mod tests {
         }
         let multi = cells.iter().find(|c| c.workload == "multi-db").unwrap();
         assert_eq!(multi.multi_db.as_ref().map(|m| m.num_databases), Some(10));
+        let queue: Vec<&Cell> = cells.iter().filter(|c| c.workload == "queue").collect();
+        assert!(
+            queue.iter().all(|c| c.approach != "sqlx"),
+            "sqlx has no queue"
+        );
+        let serial: Vec<&str> = queue
+            .iter()
+            .filter(|c| c.concurrency == 1)
+            .map(|c| c.approach.as_str())
+            .collect();
+        assert_eq!(serial, ["direct-blocking", "tokio-rusqlite", "quicklite"]);
+        assert!(cells.iter().all(|c| c.build_profile == "tuned"));
+    }
+
+    #[test]
+    fn postgres_needs_a_server_and_runs_the_orm_suite_once() {
+        let mut options = BenchOptions {
+            workloads: vec!["orm".into(), "point-read".into()],
+            approaches: vec!["direct-blocking".into(), "postgres".into()],
+            profiles: vec!["server".into(), "sqlite-default".into()],
+            memstatus: vec![false, true],
+            ..BenchOptions::default()
+        };
+        let err = build_matrix(&options).unwrap_err().to_string();
+        assert!(
+            err.contains("`postgres` needs a server: add --with-postgres"),
+            "{err}"
+        );
+        options.postgres_url = Some("postgres://u@127.0.0.1:5/lab".into());
+        let cells = build_matrix(&options).unwrap();
+        let postgres: Vec<&Cell> = cells.iter().filter(|c| c.approach == "postgres").collect();
+        assert_eq!(
+            postgres.len(),
+            1,
+            "no SQLite knob multiplies it; no point-read"
+        );
+        assert_eq!(postgres[0].workload, "orm");
+        assert_eq!(
+            postgres[0].postgres_url.as_deref(),
+            Some("postgres://u@127.0.0.1:5/lab")
+        );
+        assert!(
+            cells
+                .iter()
+                .filter(|c| c.approach != "postgres")
+                .all(|c| c.postgres_url.is_none())
+        );
+        // direct-blocking: 2 PRAGMA profiles × 2 memory-statistics settings on each workload.
+        assert_eq!(cells.len(), 1 + 2 * 2 * 2);
+    }
+
+    #[test]
+    fn build_profiles_are_an_axis() {
+        let options = BenchOptions {
+            workloads: vec!["point-read".into()],
+            approaches: vec!["quicklite".into()],
+            build_profiles: vec!["tuned".into(), "default".into(), "tuned".into()],
+            ..BenchOptions::default()
+        };
+        let cells = build_matrix(&options).unwrap();
+        let profiles: Vec<&str> = cells.iter().map(|c| c.build_profile.as_str()).collect();
+        assert_eq!(profiles, ["tuned", "default"]);
     }
 
     #[test]

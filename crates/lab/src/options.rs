@@ -45,6 +45,13 @@ pub struct BenchOptions {
     pub write_modes: Vec<String>,
     /// Seed of the operation mix and key choice. By default, 4.
     pub seed: u64,
+    /// SQLite build profiles (names from the lab's profile list, `build-profiles.txt`): each profile's runners
+    /// are built with its `LIBSQLITE3_FLAGS` into a target directory of their own. By default, `["tuned"]`, the
+    /// workspace's own flags.
+    pub build_profiles: Vec<String>,
+    /// The PostgreSQL server of the `postgres` approach, as a `postgres://` URL. By default, none (the approach
+    /// is refused).
+    pub postgres_url: Option<String>,
     /// Single cells added on top of the product, to show one knob's effect without multiplying the matrix.
     /// By default, none.
     pub variants: Vec<Variant>,
@@ -61,6 +68,13 @@ pub struct Variant {
     pub memstatus: Option<bool>,
     /// Mutex mode, if different from the first value of [`BenchOptions::mutex`].
     pub mutex: Option<String>,
+    /// Concurrent client tasks, if different from the first value of [`BenchOptions::concurrency`] (e.g. the
+    /// queue one operation at a time, as seed 002's benchmark ran it).
+    pub concurrency: Option<u32>,
+    /// Build profile, if different from the first value of [`BenchOptions::build_profiles`].
+    pub build_profile: Option<String>,
+    /// PRAGMA profile, if different from the first value of [`BenchOptions::profiles`].
+    pub profile: Option<String>,
 }
 
 impl Default for BenchOptions {
@@ -83,25 +97,57 @@ impl Default for BenchOptions {
             write_delays_ms: vec![100, 1_000, 10_000],
             write_modes: vec!["blocking".to_owned()],
             seed: 4,
+            build_profiles: vec![quicklite_lab_core::DEFAULT_BUILD_PROFILE.to_owned()],
+            postgres_url: None,
             variants: Vec::new(),
         }
     }
 }
 
 impl BenchOptions {
-    /// The README's run: every approach on `point-read`, `insert` and a 10-database `multi-db`, 2 s measured
-    /// after 0.5 s of warm-up, plus four variants showing memory statistics and the serialized mutex.
+    /// The README's run: every approach on `point-read`, `insert`, a 10-database `multi-db`, the `queue`, `http`
+    /// and `orm`, 2 s measured after 0.5 s of warm-up, plus variants showing memory statistics and the serialized
+    /// mutex (seeds 000 and 001), the queue one cycle at a time (seed 002's figures are for one goroutine) and the
+    /// ORM suite without the server PRAGMAs (seed 003).
     ///
-    /// 28 cells of about 3 s each: roughly a minute and a half on a 2-core machine, once the runners are built.
+    /// 55 cells of about 3 s each: roughly three minutes on a 2-core machine, once the runners are built.
     pub fn quick() -> Self {
         let variant = |approach: &str, memstatus: Option<bool>, mutex: Option<&str>| Variant {
             workload: "point-read".to_owned(),
             approach: approach.to_owned(),
             memstatus,
             mutex: mutex.map(str::to_owned),
+            concurrency: None,
+            build_profile: None,
+            profile: None,
+        };
+        let serial_queue = |approach: &str| Variant {
+            workload: catalog::QUEUE.to_owned(),
+            approach: approach.to_owned(),
+            memstatus: None,
+            mutex: None,
+            concurrency: Some(1),
+            build_profile: None,
+            profile: None,
+        };
+        let untuned_orm = |approach: &str| Variant {
+            workload: catalog::ORM.to_owned(),
+            approach: approach.to_owned(),
+            memstatus: None,
+            mutex: None,
+            concurrency: None,
+            build_profile: None,
+            profile: Some("sqlite-default".to_owned()),
         };
         Self {
-            workloads: owned(&["point-read", "insert", catalog::MULTI_DB]),
+            workloads: owned(&[
+                "point-read",
+                "insert",
+                catalog::MULTI_DB,
+                catalog::QUEUE,
+                catalog::HTTP,
+                catalog::ORM,
+            ]),
             duration_ms: 2_000,
             warmup_ms: 500,
             num_databases: vec![10],
@@ -113,6 +159,18 @@ impl BenchOptions {
                 // Seed 001: the serialized mode's per-connection mutex, on the pattern that shares connections.
                 variant("per-request", None, Some("fullmutex")),
                 variant("quicklite", None, Some("fullmutex")),
+                // Seed 000 itself: the HTTP service with a connection per request, memory statistics on.
+                Variant {
+                    workload: catalog::HTTP.to_owned(),
+                    ..variant("per-request", Some(true), None)
+                },
+                // Seed 002: ns/op and allocations per operation, one cycle at a time.
+                serial_queue("direct-blocking"),
+                serial_queue("tokio-rusqlite"),
+                serial_queue("quicklite"),
+                // Seed 003: the ORM suite without the server PRAGMAs.
+                untuned_orm("direct-blocking"),
+                untuned_orm("quicklite"),
             ],
             ..Self::default()
         }

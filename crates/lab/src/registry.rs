@@ -4,12 +4,17 @@
 //! workspace: the main workspace's `quicklite-runner` (rusqlite 0.41), and two peer workspaces under `runners/`
 //! for the crates that pin other SQLite bindings (see DESIGN.md, "Lab architecture"). Every runner answers
 //! `--approaches` with the JSON array of approaches it supports, which is checked before anything runs.
+//!
+//! Each build profile ([`crate::build_profiles`]) other than the workspace's own gets its runners built with the
+//! profile's `LIBSQLITE3_FLAGS` into `<target>/lab-profiles/<profile>`; cargo's own caching makes the second run
+//! free.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::build_profiles::{self, BuildProfile};
 use crate::error::{LabError, Result};
 
 /// A runner program the lab knows how to build.
@@ -33,6 +38,7 @@ const RUNNERS: &[RunnerSpec] = &[
             "per-request",
             "async-sqlite",
             "quicklite",
+            "postgres",
         ],
     },
     RunnerSpec {
@@ -51,7 +57,8 @@ const RUNNERS: &[RunnerSpec] = &[
 #[derive(Debug, Clone, Default)]
 pub struct RunnerSetup {
     /// Programs to use as they are; each is asked `--approaches`, and what it names it provides, first come
-    /// first served. By default, none: the lab's own runners are used.
+    /// first served, for every build profile (their results still record their own compile options). By default,
+    /// none: the lab's own runners are used.
     pub programs: Vec<PathBuf>,
     /// Build the lab's runners in release mode before running (`cargo build --release`). By default, `false`
     /// here; the CLI turns it on unless `--no-build` is given. Without it, the last release build is used.
@@ -60,15 +67,78 @@ pub struct RunnerSetup {
     pub repo_root: Option<PathBuf>,
 }
 
-/// Approach → runner program.
+/// (Approach, build profile) → runner program.
 #[derive(Debug, Clone, Default)]
 pub struct RunnerRegistry {
+    /// The workspace build's programs, by approach.
     programs: BTreeMap<String, PathBuf>,
+    /// Other build profiles' programs, by (approach, profile).
+    profiled: BTreeMap<(String, String), PathBuf>,
+    /// Programs given as they are, by approach: they serve every profile.
+    given: BTreeMap<String, PathBuf>,
 }
 
 impl RunnerRegistry {
-    /// Finds (and, if asked, builds) a runner for every approach in `approaches`. Build output goes to this
-    /// process's stderr, never to stdout where the summary goes.
+    /// Finds (and, if asked, builds) a runner for every approach in `approaches` under every build profile in
+    /// `profiles`. Build output goes to this process's stderr, never to stdout where the summary goes.
+    pub fn resolve_profiles(
+        approaches: &[String],
+        profiles: &[String],
+        setup: &RunnerSetup,
+    ) -> Result<Self> {
+        let mut workspace_build = false;
+        for name in profiles {
+            workspace_build |= build_profiles::find(name)?.is_workspace_build();
+        }
+        // The workspace's own runners are built (or looked for) only when a profile uses them.
+        let mut registry = if workspace_build {
+            Self::resolve(approaches, setup)?
+        } else {
+            Self::resolve(&[], setup)?
+        };
+        for name in profiles {
+            let profile = build_profiles::find(name)?;
+            if profile.is_workspace_build() {
+                continue;
+            }
+            let missing: Vec<String> = approaches
+                .iter()
+                .filter(|a| !registry.given.contains_key(*a))
+                .cloned()
+                .collect();
+            if missing.is_empty() {
+                continue;
+            }
+            let root = match &setup.repo_root {
+                Some(root) => root.clone(),
+                None => find_repo_root()?,
+            };
+            let flags = profile.expanded_flags(&build_profiles::read_workspace_flags(&root)?);
+            for spec in RUNNERS {
+                let wanted: Vec<&String> = missing
+                    .iter()
+                    .filter(|a| spec.approaches.contains(&a.as_str()))
+                    .collect();
+                if wanted.is_empty() {
+                    continue;
+                }
+                let program = if setup.build {
+                    build(&root, spec, Some((&profile, &flags)))?
+                } else {
+                    prebuilt(&root, spec, Some(&profile))?
+                };
+                for approach in wanted {
+                    registry
+                        .profiled
+                        .insert((approach.clone(), profile.name.clone()), program.clone());
+                }
+            }
+        }
+        Ok(registry)
+    }
+
+    /// Finds (and, if asked, builds) a runner for every approach in `approaches`, for the workspace's own build
+    /// profile. Build output goes to this process's stderr, never to stdout where the summary goes.
     pub fn resolve(approaches: &[String], setup: &RunnerSetup) -> Result<Self> {
         let mut programs = BTreeMap::new();
         for program in &setup.programs {
@@ -80,8 +150,13 @@ impl RunnerRegistry {
             .iter()
             .filter(|a| !programs.contains_key(*a))
             .collect();
+        let given = programs.clone();
         if missing.is_empty() {
-            return Ok(Self { programs });
+            return Ok(Self {
+                programs,
+                given,
+                profiled: BTreeMap::new(),
+            });
         }
         let root = match &setup.repo_root {
             Some(root) => root.clone(),
@@ -97,9 +172,9 @@ impl RunnerRegistry {
                 continue;
             }
             let program = if setup.build {
-                build(&root, spec)?
+                build(&root, spec, None)?
             } else {
-                prebuilt(&root, spec)?
+                prebuilt(&root, spec, None)?
             };
             let provided = query_approaches(&program)?;
             for approach in wanted {
@@ -120,12 +195,25 @@ impl RunnerRegistry {
                 });
             }
         }
-        Ok(Self { programs })
+        Ok(Self {
+            programs,
+            given,
+            profiled: BTreeMap::new(),
+        })
     }
 
-    /// The program that measures `approach`.
-    pub fn program(&self, approach: &str) -> Option<&Path> {
-        self.programs.get(approach).map(PathBuf::as_path)
+    /// The program that measures `approach` under `build_profile`.
+    pub fn program(&self, approach: &str, build_profile: &str) -> Option<&Path> {
+        if let Some(program) = self.given.get(approach) {
+            return Some(program);
+        }
+        let workspace = build_profiles::find(build_profile).is_ok_and(|p| p.is_workspace_build());
+        if workspace {
+            return self.programs.get(approach).map(PathBuf::as_path);
+        }
+        self.profiled
+            .get(&(approach.to_owned(), build_profile.to_owned()))
+            .map(PathBuf::as_path)
     }
 }
 
@@ -158,7 +246,7 @@ pub fn query_approaches(program: &Path) -> Result<Vec<String>> {
 /// Looks upwards from the working directory for the repository, then at the source location this crate was
 /// compiled from (so `cargo run` from anywhere inside a clone works, and so does the installed binary on the
 /// machine that built it).
-fn find_repo_root() -> Result<PathBuf> {
+pub fn find_repo_root() -> Result<PathBuf> {
     let is_root = |dir: &Path| {
         dir.join("crates/lab-core/Cargo.toml").is_file() && dir.join("Cargo.toml").is_file()
     };
@@ -189,15 +277,38 @@ fn manifest(root: &Path, spec: &RunnerSpec) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// `cargo build --release` for one runner; returns the executable cargo reports.
-fn build(root: &Path, spec: &RunnerSpec) -> Result<PathBuf> {
-    let fail = |reason: String| LabError::Runner {
-        runner: spec.bin.to_owned(),
-        reason,
-    };
-    let manifest = manifest(root, spec)?;
-    eprintln!("Building {} (release) …", spec.bin);
+/// The target directory cargo uses for the workspace at `root` (`CARGO_TARGET_DIR`, relative to the root, or
+/// `<workspace>/target`).
+fn target_root(root: &Path, manifest: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => root.join(dir),
+        None => manifest.parent().unwrap_or(root).join("target"),
+    }
+}
+
+/// The main workspace's target directory, under which the build profiles' directories live.
+fn workspace_target(root: &Path) -> PathBuf {
+    target_root(root, &root.join("Cargo.toml"))
+}
+
+/// The `cargo build --release` command for one runner, with a build profile's flags and target directory.
+fn build_command(
+    root: &Path,
+    manifest: &Path,
+    spec: &RunnerSpec,
+    profile: Option<(&BuildProfile, &str)>,
+) -> Command {
     let mut command = Command::new(cargo());
+    if let Some((profile, flags)) = profile {
+        // An environment variable wins over `.cargo/config.toml`'s [env] (cargo does not override one that is
+        // set, even to nothing), so `default` builds with rusqlite's flags untouched. Every profile except the
+        // workspace's own gets a target directory of its own under the workspace's, shared by the runner
+        // workspaces: switching profiles then never rebuilds another profile's SQLite.
+        command.env("LIBSQLITE3_FLAGS", flags).env(
+            "CARGO_TARGET_DIR",
+            profile.target_dir(&workspace_target(root)),
+        );
+    }
     command
         // Cargo reads `.cargo/config.toml` from the working directory upwards, not from the manifest: building
         // from the runner's own workspace directory gives it the same configuration as `cd runners/x && cargo build`.
@@ -208,7 +319,7 @@ fn build(root: &Path, spec: &RunnerSpec) -> Result<PathBuf> {
             "--message-format=json-render-diagnostics",
         ])
         .arg("--manifest-path")
-        .arg(&manifest);
+        .arg(manifest);
     if spec.manifest.is_none() {
         // The main workspace has many packages; build only the runner's.
         command.args(["-p", spec.bin]);
@@ -219,6 +330,29 @@ fn build(root: &Path, spec: &RunnerSpec) -> Result<PathBuf> {
         .stdout(Stdio::piped())
         // Human-readable compiler output goes straight to our stderr.
         .stderr(Stdio::inherit());
+    command
+}
+
+/// `cargo build --release` for one runner (with a build profile's flags, if given); returns the executable cargo
+/// reports.
+fn build(
+    root: &Path,
+    spec: &RunnerSpec,
+    profile: Option<(&BuildProfile, &str)>,
+) -> Result<PathBuf> {
+    let fail = |reason: String| LabError::Runner {
+        runner: spec.bin.to_owned(),
+        reason,
+    };
+    let manifest = manifest(root, spec)?;
+    match profile {
+        Some((profile, flags)) => eprintln!(
+            "Building {} (release, build profile {}: LIBSQLITE3_FLAGS=\"{flags}\") …",
+            spec.bin, profile.name
+        ),
+        None => eprintln!("Building {} (release) …", spec.bin),
+    }
+    let mut command = build_command(root, &manifest, spec, profile);
     let mut child = command
         .spawn()
         .map_err(|e| fail(format!("cannot start cargo: {e}")))?;
@@ -253,12 +387,13 @@ fn artifact_executable(line: &str, bin: &str) -> Option<PathBuf> {
     message.get("executable")?.as_str().map(PathBuf::from)
 }
 
-/// Where the last `cargo build --release` put a runner (honouring `CARGO_TARGET_DIR`).
-fn prebuilt(root: &Path, spec: &RunnerSpec) -> Result<PathBuf> {
+/// Where the last `cargo build --release` put a runner (honouring `CARGO_TARGET_DIR`), for the workspace build
+/// or a build profile.
+fn prebuilt(root: &Path, spec: &RunnerSpec, profile: Option<&BuildProfile>) -> Result<PathBuf> {
     let manifest = manifest(root, spec)?;
-    let target = match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => root.join(dir),
-        None => manifest.parent().unwrap_or(root).join("target"),
+    let target = match profile {
+        Some(profile) => profile.target_dir(&workspace_target(root)),
+        None => target_root(root, &manifest),
     };
     let path = target.join("release").join(spec.bin);
     if !path.is_file() {
@@ -291,6 +426,106 @@ mod tests {
                 .count();
             assert_eq!(owners, 1, "{approach}");
         }
+    }
+
+    #[test]
+    fn a_profile_build_sets_its_flags_and_its_own_target_directory() {
+        let root = Path::new("/repo");
+        let peer = &RUNNERS[1];
+        let profile = build_profiles::find("default").unwrap();
+        let manifest = root.join(peer.manifest.unwrap());
+        let command = build_command(root, &manifest, peer, Some((&profile, "")));
+        let envs: BTreeMap<String, String> = command
+            .get_envs()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.map(|v| v.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                )
+            })
+            .collect();
+        assert_eq!(envs.get("LIBSQLITE3_FLAGS").map(String::as_str), Some(""));
+        let target = PathBuf::from(&envs["CARGO_TARGET_DIR"]);
+        assert!(
+            target.ends_with("lab-profiles/default"),
+            "{}",
+            target.display()
+        );
+        let args: Vec<String> = command
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "build",
+                "--release",
+                "--message-format=json-render-diagnostics",
+                "--manifest-path",
+                "/repo/runners/rusqlite040/Cargo.toml",
+                "--bin",
+                "runner-rusqlite040"
+            ]
+        );
+        assert_eq!(
+            command.get_current_dir(),
+            Some(Path::new("/repo/runners/rusqlite040"))
+        );
+
+        // The workspace's own build: no flag, no target directory of its own, only the runner's package.
+        let main = &RUNNERS[0];
+        let command = build_command(root, &root.join("Cargo.toml"), main, None);
+        assert_eq!(command.get_envs().count(), 0);
+        let args: Vec<String> = command
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(args.ends_with(&[
+            "-p".to_owned(),
+            "quicklite-runner".to_owned(),
+            "--bin".to_owned(),
+            "quicklite-runner".to_owned()
+        ]));
+    }
+
+    #[test]
+    fn a_run_of_another_profile_alone_looks_only_for_that_profile_s_runners() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("Cargo.toml"), "").unwrap();
+        std::fs::create_dir_all(root.path().join(".cargo")).unwrap();
+        std::fs::write(
+            root.path().join(".cargo/config.toml"),
+            "[env]\nLIBSQLITE3_FLAGS = \"-DSQLITE_DQS=0\"\n",
+        )
+        .unwrap();
+        let setup = RunnerSetup {
+            build: false,
+            repo_root: Some(root.path().to_owned()),
+            ..RunnerSetup::default()
+        };
+        let outcome = RunnerRegistry::resolve_profiles(
+            &["quicklite".to_owned()],
+            &["default".to_owned()],
+            &setup,
+        );
+        // Not the workspace build's target/release: the default profile's own directory, found (when
+        // CARGO_TARGET_DIR points at a target where it was built) or named as missing.
+        let looked_at = match outcome {
+            Ok(registry) => {
+                assert_eq!(registry.program("quicklite", "tuned"), None);
+                registry
+                    .program("quicklite", "default")
+                    .unwrap()
+                    .display()
+                    .to_string()
+            }
+            Err(err) => err.to_string(),
+        };
+        assert!(
+            looked_at.contains("lab-profiles/default/release/quicklite-runner"),
+            "{looked_at}"
+        );
     }
 
     #[test]

@@ -5,7 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use quicklite_lab_core::{Cell, CellResult, Completion, Environment, MultiDb, OpStats, WriteMode};
+use quicklite_lab_core::{
+    Cell, CellResult, Completion, DEFAULT_BUILD_PROFILE, Environment, MultiDb, NamedOp, OpStats,
+    WriteMode,
+};
 use serde::{Deserialize, Serialize};
 
 /// The CSV header, in column order (kept equal to [`CsvRow`]'s fields by a test).
@@ -51,6 +54,10 @@ pub const COLUMNS: &[&str] = &[
     "rss_bytes",
     "open_databases",
     "database_opens",
+    "build_profile",
+    "operations",
+    "window_allocations",
+    "window_alloc_bytes",
     "failure",
     "runner",
     "sqlite_version",
@@ -119,6 +126,16 @@ pub struct CsvRow {
     pub open_databases: Option<u64>,
     #[serde(default)]
     pub database_opens: Option<u64>,
+    /// Empty in CSVs written before build profiles existed: `tuned`.
+    #[serde(default)]
+    pub build_profile: String,
+    /// The named operations (`queue`) as a JSON array; empty for the other workloads.
+    #[serde(default)]
+    pub operations: String,
+    #[serde(default)]
+    pub window_allocations: Option<u64>,
+    #[serde(default)]
+    pub window_alloc_bytes: Option<u64>,
     pub failure: String,
     pub runner: String,
     pub sqlite_version: String,
@@ -193,6 +210,15 @@ impl From<&CellResult> for CsvRow {
             rss_bytes: r.rss_bytes,
             open_databases: r.open_databases,
             database_opens: r.database_opens,
+            build_profile: c.build_profile.clone(),
+            operations: if r.operations.is_empty() {
+                String::new()
+            } else {
+                // Plain data: serializing it cannot fail.
+                serde_json::to_string(&r.operations).unwrap_or_default()
+            },
+            window_allocations: r.window_allocations,
+            window_alloc_bytes: r.window_alloc_bytes,
             failure: r.failure.clone().unwrap_or_default(),
             runner: r.env.runner.clone(),
             sqlite_version: r.env.sqlite_version.clone(),
@@ -257,6 +283,13 @@ impl From<CsvRow> for CellResult {
                 // The cell's directory is deleted after the run; it is not part of the record.
                 dir: String::new(),
                 seed: row.seed,
+                build_profile: if row.build_profile.is_empty() {
+                    DEFAULT_BUILD_PROFILE.to_owned()
+                } else {
+                    row.build_profile
+                },
+                // The server lived only for the run; it is not part of the record.
+                postgres_url: None,
             },
             failure,
             reads: OpStats {
@@ -284,6 +317,9 @@ impl From<CsvRow> for CellResult {
             rss_bytes: row.rss_bytes,
             open_databases: row.open_databases,
             database_opens: row.database_opens,
+            operations: parse_operations(&row.operations),
+            window_allocations: row.window_allocations,
+            window_alloc_bytes: row.window_alloc_bytes,
             env: Environment {
                 runner: row.runner,
                 sqlite_version: row.sqlite_version,
@@ -299,6 +335,15 @@ impl From<CsvRow> for CellResult {
             },
         }
     }
+}
+
+/// The `operations` column back into named operations; an unreadable field reads as none (the report then says
+/// the figures are missing rather than inventing them).
+fn parse_operations(field: &str) -> Vec<NamedOp> {
+    if field.is_empty() {
+        return Vec::new();
+    }
+    serde_json::from_str(field).unwrap_or_default()
 }
 
 /// `on` / `off` for a boolean knob.

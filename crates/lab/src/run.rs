@@ -38,14 +38,17 @@ pub fn run_all(
     let total = cells.len();
     for (index, cell) in cells.iter().enumerate() {
         observer.cell_started(index, total, cell);
-        let result = match registry.program(&cell.approach) {
+        let result = match registry.program(&cell.approach, &cell.build_profile) {
             Some(program) => run_cell(program, cell, exec),
             // resolve() guarantees a program per approach; a gap here is still reported, not a panic.
             None => failed_result(
                 cell,
                 std::path::Path::new(""),
                 &now_rfc3339(),
-                format!("no runner for approach `{}`", cell.approach),
+                format!(
+                    "no runner for approach `{}` with build profile `{}`",
+                    cell.approach, cell.build_profile
+                ),
             ),
         };
         store.push(result)?;
@@ -85,5 +88,8 @@ pub fn cell_label(cell: &Cell) -> String {
         crate::row::on_off(cell.memstatus),
         cell.mutex
     ));
+    if cell.build_profile != quicklite_lab_core::DEFAULT_BUILD_PROFILE {
+        label.push_str(&format!(" · build {}", cell.build_profile));
+    }
     label
 }

@@ -45,6 +45,10 @@ pub struct Table {
     pub has_process: bool,
     /// Whether any row knows its open databases, so memory per open database can be shown.
     pub has_open_databases: bool,
+    /// Whether the rows have named operations (`queue`): per-operation latency and allocation columns.
+    pub has_operations: bool,
+    /// Whether the table is the ORM suite's: suite times instead of rates.
+    pub is_orm: bool,
 }
 
 /// One successful cell in a table.
@@ -54,7 +58,7 @@ pub struct Row {
     pub label: String,
     /// The full result.
     pub result: CellResult,
-    /// Reads + writes per second: the ranking key.
+    /// Reads + writes per second (queue cycles per second for the queue): the ranking key.
     pub throughput: f64,
     /// `throughput / baseline throughput`, if the baseline measured anything.
     pub ratio: Option<f64>,
@@ -172,6 +176,8 @@ fn load_key(cell: &Cell) -> Cell {
         memstatus: false,
         mutex: String::new(),
         dir: String::new(),
+        build_profile: String::new(),
+        postgres_url: None,
         ..cell.clone()
     }
 }
@@ -180,8 +186,12 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
     let first = &members[0].cell;
     let memstatus = majority(members.iter().map(|r| r.cell.memstatus));
     let mutex = majority(members.iter().map(|r| r.cell.mutex.clone()));
+    let build_profile = majority(members.iter().map(|r| r.cell.build_profile.clone()));
     let label = |cell: &Cell| {
         let mut label = cell.approach.clone();
+        if cell.build_profile != build_profile {
+            label.push_str(&format!(" · build {}", cell.build_profile));
+        }
         if cell.memstatus != memstatus {
             label.push_str(&format!(" · memstatus {}", on_off(cell.memstatus)));
         }
@@ -196,7 +206,7 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
         .map(|r| Row {
             label: label(&r.cell),
             result: (*r).clone(),
-            throughput: r.reads.ops_per_sec + r.writes.ops_per_sec,
+            throughput: throughput(r),
             ratio: None,
             is_baseline: false,
         })
@@ -235,7 +245,9 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
     Table {
         workload: first.workload.clone(),
         title: first.workload.clone(),
-        settings: settings(first, memstatus, &mutex),
+        settings: settings(first, memstatus, &mutex, &build_profile),
+        has_operations: rows.iter().any(|r| r.result.operation("cycle").is_some()),
+        is_orm: first.workload == "orm",
         has_reads: rows.iter().any(|r| r.result.reads.ops > 0),
         has_writes: rows.iter().any(|r| r.result.writes.ops > 0),
         has_completion: rows.iter().any(|r| r.result.write_completion.is_some()),
@@ -249,7 +261,12 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
 }
 
 /// The settings a table's rows share, in reading order.
-fn settings(cell: &Cell, memstatus: bool, mutex: &str) -> Vec<(String, String)> {
+fn settings(
+    cell: &Cell,
+    memstatus: bool,
+    mutex: &str,
+    build_profile: &str,
+) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     let mut push = |k: &str, v: String| out.push((k.to_owned(), v));
     match &cell.multi_db {
@@ -277,8 +294,12 @@ fn settings(cell: &Cell, memstatus: bool, mutex: &str) -> Vec<(String, String)> 
     );
     push("memory statistics", on_off(memstatus).to_owned());
     push("mutex", mutex.to_owned());
+    push("SQLite build", build_profile.to_owned());
     if matches!(cell.workload.as_str(), "point-read" | "mixed") {
         push("rows", cell.rows.to_string());
+    }
+    if cell.workload == "queue" {
+        push("backlog", format!("{} jobs", cell.rows));
     }
     push(
         "measured",
@@ -290,6 +311,34 @@ fn settings(cell: &Cell, memstatus: bool, mutex: &str) -> Vec<(String, String)> 
     );
     push("seed", cell.seed.to_string());
     out
+}
+
+/// The ranking key of a result: reads + writes per second, full queue cycles per second, or ORM suites per
+/// second (one suite: each operation once, without a wrapping transaction).
+pub fn throughput(result: &CellResult) -> f64 {
+    if result.cell.workload == "orm" {
+        return orm_suite_us(result, false)
+            .filter(|us| *us > 0.0)
+            .map_or(0.0, |us| 1e6 / us);
+    }
+    match result.operation("cycle") {
+        Some(cycle) => cycle.stats.ops_per_sec,
+        None => result.reads.ops_per_sec + result.writes.ops_per_sec,
+    }
+}
+
+/// The ORM suite's time in microseconds: the sum of every operation's mean, without (`txn = false`) or with a
+/// wrapping transaction; `None` when an operation has no measurement.
+pub fn orm_suite_us(result: &CellResult, txn: bool) -> Option<f64> {
+    let ops: Vec<_> = result
+        .operations
+        .iter()
+        .filter(|o| o.name.ends_with(" (txn)") == txn)
+        .collect();
+    if ops.is_empty() || ops.iter().any(|o| o.stats.ops == 0) {
+        return None;
+    }
+    Some(ops.iter().map(|o| o.stats.avg_us).sum())
 }
 
 /// When a workload has several tables, adds the settings that tell them apart to their titles.

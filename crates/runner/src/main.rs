@@ -18,9 +18,15 @@ use quicklite_lab_core::{
 use approaches::async_sqlite::AsyncSqlite;
 use approaches::direct_blocking::DirectBlocking;
 use approaches::per_request::PerRequest;
+use approaches::postgres::Postgres;
 use approaches::quicklite::Quicklite;
 use approaches::spawn_blocking::SpawnBlocking;
 use sqlite::{report, seed};
+
+/// Counts heap allocations for the workloads that report them per operation (`queue`, seed 002); a relaxed load
+/// per allocation otherwise.
+#[global_allocator]
+static ALLOCATOR: quicklite_lab_core::CountingAllocator = quicklite_lab_core::CountingAllocator;
 
 fn main() -> ExitCode {
     quicklite_lab_core::run_runner_main(QuickliteRunner)
@@ -41,6 +47,11 @@ impl Runner for QuickliteRunner {
     async fn run(&self, cell: &Cell, env: &mut Environment) -> Result<Measurement> {
         let knobs = Knobs::from_cell(cell)?;
         let workload = Workload::of_cell(cell)?;
+        if cell.approach == "postgres" {
+            // A server of its own: no SQLite set-up, no SQLite file.
+            let approach = Postgres::open(cell, workload, env).await?;
+            return drive(cell, Arc::new(approach)).await;
+        }
 
         // Process-wide, before the first connection of the process (seeding included).
         let is_quicklite = cell.approach == "quicklite";

@@ -4,8 +4,9 @@ use std::process::Command;
 
 use quicklite_lab_core::LEDGER_SEED_BLOCKS;
 use quicklite_lab_core::runner_testing::{
-    assert_completion, assert_measured, assert_write_completion, crate_version, ledger_files,
-    ledger_files_of, run_runner, tiny_cell, tiny_paced_cell,
+    assert_completion, assert_measured, assert_orm_measured, assert_queue_measured,
+    assert_write_completion, crate_version, ledger_files, ledger_files_of, queue_jobs_sql,
+    run_runner, tiny_cell, tiny_paced_cell,
 };
 use serde_json::{Value, json};
 
@@ -35,6 +36,52 @@ fn direct_blocking_point_read() {
     let dir = tempfile::tempdir().unwrap();
     let result = run(&tiny_cell("direct-blocking", "point-read", dir.path()));
     assert_measured_with_server_profile(&result);
+}
+
+/// Runs a tiny queue cell with `approach` and checks the result and what is left in the queue.
+fn queue_round_trip(approach: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_cell(approach, "queue", dir.path()));
+    assert_queue_measured(&result);
+    let conn = rusqlite::Connection::open(dir.path().join("queue.db")).unwrap();
+    let (jobs, claimed): (i64, i64) = conn
+        .query_row(queue_jobs_sql(), [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
+    assert_eq!(
+        (jobs, claimed),
+        (200, 0),
+        "the backlog, nothing left claimed"
+    );
+}
+
+#[test]
+fn quicklite_queue() {
+    queue_round_trip("quicklite");
+}
+
+#[test]
+fn direct_blocking_queue() {
+    queue_round_trip("direct-blocking");
+}
+
+#[test]
+fn http_is_served_to_a_load_generator_in_another_process() {
+    for approach in ["quicklite", "per-request"] {
+        let dir = tempfile::tempdir().unwrap();
+        let result = run(&tiny_cell(approach, "http", dir.path()));
+        // Requests are counted by the load generator (a second process of this executable), CPU by the service.
+        assert_measured_with_server_profile(&result);
+        assert!(result["cpu_secs"].as_f64().unwrap() > 0.0, "{result:#}");
+    }
+}
+
+#[test]
+fn the_orm_suite_runs_every_operation_both_ways() {
+    for approach in ["direct-blocking", "quicklite"] {
+        let dir = tempfile::tempdir().unwrap();
+        let result = run(&tiny_cell(approach, "orm", dir.path()));
+        assert_orm_measured(&result);
+    }
 }
 
 #[test]
@@ -152,4 +199,51 @@ fn approaches_flag_lists_every_approach() {
     ] {
         assert!(names.iter().any(|n| n == name), "{names:?}");
     }
+}
+
+/// The `postgres` approach end to end: a throwaway server started by the lab's own script (PostgreSQL is installed
+/// by scripts/install-test-deps.sh), a tiny orm cell through tokio-postgres, the server stopped.
+#[test]
+fn postgres_runs_the_orm_suite_on_a_throwaway_server() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let script = root.join("scripts/postgres.sh");
+    let dir = tempfile::tempdir().unwrap();
+    let server = dir.path().join("server");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let started = Command::new("bash")
+        .arg(&script)
+        .arg("start")
+        .arg(&server)
+        .arg(port.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    let url = String::from_utf8(started.stdout).unwrap().trim().to_owned();
+    let mut cell = tiny_cell("postgres", "orm", dir.path());
+    cell["postgres_url"] = json!(url);
+    let result = run(&cell);
+    let stopped = Command::new("bash")
+        .arg(&script)
+        .arg("stop")
+        .arg(&server)
+        .status()
+        .unwrap();
+    assert_orm_measured(&result);
+    assert!(
+        result["env"]["sqlite_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("PostgreSQL "),
+        "{result:#}"
+    );
+    assert!(stopped.success());
+    assert!(!server.exists(), "the server's files are removed");
 }

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use deadpool_sqlite::{Config, Hook, HookError, Pool, Runtime};
-use quicklite_lab_core::{Approach, Block, Cell, Environment, Knobs, MutexMode, NewItem, Workload};
+use quicklite_lab_core::{
+    Approach, Block, Cell, Environment, Knobs, MutexMode, NewItem, NewJob, OrmOp, Workload,
+};
 use rusqlite::Connection;
 
 use crate::sqlite::report::SqliteFacts;
@@ -114,6 +116,22 @@ impl Approach for DeadpoolSqlite {
 
     async fn paced_write(&self, db: usize, block: Block, delay: Duration) -> Result<()> {
         interact(self.pool(db)?, move |c| ops::paced_write(c, &block, delay)).await
+    }
+
+    async fn publish(&self, job: NewJob) -> Result<()> {
+        interact(self.pool(0)?, move |c| ops::publish(c, &job)).await
+    }
+
+    async fn claim(&self, owner: i64, now_ms: i64) -> Result<Option<i64>> {
+        interact(self.pool(0)?, move |c| ops::claim(c, owner, now_ms)).await
+    }
+
+    async fn ack(&self, id: i64, owner: i64) -> Result<()> {
+        interact(self.pool(0)?, move |c| ops::ack(c, id, owner)).await
+    }
+
+    async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
+        interact(self.pool(0)?, move |c| ops::orm(c, op, key, txn)).await
     }
 
     fn open_databases(&self) -> Option<u64> {

@@ -21,6 +21,11 @@ use quicklite_lab_core::{
 
 use sqlite::{report, seed};
 
+/// Counts heap allocations for the workloads that report them per operation (`queue`, seed 002); a relaxed load
+/// per allocation otherwise.
+#[global_allocator]
+static ALLOCATOR: quicklite_lab_core::CountingAllocator = quicklite_lab_core::CountingAllocator;
+
 fn main() -> ExitCode {
     quicklite_lab_core::run_runner_main(Rusqlite040Runner)
 }

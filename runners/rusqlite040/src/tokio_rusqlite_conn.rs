@@ -8,7 +8,9 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use quicklite_lab_core::{Approach, Block, Cell, Environment, Knobs, NewItem, Workload, process};
+use quicklite_lab_core::{
+    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload, process,
+};
 use tokio_rusqlite::Connection;
 
 use crate::sqlite::report::SqliteFacts;
@@ -141,6 +143,38 @@ impl Approach for TokioRusqlite {
             .db(db)?
             .writer
             .call(move |c| ops::paced_write(c, &block, delay))
+            .await?)
+    }
+
+    async fn publish(&self, job: NewJob) -> Result<()> {
+        Ok(self
+            .db(0)?
+            .writer
+            .call(move |c| ops::publish(c, &job))
+            .await?)
+    }
+
+    async fn claim(&self, owner: i64, now_ms: i64) -> Result<Option<i64>> {
+        Ok(self
+            .db(0)?
+            .writer
+            .call(move |c| ops::claim(c, owner, now_ms))
+            .await?)
+    }
+
+    async fn ack(&self, id: i64, owner: i64) -> Result<()> {
+        Ok(self
+            .db(0)?
+            .writer
+            .call(move |c| ops::ack(c, id, owner))
+            .await?)
+    }
+
+    async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
+        Ok(self
+            .db(0)?
+            .writer
+            .call(move |c| ops::orm(c, op, key, txn))
             .await?)
     }
 

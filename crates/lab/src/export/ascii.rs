@@ -83,11 +83,14 @@ fn chart(out: &mut String, table: &Table) {
         .map(|r| r.label.chars().count())
         .max()
         .unwrap_or(0);
-    let _ = writeln!(
-        out,
-        "  {}  reads + writes per second",
-        pad("", label_width, false)
-    );
+    let unit = if table.is_orm {
+        "ORM suites per second"
+    } else if table.has_operations {
+        "queue cycles per second"
+    } else {
+        "reads + writes per second"
+    };
+    let _ = writeln!(out, "  {}  {unit}", pad("", label_width, false));
     for row in &table.rows {
         let _ = writeln!(
             out,

@@ -17,6 +17,29 @@ pub struct Columns {
 pub fn columns(table: &Table) -> Columns {
     let mut headers: Vec<(String, bool)> = vec![("approach".to_owned(), false)];
     let has_errors = table.rows.iter().any(|r| r.result.errors > 0);
+    if table.has_operations {
+        for h in [
+            "cycles/s",
+            "publish mean",
+            "claim mean",
+            "ack mean",
+            "cycle mean",
+            "cycle p99",
+            "allocs/cycle",
+            "allocs/cycle under load",
+        ] {
+            headers.push((h.to_owned(), true));
+        }
+    }
+    if table.is_orm {
+        for h in [
+            "suite",
+            "suite, each operation in a transaction",
+            "slowest operation",
+        ] {
+            headers.push((h.to_owned(), h != "slowest operation"));
+        }
+    }
     if table.has_reads {
         for h in ["reads/s", "read p50", "read p99", "read max"] {
             headers.push((h.to_owned(), true));
@@ -52,6 +75,55 @@ pub fn columns(table: &Table) -> Columns {
         .map(|row| {
             let r = &row.result;
             let mut cells = vec![row.label.clone()];
+            if table.has_operations {
+                let op = |name: &str| r.operation(name);
+                let mean = |name: &str| {
+                    op(name)
+                        .map(|o| format::latency_us(o.stats.avg_us))
+                        .unwrap_or_default()
+                };
+                cells.push(
+                    op("cycle")
+                        .map(|o| format::ops(o.stats.ops_per_sec))
+                        .unwrap_or_default(),
+                );
+                for name in ["publish", "claim", "ack", "cycle"] {
+                    cells.push(mean(name));
+                }
+                cells.push(
+                    op("cycle")
+                        .map(|o| format::latency_us(o.stats.p99_us))
+                        .unwrap_or_default(),
+                );
+                cells.push(
+                    op("cycle")
+                        .and_then(|o| o.allocs_per_op)
+                        .map(|a| format!("{a:.1}"))
+                        .unwrap_or_default(),
+                );
+                cells.push(
+                    r.window_allocations
+                        .zip(op("cycle").map(|o| o.stats.ops).filter(|&n| n > 0))
+                        .map(|(allocs, cycles)| format!("{:.1}", allocs as f64 / cycles as f64))
+                        .unwrap_or_default(),
+                );
+            }
+            if table.is_orm {
+                for txn in [false, true] {
+                    cells.push(
+                        crate::summary::orm_suite_us(r, txn)
+                            .map(format::latency_us)
+                            .unwrap_or_default(),
+                    );
+                }
+                cells.push(
+                    r.operations
+                        .iter()
+                        .max_by(|a, b| a.stats.avg_us.total_cmp(&b.stats.avg_us))
+                        .map(|o| format!("{} ({})", o.name, format::latency_us(o.stats.avg_us)))
+                        .unwrap_or_default(),
+                );
+            }
             if table.has_reads {
                 cells.push(format::ops(r.reads.ops_per_sec));
                 cells.push(format::latency_us(r.reads.p50_us));

@@ -56,6 +56,7 @@ impl Exporter for HtmlExporter {
         for table in &summary.tables {
             section(&mut out, table, baseline);
         }
+        seeds(&mut out, results);
         environment(&mut out, &EnvSummary::new(results));
         out.push_str("</body></html>\n");
         Ok(out.into_bytes())
@@ -91,11 +92,23 @@ fn section(out: &mut String, table: &Table, baseline: &str) {
         if let Some(headline) = table.headline() {
             let _ = writeln!(out, "<p class=\"headline\">{}</p>", escape(&headline));
         }
-        out.push_str(&bar_chart(
-            "Throughput (operations/s, higher is better)",
-            &throughput,
-        ));
-        let (kind, pick): (&str, fn(&CellResult) -> f64) = if table.has_reads {
+        let throughput_title = if table.is_orm {
+            "ORM suites per second (higher is better)"
+        } else if table.has_operations {
+            "Throughput (queue cycles/s, higher is better)"
+        } else {
+            "Throughput (operations/s, higher is better)"
+        };
+        out.push_str(&bar_chart(throughput_title, &throughput));
+        let (kind, pick): (&str, fn(&CellResult) -> f64) = if table.is_orm {
+            ("ORM suite", |r| {
+                crate::summary::orm_suite_us(r, false).unwrap_or(0.0)
+            })
+        } else if table.has_operations {
+            ("cycle", |r| {
+                r.operation("cycle").map_or(0.0, |o| o.stats.p99_us)
+            })
+        } else if table.has_reads {
             ("read", |r| r.reads.p99_us)
         } else {
             ("write", |r| r.writes.p99_us)
@@ -110,7 +123,11 @@ fn section(out: &mut String, table: &Table, baseline: &str) {
                 baseline: r.is_baseline,
             })
             .collect();
-        let title = format!("p99 {kind} latency (lower is better)");
+        let title = if table.is_orm {
+            "ORM suite time, the sum of every operation's mean (lower is better)".to_owned()
+        } else {
+            format!("p99 {kind} latency (lower is better)")
+        };
         out.push_str(&bar_chart(&title, &latency));
         if table.has_completion {
             let completion: Vec<Bar> = table
@@ -165,6 +182,36 @@ fn section(out: &mut String, table: &Table, baseline: &str) {
 
 fn num_class(numeric: bool) -> &'static str {
     if numeric { " class=\"num\"" } else { "" }
+}
+
+/// The seeds section: each seed's claim and published figure beside this run's.
+fn seeds(out: &mut String, results: &[CellResult]) {
+    let env = EnvSummary::new(results);
+    let machine = if env.cpus.is_empty() {
+        "this machine".to_owned()
+    } else {
+        env.cpus.join("; ")
+    };
+    let _ = writeln!(
+        out,
+        "<h2 id=\"seeds\">Seeds</h2><p>Each seed's claim, its published figure, and what this run measured on {} \
+         (computed from the cells above; a seed whose cells did not run says so).</p>",
+        escape(&machine)
+    );
+    out.push_str("<table><thead><tr><th>seed</th><th>claim</th><th>published (machine)</th><th>measured here</th><th>reproduces here?</th></tr></thead><tbody>\n");
+    for f in crate::seeds::findings(results) {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"wrap\">{}</td><td class=\"wrap\">{} ({})</td><td class=\"wrap\">{}</td><td class=\"wrap\">{}</td></tr>",
+            escape(f.seed),
+            escape(f.claim),
+            escape(f.published),
+            escape(f.machine),
+            escape(f.measured.as_deref().unwrap_or("not measured in this run")),
+            escape(&f.verdict)
+        );
+    }
+    out.push_str("</tbody></table>\n");
 }
 
 fn environment(out: &mut String, env: &EnvSummary) {

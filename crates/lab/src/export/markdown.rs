@@ -56,6 +56,9 @@ impl Exporter for MarkdownExporter {
                 if let Some(headline) = table.headline() {
                     let _ = writeln!(out, "**{}**\n", escape(&headline));
                 }
+                if table.is_orm {
+                    orm_operations(&mut out, table);
+                }
             }
             for failure in &table.failures {
                 let _ = writeln!(
@@ -69,9 +72,65 @@ impl Exporter for MarkdownExporter {
                 out.push('\n');
             }
         }
+        seeds(&mut out, results);
         environment(&mut out, &EnvSummary::new(results));
         Ok(out.into_bytes())
     }
+}
+
+/// The seeds section: each seed's claim and published figure beside this run's.
+fn seeds(out: &mut String, results: &[CellResult]) {
+    let env = EnvSummary::new(results);
+    let _ = writeln!(out, "## Seeds\n");
+    let _ = writeln!(
+        out,
+        "Each seed's claim, its published figure, and what this run measured on {} (computed from the cells \
+         above; a seed whose cells did not run says so).\n",
+        or_unknown(&env.cpus.join("; "))
+    );
+    let _ = writeln!(
+        out,
+        "| seed | claim | published (machine) | measured here | reproduces here? |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|");
+    for f in crate::seeds::findings(results) {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} ({}) | {} | {} |",
+            f.seed,
+            escape(f.claim),
+            escape(f.published),
+            escape(f.machine),
+            escape(f.measured.as_deref().unwrap_or("not measured in this run")),
+            escape(&f.verdict)
+        );
+    }
+    out.push('\n');
+}
+
+/// The ORM suite per operation: mean time of each operation (rows) for each approach (columns).
+fn orm_operations(out: &mut String, table: &crate::summary::Table) {
+    let _ = writeln!(out, "Mean time per operation:\n");
+    let labels: Vec<String> = table.rows.iter().map(|r| escape(&r.label)).collect();
+    let _ = writeln!(out, "| operation | {} |", labels.join(" | "));
+    let _ = writeln!(out, "|---|{}|", vec!["---:"; labels.len()].join("|"));
+    let Some(first) = table.rows.first() else {
+        return;
+    };
+    for op in &first.result.operations {
+        let cells: Vec<String> = table
+            .rows
+            .iter()
+            .map(|r| {
+                r.result
+                    .operation(&op.name)
+                    .map(|o| crate::format::latency_us(o.stats.avg_us))
+                    .unwrap_or_default()
+            })
+            .collect();
+        let _ = writeln!(out, "| {} | {} |", op.name, cells.join(" | "));
+    }
+    out.push('\n');
 }
 
 fn environment(out: &mut String, env: &EnvSummary) {

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use async_sqlite::{Pool, PoolBuilder};
-use quicklite_lab_core::{Approach, Block, Cell, Environment, Knobs, NewItem, Workload};
+use quicklite_lab_core::{
+    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload,
+};
 
 use crate::sqlite::report::SqliteFacts;
 use crate::sqlite::{connect, ops};
@@ -91,6 +93,28 @@ impl Approach for AsyncSqlite {
         Ok(self
             .pool(db)?
             .conn(move |c| ops::paced_write(c, &block, delay))
+            .await?)
+    }
+
+    async fn publish(&self, job: NewJob) -> Result<()> {
+        Ok(self.pool(0)?.conn(move |c| ops::publish(c, &job)).await?)
+    }
+
+    async fn claim(&self, owner: i64, now_ms: i64) -> Result<Option<i64>> {
+        Ok(self
+            .pool(0)?
+            .conn(move |c| ops::claim(c, owner, now_ms))
+            .await?)
+    }
+
+    async fn ack(&self, id: i64, owner: i64) -> Result<()> {
+        Ok(self.pool(0)?.conn(move |c| ops::ack(c, id, owner)).await?)
+    }
+
+    async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
+        Ok(self
+            .pool(0)?
+            .conn(move |c| ops::orm(c, op, key, txn))
             .await?)
     }
 

@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use quicklite_lab_core::{Approach, Block, Cell, Environment, Knobs, NewItem, Workload};
+use quicklite_lab_core::{
+    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload,
+};
 
 use super::shared::{SharedConnections, with};
 use crate::sqlite::ops;
@@ -52,6 +54,22 @@ impl Approach for DirectBlocking {
         with(self.conns.writer(db)?, |c| {
             ops::paced_write(c, &block, delay)
         })
+    }
+
+    async fn publish(&self, job: NewJob) -> Result<()> {
+        with(self.conns.writer(0)?, |c| ops::publish(c, &job))
+    }
+
+    async fn claim(&self, owner: i64, now_ms: i64) -> Result<Option<i64>> {
+        with(self.conns.writer(0)?, |c| ops::claim(c, owner, now_ms))
+    }
+
+    async fn ack(&self, id: i64, owner: i64) -> Result<()> {
+        with(self.conns.writer(0)?, |c| ops::ack(c, id, owner))
+    }
+
+    async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
+        with(self.conns.writer(0)?, |c| ops::orm(c, op, key, txn))
     }
 
     fn open_databases(&self) -> Option<u64> {

@@ -3,6 +3,7 @@
 pub mod async_sqlite;
 pub mod direct_blocking;
 pub mod per_request;
+pub mod postgres;
 pub mod quicklite;
 pub mod shared;
 pub mod spawn_blocking;
@@ -14,4 +15,5 @@ pub const NAMES: &[&str] = &[
     "per-request",
     "async-sqlite",
     "quicklite",
+    "postgres",
 ];

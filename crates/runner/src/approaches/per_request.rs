@@ -13,7 +13,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use quicklite_lab_core::{Approach, Block, Cell, Environment, Knobs, NewItem, Workload};
+use quicklite_lab_core::{
+    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload,
+};
 use rusqlite::Connection;
 
 use crate::sqlite::report::SqliteFacts;
@@ -54,9 +56,10 @@ impl PerRequest {
     }
 
     /// Opens database `db`, runs `f`, closes — all on the blocking pool.
-    async fn once<F>(&self, db: usize, f: F) -> Result<()>
+    async fn once<T, F>(&self, db: usize, f: F) -> Result<T>
     where
-        F: FnOnce(&Connection) -> rusqlite::Result<()> + Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
     {
         let path = self
             .paths
@@ -66,10 +69,11 @@ impl PerRequest {
         let knobs = self.knobs.clone();
         tokio::task::spawn_blocking(move || {
             let conn = connect::open(&path, &knobs)?;
-            f(&conn)?;
+            let out = f(&conn)?;
             conn.close()
                 .map_err(|(_, e)| e)
-                .context("cannot close the connection")
+                .context("cannot close the connection")?;
+            Ok(out)
         })
         .await
         .context("the blocking task failed")?
@@ -96,6 +100,22 @@ impl Approach for PerRequest {
     async fn paced_write(&self, db: usize, block: Block, delay: Duration) -> Result<()> {
         self.once(db, move |c| ops::paced_write(c, &block, delay))
             .await
+    }
+
+    async fn publish(&self, job: NewJob) -> Result<()> {
+        self.once(0, move |c| ops::publish(c, &job)).await
+    }
+
+    async fn claim(&self, owner: i64, now_ms: i64) -> Result<Option<i64>> {
+        self.once(0, move |c| ops::claim(c, owner, now_ms)).await
+    }
+
+    async fn ack(&self, id: i64, owner: i64) -> Result<()> {
+        self.once(0, move |c| ops::ack(c, id, owner)).await
+    }
+
+    async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
+        self.once(0, move |c| ops::orm(c, op, key, txn)).await
     }
 
     fn open_databases(&self) -> Option<u64> {

@@ -11,8 +11,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use quicklite::{Builder, Database, Registry};
 use quicklite_lab_core::{
-    Approach, Block, Cell, Environment, Knobs, NewItem, Profile, REPORTED_PRAGMAS, Workload,
-    process, sql,
+    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Profile, REPORTED_PRAGMAS,
+    Workload, process, sql,
 };
 
 use crate::sqlite::report::crate_versions;
@@ -184,8 +184,8 @@ impl Approach for Quicklite {
         Ok(self.db(0)?.read(move |c| ops::point_read(c, id)).await?)
     }
 
-    // One-statement writes go through `execute`, quicklite's API for them: a statement is atomic by itself, so it
-    // joins the group commit without the savepoint a `write` closure gets.
+    // One-statement writes (insert, update, publish, ack) go through `execute`, quicklite's API for them: a
+    // statement is atomic by itself, so it joins the group commit without the savepoint a `write` closure gets.
     async fn insert(&self, item: NewItem) -> Result<()> {
         self.db(0)?
             .execute(sql::INSERT_ITEM, (item.name, item.value, item.payload))
@@ -212,6 +212,38 @@ impl Approach for Quicklite {
             .db(db)?
             .write(move |c| ops::append_block(c, &block, delay))
             .await?)
+    }
+
+    async fn publish(&self, job: NewJob) -> Result<()> {
+        self.db(0)?
+            .execute(sql::PUBLISH, (job.payload, job.created_at))
+            .await?;
+        Ok(())
+    }
+
+    async fn claim(&self, owner: i64, now_ms: i64) -> Result<Option<i64>> {
+        Ok(self
+            .db(0)?
+            .write(move |c| ops::claim(c, owner, now_ms))
+            .await?)
+    }
+
+    async fn ack(&self, id: i64, owner: i64) -> Result<()> {
+        match self.db(0)?.execute(sql::ACK, (id, owner)).await? {
+            1 => Ok(()),
+            n => Err(rusqlite::Error::StatementChangedRows(n).into()),
+        }
+    }
+
+    async fn orm(&self, op: OrmOp, key: i64, _txn: bool) -> Result<()> {
+        // quicklite owns the transactions: a read runs in a reader's snapshot, a write inside the writer's
+        // transaction, with or without the suite's wrapping transaction (both rows measure the same thing).
+        let db = self.db(0)?;
+        if op.is_read() {
+            Ok(db.read(move |c| ops::orm(c, op, key, false)).await?)
+        } else {
+            Ok(db.write(move |c| ops::orm(c, op, key, false)).await?)
+        }
     }
 
     fn open_databases(&self) -> Option<u64> {

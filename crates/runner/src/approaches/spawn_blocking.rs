@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use quicklite_lab_core::{Approach, Block, Cell, Environment, Knobs, NewItem, Workload};
+use quicklite_lab_core::{
+    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload,
+};
 use rusqlite::Connection;
 
 use super::shared::{Shared, SharedConnections, with};
@@ -31,9 +33,10 @@ impl SpawnBlocking {
 }
 
 /// Runs `f` on `shared`'s connection on the blocking pool.
-async fn blocking<F>(shared: &Shared, f: F) -> Result<()>
+async fn blocking<T, F>(shared: &Shared, f: F) -> Result<T>
 where
-    F: FnOnce(&Connection) -> rusqlite::Result<()> + Send + 'static,
+    F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    T: Send + 'static,
 {
     let shared = shared.clone();
     tokio::task::spawn_blocking(move || with(&shared, f))
@@ -63,6 +66,22 @@ impl Approach for SpawnBlocking {
             ops::paced_write(c, &block, delay)
         })
         .await
+    }
+
+    async fn publish(&self, job: NewJob) -> Result<()> {
+        blocking(self.conns.writer(0)?, move |c| ops::publish(c, &job)).await
+    }
+
+    async fn claim(&self, owner: i64, now_ms: i64) -> Result<Option<i64>> {
+        blocking(self.conns.writer(0)?, move |c| ops::claim(c, owner, now_ms)).await
+    }
+
+    async fn ack(&self, id: i64, owner: i64) -> Result<()> {
+        blocking(self.conns.writer(0)?, move |c| ops::ack(c, id, owner)).await
+    }
+
+    async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
+        blocking(self.conns.writer(0)?, move |c| ops::orm(c, op, key, txn)).await
     }
 
     fn open_databases(&self) -> Option<u64> {
