@@ -219,24 +219,26 @@ impl Wake for Unpark {
 /// Waits up to `timeout` for a request: polls the channel's receive future on this thread, parking between polls
 /// (async-channel has no blocking receive with a timeout).
 pub(crate) fn recv_timeout<T>(rx: &async_channel::Receiver<T>, timeout: Duration) -> Spun<T> {
+    thread_local!(static WAKER: Waker = Waker::from(Arc::new(Unpark(std::thread::current()))));
     let deadline = Instant::now() + timeout;
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
     let mut recv = std::pin::pin!(rx.recv());
-    loop {
-        match recv.as_mut().poll(&mut cx) {
-            Poll::Ready(Ok(request)) => return Spun::Got(request),
-            Poll::Ready(Err(_)) => return Spun::Closed,
-            Poll::Pending => {
-                let now = Instant::now();
-                if now >= deadline {
-                    return Spun::Empty;
+    WAKER.with(|waker| {
+        let mut cx = Context::from_waker(waker);
+        loop {
+            match recv.as_mut().poll(&mut cx) {
+                Poll::Ready(Ok(request)) => return Spun::Got(request),
+                Poll::Ready(Err(_)) => return Spun::Closed,
+                Poll::Pending => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return Spun::Empty;
+                    }
+                    // A spurious or early unpark only means another poll.
+                    std::thread::park_timeout(deadline - now);
                 }
-                // A spurious or early unpark only means another poll.
-                std::thread::park_timeout(deadline - now);
             }
         }
-    }
+    })
 }
 
 /// An identifier of the calling thread, unique among live threads (the address of a thread-local).

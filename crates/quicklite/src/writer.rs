@@ -22,7 +22,7 @@ use crate::connection::SAVEPOINT;
 use crate::connection::{BusyLimit, TxGuard};
 use crate::database::State;
 use crate::request::{
-    RELAY_GRACE, Relays, Reply, Spun, WriteKind, WriteRequest, recv_timeout, spin_for,
+    Answers, RELAY_GRACE, Relays, Reply, Spun, WriteKind, WriteRequest, recv_timeout, spin_for,
 };
 
 /// The writer thread's state.
@@ -42,6 +42,9 @@ pub(crate) struct Writer {
     group: Vec<WriteRequest>,
     /// Answers handed to callers to pass on, delivered from here if they are not passed on in time.
     relays: Relays,
+    /// Each write's fate and settled answers in a group (kept to reuse their allocations).
+    fates: Vec<Option<Error>>,
+    answers: Answers,
 }
 
 /// Transaction-control statements, kept prepared in the statement cache.
@@ -72,6 +75,8 @@ impl Writer {
             carry: None,
             group: Vec::with_capacity(config.write_batch_max),
             relays: Relays::default(),
+            fates: Vec::with_capacity(config.write_batch_max),
+            answers: Answers::with_capacity(config.write_batch_max),
             config,
         }
     }
@@ -264,7 +269,8 @@ impl Writer {
         }
         let single = group.len() == 1;
         // Requests whose work is in the open transaction, and the ones SQLite rolled back under us.
-        let mut fates: Vec<Option<Error>> = Vec::with_capacity(group.len());
+        let mut fates = std::mem::take(&mut self.fates);
+        fates.clear();
         let mut open_from = 0;
         for i in 0..group.len() {
             let savepoint = !single && group[i].kind == WriteKind::Grouped;
@@ -370,14 +376,16 @@ impl Writer {
         metrics
             .writes
             .fetch_add(group.len() as u64, Ordering::Relaxed);
-        let mut answers = Vec::with_capacity(group.len());
-        for (mut r, fate) in group.drain(..).zip(fates) {
+        let mut answers = std::mem::take(&mut self.answers);
+        for (mut r, fate) in group.drain(..).zip(fates.drain(..)) {
             if r.job.settle(fate) {
                 metrics.write_errors.fetch_add(1, Ordering::Relaxed);
             }
             answers.push((r.origin, r.job as Box<dyn Reply>));
         }
         self.relays.answer_all(&mut answers);
+        // Both are empty again; their room serves the next group.
+        (self.fates, self.answers) = (fates, answers);
     }
 
     /// Runs a request that asked for a transaction of its own, or for none.
