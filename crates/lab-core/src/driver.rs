@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use futures_util::future::join_all;
 
 use crate::alloc::{self, AllocCount};
 use crate::cell::WriteMode;
@@ -21,7 +22,8 @@ use crate::clients::{
     paced_writer, queue_client,
 };
 use crate::data::{self, Block, LedgerGenerator, NewItem, NewJob};
-use crate::orm::{ORM_ARTISTS, OrmOp, orm_result_name};
+
+use crate::orm::{ORM_ARTISTS, ORM_THREADING, OrmOp, orm_entry_name, orm_result_name};
 use crate::pacing::Schedule;
 use crate::rng::Rng;
 use crate::stats::{OpKind, TaskStats};
@@ -405,7 +407,7 @@ async fn drive_orm<A: Approach>(cell: &Cell, approach: &A) -> Result<Measurement
                 .with_context(|| format!("warm-up: {}", op.name()))?;
         }
     }
-    let slices = (OrmOp::ALL.len() * 2) as u32;
+    let slices = ((OrmOp::ALL.len() + ORM_THREADING.len()) * 2) as u32;
     let slice = (Duration::from_millis(cell.duration_ms) / slices).max(Duration::from_millis(1));
     let cpu_start = process::cpu_time();
     let start = Instant::now();
@@ -425,6 +427,29 @@ async fn drive_orm<A: Approach>(cell: &Cell, approach: &A) -> Result<Measurement
             totals.merge(&stats);
             operations.push(NamedOp {
                 name: orm_result_name(op, txn),
+                stats: stats.op_stats(OpKind::Read, slice.as_secs_f64()),
+                allocs_per_op: None,
+                alloc_bytes_per_op: None,
+            });
+        }
+    }
+    for (name, calls, op) in ORM_THREADING {
+        for txn in [false, true] {
+            let mut stats = TaskStats::new();
+            let end = Instant::now() + slice;
+            while Instant::now() < end {
+                let keys: Vec<i64> = (0..calls).map(|_| next_key()).collect();
+                let started = Instant::now();
+                let round = join_all(keys.into_iter().map(|key| approach.orm(op, key, txn))).await;
+                let elapsed = started.elapsed().as_nanos() as u64;
+                match round.into_iter().find_map(Result::err) {
+                    None => stats.record(OpKind::Read, elapsed),
+                    Some(e) => stats.record_error(format!("{name}: {e:#}")),
+                }
+            }
+            totals.merge(&stats);
+            operations.push(NamedOp {
+                name: orm_entry_name(name, txn),
                 stats: stats.op_stats(OpKind::Read, slice.as_secs_f64()),
                 allocs_per_op: None,
                 alloc_bytes_per_op: None,
@@ -753,14 +778,34 @@ mod tests {
         let cell = sample_cell("orm", "fake");
         let (m, fake) = run(&cell, Fake::default()).await;
         assert_eq!(m.errors, 0, "{:?}", m.error_samples);
-        assert_eq!(m.operations.len(), 32);
+        assert_eq!(m.operations.len(), 36);
+        assert_eq!(m.operations[32].name, "light_threading");
+        assert_eq!(m.operations[35].name, "heavy_threading (txn)");
         assert_eq!(m.operations[0].name, "model_object_creation");
         assert_eq!(m.operations[1].name, "model_object_creation (txn)");
         assert!(m.operations.iter().all(|o| o.stats.ops > 0), "{m:?}");
         let calls = fake.orm_calls.lock().unwrap().clone();
         assert_eq!(calls.len(), 32, "every operation, both ways");
-        // Each measured operation ran at least as often as it was counted (the warm-up ran the plain ones too).
-        for o in &m.operations {
+        // Each measured operation ran at least as often as it was counted (the warm-up ran the plain ones too); a
+        // threading round is 4 or 16 calls of its operation at once.
+        for (name, calls, op) in ORM_THREADING {
+            for txn in [false, true] {
+                let rounds = m
+                    .operations
+                    .iter()
+                    .find(|o| o.name == orm_entry_name(name, txn))
+                    .unwrap()
+                    .stats
+                    .ops;
+                assert!(rounds > 0);
+                assert!(fake.orm_calls.lock().unwrap()[&(op.name(), txn)] >= rounds * calls as u64);
+            }
+        }
+        for o in m
+            .operations
+            .iter()
+            .filter(|o| !o.name.contains("threading"))
+        {
             let txn = o.name.ends_with(" (txn)");
             let name = o.name.trim_end_matches(" (txn)");
             assert!(

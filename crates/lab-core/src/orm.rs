@@ -4,8 +4,8 @@
 //! The seed ran the suite through ActiveRecord on one connection; what it measured was SQLite's settings (PRAGMA
 //! and compile tuning), so the lab runs the same mix through each approach, under each PRAGMA profile and build
 //! profile. The statements are in [`crate::sql`] (`ORM_*`); an approach runs one operation at a time
-//! ([`crate::Approach::orm`]). The seed's two threading operations are what the other workloads measure, and are
-//! left out here.
+//! ([`crate::Approach::orm`]). The seed's two threading operations ([`ORM_THREADING`]) run several of those calls
+//! at once.
 
 use crate::data::{Param, Statement};
 use crate::sql;
@@ -16,6 +16,14 @@ pub const ORM_ARTISTS: i64 = 100;
 pub const ORM_ALBUMS_PER_ARTIST: i64 = 5;
 /// Tracks per seeded album.
 pub const ORM_TRACKS_PER_ALBUM: i64 = 5;
+
+/// The seed's `light_threading` and `heavy_threading`, as the lab runs them (the seed names them without saying
+/// what they do): a round of this many concurrent calls of this operation counts as one operation — several
+/// concurrent primary-key reads, and more concurrent select-and-saves, each call on its own artist.
+pub const ORM_THREADING: [(&str, usize, OrmOp); 2] = [
+    ("light_threading", 4, OrmOp::SelectByPk),
+    ("heavy_threading", 16, OrmOp::SelectAndSave),
+];
 
 /// One operation of the suite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -117,10 +125,15 @@ impl OrmOp {
 
 /// The name of an operation's result: `model_object_select` or `model_object_select (txn)`.
 pub fn orm_result_name(op: OrmOp, txn: bool) -> String {
+    orm_entry_name(op.name(), txn)
+}
+
+/// The name of a suite entry (an operation, or a threading round) in the results: `name`, or `name (txn)`.
+pub fn orm_entry_name(name: &str, txn: bool) -> String {
     if txn {
-        format!("{} (txn)", op.name())
+        format!("{name} (txn)")
     } else {
-        op.name().to_owned()
+        name.to_owned()
     }
 }
 

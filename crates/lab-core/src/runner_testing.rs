@@ -172,13 +172,18 @@ pub fn queue_jobs_sql() -> &'static str {
     "SELECT count(*), count(claimed_by) FROM jobs"
 }
 
-/// Checks an `orm` result of [`tiny_cell`]: no failure, no errors, and every operation of the suite measured
-/// without and with a wrapping transaction.
+/// Checks an `orm` result of [`tiny_cell`]: no failure, no errors, and every operation of the suite (the threading
+/// rounds included) measured without and with a wrapping transaction.
 pub fn assert_orm_measured(result: &Value) {
     assert_eq!(result["failure"], Value::Null, "{result:#}");
     assert_eq!(result["errors"], 0, "{result:#}");
     let operations = result["operations"].as_array().expect("operations");
-    assert_eq!(operations.len(), 2 * crate::OrmOp::ALL.len(), "{result:#}");
+    assert_eq!(
+        operations.len(),
+        2 * (crate::OrmOp::ALL.len() + crate::orm::ORM_THREADING.len()),
+        "{result:#}"
+    );
+    assert_eq!(operations.last().unwrap()["name"], "heavy_threading (txn)");
     for op in operations {
         assert!(op["stats"]["ops"].as_u64().unwrap() > 0, "{op:#}");
     }
