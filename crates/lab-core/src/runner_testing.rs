@@ -172,6 +172,15 @@ pub fn queue_jobs_sql() -> &'static str {
     "SELECT count(*), count(claimed_by) FROM jobs"
 }
 
+/// Checks what [`queue_jobs_sql`] read after a queue cell of [`tiny_cell`]: the 200-job backlog, none claimed.
+pub fn assert_queue_backlog(jobs_and_claimed: (i64, i64)) {
+    assert_eq!(
+        jobs_and_claimed,
+        (200, 0),
+        "the backlog, nothing left claimed"
+    );
+}
+
 /// Checks an `orm` result of [`tiny_cell`]: no failure, no errors, and every operation of the suite (the threading
 /// rounds included) measured without and with a wrapping transaction.
 pub fn assert_orm_measured(result: &Value) {

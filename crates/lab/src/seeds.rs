@@ -143,7 +143,7 @@ fn memstatus(results: &[&CellResult]) -> Finding {
             off.cell.build_profile != "default",
         )
     });
-    let mut finding = Finding {
+    let finding = Finding {
         seed: "000",
         claim: "A connection opened per request with SQLite's memory statistics on (rusqlite's bundled default) \
                 serializes every allocation on one mutex; turning them off multiplies throughput.",
@@ -172,6 +172,12 @@ fn memstatus(results: &[&CellResult]) -> Finding {
         .take(3)
         .map(|(off, on)| throughput(off) / throughput(on))
         .collect();
+    conclude(finding, &measured, &ratios, seed_ratio)
+}
+
+/// Fills in what was measured and the verdict on the first pair, naming the other pairs' effects; leaves the
+/// finding "not measured" when there is no pair.
+fn conclude(mut finding: Finding, measured: &[String], ratios: &[f64], seed_ratio: f64) -> Finding {
     if let Some(first) = ratios.first() {
         finding.measured = Some(measured.join("; "));
         finding.verdict = verdict(*first, seed_ratio);
@@ -189,7 +195,7 @@ fn memstatus(results: &[&CellResult]) -> Finding {
 fn threading(results: &[&CellResult]) -> Finding {
     // Reads of node:sqlite's benchmark: +18% to +37%; the middle of that range stands for the claim.
     let seed_ratio = 1.25;
-    let mut finding = Finding {
+    let finding = Finding {
         seed: "001",
         claim: "SQLite in serialized mode (THREADSAFE=1, or SQLITE_OPEN_FULLMUTEX) takes a mutex on every API call; \
                 multi-thread mode (THREADSAFE=2, or SQLITE_OPEN_NOMUTEX) makes reads faster.",
@@ -235,17 +241,7 @@ fn threading(results: &[&CellResult]) -> Finding {
             multi,
         ));
     }
-    if let Some(first) = ratios.first() {
-        finding.measured = Some(measured.join("; "));
-        finding.verdict = verdict(*first, seed_ratio);
-        if ratios.len() > 1 {
-            let rest: Vec<String> = ratios[1..].iter().map(|r| effect(*r)).collect();
-            finding
-                .verdict
-                .push_str(&format!(" (the other pairs: {})", rest.join(", ")));
-        }
-    }
-    finding
+    conclude(finding, &measured, &ratios, seed_ratio)
 }
 
 /// Seed 002: the queue's figures.
