@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use async_channel::{Receiver, Sender, TrySendError};
+use crate::queue::{self, Receiver, Sender, TrySendError};
 use rusqlite::{Connection, Params, Row};
 use tokio::sync::{oneshot, watch};
 
@@ -160,6 +160,7 @@ pub(crate) fn open_reader(
         conn,
         guard: tx_guard,
         rx,
+        taken: RefCell::default(),
         state: state.clone(),
         config: config.clone(),
         began: Cell::new(None),
@@ -182,8 +183,8 @@ impl Database {
     pub(crate) async fn start(path: PathBuf, config: Config) -> Result<Database> {
         crate::setup::sqlite_setup();
         let state = Arc::new(State::default());
-        let (write_tx, write_rx) = async_channel::bounded(config.write_queue_capacity);
-        let (read_tx, read_rx) = async_channel::bounded(config.read_queue_capacity);
+        let (write_tx, write_rx) = queue::bounded(config.write_queue_capacity);
+        let (read_tx, read_rx) = queue::bounded(config.read_queue_capacity);
         let (alive_tx, alive) = watch::channel(0_usize);
         let alive_tx = Arc::new(alive_tx);
         let mut threads = Vec::with_capacity(config.readers + 1);
@@ -262,8 +263,8 @@ impl Database {
         pool: Arc<PoolShared>,
     ) -> Database {
         let state = Arc::new(State::default());
-        let (write_tx, write_rx) = async_channel::bounded(config.write_queue_capacity);
-        let (read_tx, read_rx) = async_channel::bounded(config.read_queue_capacity);
+        let (write_tx, write_rx) = queue::bounded(config.write_queue_capacity);
+        let (read_tx, read_rx) = queue::bounded(config.read_queue_capacity);
         let pragmas = Arc::new(OnceLock::new());
         let actor = Actor::new(
             name,
@@ -414,7 +415,7 @@ impl Database {
                         .fetch_add(1, Ordering::Relaxed);
                     Error::Overloaded {
                         queue,
-                        capacity: tx.capacity().unwrap_or(usize::MAX),
+                        capacity: tx.capacity(),
                     }
                 }
                 TrySendError::Closed(_) => Error::Closed,

@@ -82,6 +82,7 @@ mod pool;
 mod profile;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
+mod queue;
 mod reader;
 mod registry;
 mod request;

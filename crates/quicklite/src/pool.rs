@@ -20,6 +20,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Instant;
 
 use async_channel::{Receiver, Sender};
+
+use crate::queue;
 use tokio::sync::Notify;
 
 use crate::Error;
@@ -251,8 +253,8 @@ pub(crate) struct Actor {
     config: Config,
     state: Arc<State>,
     pool: Arc<PoolShared>,
-    write_rx: Receiver<WriteRequest>,
-    read_rx: Receiver<ReadRequest>,
+    write_rx: queue::Receiver<WriteRequest>,
+    read_rx: queue::Receiver<ReadRequest>,
     /// Filled once, when the writer first opens.
     pragmas: Arc<OnceLock<std::collections::BTreeMap<String, String>>>,
     /// The writer, while the database is open.
@@ -279,8 +281,8 @@ impl Actor {
         config: Config,
         state: Arc<State>,
         pool: Arc<PoolShared>,
-        write_rx: Receiver<WriteRequest>,
-        read_rx: Receiver<ReadRequest>,
+        write_rx: queue::Receiver<WriteRequest>,
+        read_rx: queue::Receiver<ReadRequest>,
         pragmas: Arc<OnceLock<std::collections::BTreeMap<String, String>>>,
     ) -> Arc<Actor> {
         let now = pool.now_ms();
@@ -305,20 +307,20 @@ impl Actor {
 
     /// Schedules a write task unless one is queued or running.
     pub(crate) fn wake_writer(self: &Arc<Self>) {
-        if !self.write_scheduled.swap(true, Ordering::AcqRel) {
+        if !self.write_scheduled.swap(true, Ordering::SeqCst) {
             self.pool.push(Task::Write(self.clone()));
         }
     }
 
     /// Schedules a read task unless `readers` of them are queued or running.
     pub(crate) fn wake_reader(self: &Arc<Self>) {
-        let mut n = self.read_tasks.load(Ordering::Acquire);
+        let mut n = self.read_tasks.load(Ordering::SeqCst);
         while n < self.config.readers {
             match self.read_tasks.compare_exchange_weak(
                 n,
                 n + 1,
-                Ordering::AcqRel,
-                Ordering::Acquire,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
             ) {
                 Ok(_) => {
                     self.pool.push(Task::Read(self.clone()));
@@ -477,7 +479,9 @@ impl Actor {
     }
 
     fn release_write(self: &Arc<Self>) {
-        self.write_scheduled.store(false, Ordering::Release);
+        // A swap, not a store: the look at the queue below must not move before it (a push and this release
+        // each write one side and read the other).
+        self.write_scheduled.swap(false, Ordering::SeqCst);
         // A request queued after the last look but before the flag was cleared found the flag set: look again.
         if !self.write_rx.is_empty() {
             self.wake_writer();
@@ -486,7 +490,7 @@ impl Actor {
     }
 
     fn release_read(self: &Arc<Self>) {
-        self.read_tasks.fetch_sub(1, Ordering::AcqRel);
+        self.read_tasks.fetch_sub(1, Ordering::SeqCst);
         if !self.read_rx.is_empty() {
             self.wake_reader();
         }

@@ -11,18 +11,19 @@
 //! answering one at a time costs a context switch per read — more than the read itself.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use async_channel::Receiver;
 use rusqlite::Connection;
 
 use crate::builder::Config;
 use crate::connection::TxGuard;
 use crate::database::State;
 use crate::metrics::LocalHistogram;
-use crate::request::{Answers, RELAY_GRACE, ReadRequest, Relays, Spun, recv_timeout, spin_for};
+use crate::queue::{Receiver, Spun};
+use crate::request::{Answers, RELAY_GRACE, ReadRequest, Relays};
 
 /// Longest time an answer waits for the rest of its batch before the reader hands over what it has.
 const REPLY_EVERY: Duration = Duration::from_micros(100);
@@ -32,11 +33,17 @@ const REPLY_EVERY: Duration = Duration::from_micros(100);
 /// runtime work in parallel instead of taking turns).
 const REPLY_BATCH: usize = 16;
 
+/// Requests a reader takes from the shared queue at once: one lock for several requests, few enough that the
+/// other readers find work too (a request taken waits for those before it on this reader, not for any reader).
+const TAKE: usize = 8;
+
 /// A reader thread's state.
 pub(crate) struct Reader {
     pub(crate) conn: Connection,
     pub(crate) guard: TxGuard,
     pub(crate) rx: Receiver<ReadRequest>,
+    /// Requests taken from the queue, not served yet (empty between batches).
+    pub(crate) taken: RefCell<VecDeque<ReadRequest>>,
     pub(crate) state: Arc<State>,
     pub(crate) config: Config,
     /// When the open read transaction began.
@@ -63,46 +70,72 @@ impl Reader {
     /// Serves requests until the queue is closed and drained (a thread of its own).
     pub(crate) fn run(self) {
         loop {
-            let mut next = spin_for(&self.rx);
+            let mut next = self.rx.spin_take(TAKE, &mut self.taken.borrow_mut());
             if matches!(next, Spun::Empty) && self.relays.borrow().pending() {
                 // Callers carrying answers for others have that long to pass them on; then they go from here.
-                next = recv_timeout(&self.rx, RELAY_GRACE);
+                next = self
+                    .rx
+                    .take_timeout(TAKE, &mut self.taken.borrow_mut(), Some(RELAY_GRACE));
                 if matches!(next, Spun::Empty) {
                     self.relays.borrow_mut().deliver_all();
                 }
             }
-            let first = match next {
-                Spun::Got(request) => request,
-                Spun::Closed => return,
-                Spun::Empty => match self.rx.recv_blocking() {
-                    Ok(request) => request,
-                    Err(_) => return,
-                },
-            };
-            self.serve_batch(first);
+            if matches!(next, Spun::Empty) {
+                next = self
+                    .rx
+                    .take_timeout(TAKE, &mut self.taken.borrow_mut(), None);
+            }
+            if matches!(next, Spun::Closed) {
+                return;
+            }
+            self.serve_taken();
         }
     }
 
     /// Serves what is queued now, one batch, without waiting for more; returns whether there was anything to
     /// serve (a turn on a shared pool thread).
     pub(crate) fn step(&self) -> bool {
-        match self.rx.try_recv() {
-            Ok(first) => {
-                self.serve_batch(first);
-                // Nothing here waits to deliver late relays: deliver them now (callers already passing them on
-                // get there first).
-                self.relays.borrow_mut().deliver_all();
-                true
-            }
-            Err(_) => false,
+        if self
+            .rx
+            .try_take(TAKE, &mut self.taken.borrow_mut())
+            .is_err()
+        {
+            return false;
+        }
+        self.serve_taken();
+        // Nothing here waits to deliver late relays: deliver them now (callers already passing them on get there
+        // first).
+        self.relays.borrow_mut().deliver_all();
+        true
+    }
+
+    /// Serves the requests taken from the queue, and the ones queued behind them up to the batch limits; returns
+    /// with none left taken. Requests taken past the limits of a batch open the next one, which takes no more.
+    fn serve_taken(&self) {
+        let mut take_more = true;
+        loop {
+            let Some(first) = self.taken.borrow_mut().pop_front() else {
+                return;
+            };
+            self.serve_batch(first, take_more);
+            take_more = false;
         }
     }
 
+    /// The next request of a batch: one already taken, else (if `take_more`) one taken from the queue now.
+    fn next_request(&self, take_more: bool) -> Option<ReadRequest> {
+        let mut taken = self.taken.borrow_mut();
+        if taken.is_empty() && take_more {
+            let _ = self.rx.try_take(TAKE, &mut taken);
+        }
+        taken.pop_front()
+    }
+
     /// Serves `first` and the requests queued behind it, up to the batch limits, in one read transaction.
-    fn serve_batch(&self, first: ReadRequest) {
+    fn serve_batch(&self, first: ReadRequest, take_more: bool) {
         let metrics = &self.state.metrics;
         {
-            let Ok(second) = self.rx.try_recv() else {
+            let Some(second) = self.next_request(take_more) else {
                 // Nothing else is queued: serve the request in autocommit mode. Its statement takes a fresh
                 // snapshot by itself, so the explicit BEGIN/COMMIT pair would only add two statements of latency.
                 metrics.read_transactions.fetch_add(1, Ordering::Relaxed);
@@ -143,12 +176,11 @@ impl Reader {
                 {
                     break;
                 }
-                next = queued.take().or_else(|| self.rx.try_recv().ok());
+                next = queued.take().or_else(|| self.next_request(take_more));
             }
             if let Some(left) = queued {
-                // The batch ended before reaching the request taken to decide on a transaction: serve it alone.
-                self.end();
-                self.serve(left, Instant::now());
+                // The batch ended before reaching the request taken to decide on a transaction: it opens the next.
+                self.taken.borrow_mut().push_front(left);
             }
             metrics.read_batch.record(served as u64);
             self.end();

@@ -1,9 +1,7 @@
 //! Requests as they travel through the queues: a type-erased closure plus the channel its answer goes back on.
 
-use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
@@ -173,72 +171,6 @@ impl Relays {
     pub(crate) fn pending(&self) -> bool {
         !self.issued.is_empty()
     }
-}
-
-/// What [`spin_for`] found.
-pub(crate) enum Spun<T> {
-    /// A request.
-    Got(T),
-    /// The queue is closed and empty.
-    Closed,
-    /// Nothing arrived (while spinning, or before the timeout).
-    Empty,
-}
-
-/// Waits a few microseconds for a request by spinning, then yielding the CPU (crossbeam's backoff), before the
-/// caller goes to sleep on the queue. At low load a caller sends its next request right after its answer; a
-/// worker thread that slept in between would have to be woken (a system call for the sender, and a context
-/// switch) for every request.
-pub(crate) fn spin_for<T>(rx: &async_channel::Receiver<T>) -> Spun<T> {
-    let backoff = crossbeam_utils::Backoff::new();
-    loop {
-        match rx.try_recv() {
-            Ok(request) => return Spun::Got(request),
-            Err(async_channel::TryRecvError::Closed) => return Spun::Closed,
-            Err(async_channel::TryRecvError::Empty) if backoff.is_completed() => {
-                return Spun::Empty;
-            }
-            Err(async_channel::TryRecvError::Empty) => backoff.snooze(),
-        }
-    }
-}
-
-/// Wakes a thread parked in [`recv_timeout`].
-struct Unpark(std::thread::Thread);
-
-impl Wake for Unpark {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-/// Waits up to `timeout` for a request: polls the channel's receive future on this thread, parking between polls
-/// (async-channel has no blocking receive with a timeout).
-pub(crate) fn recv_timeout<T>(rx: &async_channel::Receiver<T>, timeout: Duration) -> Spun<T> {
-    thread_local!(static WAKER: Waker = Waker::from(Arc::new(Unpark(std::thread::current()))));
-    let deadline = Instant::now() + timeout;
-    let mut recv = std::pin::pin!(rx.recv());
-    WAKER.with(|waker| {
-        let mut cx = Context::from_waker(waker);
-        loop {
-            match recv.as_mut().poll(&mut cx) {
-                Poll::Ready(Ok(request)) => return Spun::Got(request),
-                Poll::Ready(Err(_)) => return Spun::Closed,
-                Poll::Pending => {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        return Spun::Empty;
-                    }
-                    // A spurious or early unpark only means another poll.
-                    std::thread::park_timeout(deadline - now);
-                }
-            }
-        }
-    })
 }
 
 /// An identifier of the calling thread, unique among live threads (the address of a thread-local).

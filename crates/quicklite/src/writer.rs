@@ -6,11 +6,11 @@
 //! expensive part of a small write; a group shares one. Nobody is answered before the `COMMIT` returns, so no
 //! write is ever reported as committed that is not.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use async_channel::Receiver;
 use rusqlite::Connection;
 use rusqlite::config::DbConfig;
 
@@ -21,9 +21,8 @@ use crate::checkpoint::{self, Checkpointing, Mode, Policy};
 use crate::connection::SAVEPOINT;
 use crate::connection::{BusyLimit, TxGuard};
 use crate::database::State;
-use crate::request::{
-    Answers, RELAY_GRACE, Relays, Reply, Spun, WriteKind, WriteRequest, recv_timeout, spin_for,
-};
+use crate::queue::{Receiver, Spun};
+use crate::request::{Answers, RELAY_GRACE, Relays, Reply, WriteKind, WriteRequest};
 
 /// The writer thread's state.
 pub(crate) struct Writer {
@@ -36,8 +35,9 @@ pub(crate) struct Writer {
     busy: BusyLimit,
     /// Checkpoint decisions, under [`Checkpointing::Managed`].
     policy: Option<Policy>,
-    /// A request met while filling a group that must run alone: served next.
-    carry: Option<WriteRequest>,
+    /// Requests taken from the queue, not served yet: the writer takes what is queued in one go, and a request
+    /// met while filling a group that must run alone waits here to be served next.
+    taken: VecDeque<WriteRequest>,
     /// The group being committed (kept to reuse its allocation).
     group: Vec<WriteRequest>,
     /// Answers handed to callers to pass on, delivered from here if they are not passed on in time.
@@ -72,7 +72,7 @@ impl Writer {
             state,
             busy,
             policy: Policy::new(config.checkpointing),
-            carry: None,
+            taken: VecDeque::with_capacity(config.write_batch_max),
             group: Vec::with_capacity(config.write_batch_max),
             relays: Relays::default(),
             fates: Vec::with_capacity(config.write_batch_max),
@@ -83,7 +83,7 @@ impl Writer {
 
     /// Serves requests until the queue is closed and drained, then checkpoints (a thread of its own).
     pub(crate) fn run(mut self) {
-        while let Some(first) = self.carry.take().or_else(|| self.next_request()) {
+        while let Some(first) = self.taken.pop_front().or_else(|| self.next_request()) {
             self.serve(first);
         }
         self.shut_down(true);
@@ -92,7 +92,12 @@ impl Writer {
     /// Serves what is queued now, one group (or one request that runs alone), without waiting for more; returns
     /// whether there was anything to serve (a turn on a shared pool thread).
     pub(crate) fn step(&mut self) -> bool {
-        match self.carry.take().or_else(|| self.rx.try_recv().ok()) {
+        if self.taken.is_empty() {
+            let _ = self
+                .rx
+                .try_take(self.config.write_batch_max, &mut self.taken);
+        }
+        match self.taken.pop_front() {
             Some(first) => {
                 self.serve(first);
                 // Nothing here waits to deliver late relays: deliver them now (callers already passing them on
@@ -106,7 +111,7 @@ impl Writer {
 
     /// Whether requests are waiting for [`Writer::step`].
     pub(crate) fn has_work(&self) -> bool {
-        self.carry.is_some() || !self.rx.is_empty()
+        !self.taken.is_empty() || !self.rx.is_empty()
     }
 
     /// Serves `first` and, if it is a grouped write, the grouped writes queued behind it.
@@ -123,7 +128,15 @@ impl Writer {
         }
         let mut group = std::mem::take(&mut self.group);
         group.push(first);
-        self.carry = self.fill(&mut group);
+        self.fill(&mut group);
+        if let [lone] = group.as_slice()
+            && lone.kind == WriteKind::GroupedStatement
+        {
+            let lone = group.pop().expect("the group holds one request");
+            self.group = group;
+            self.run_alone(lone);
+            return;
+        }
         self.run_group(&mut group);
         self.group = group;
         self.checkpoint_if_due();
@@ -132,27 +145,34 @@ impl Writer {
     /// Waits for the next request; `None` once the queue is closed and empty. When the WAL should be truncated
     /// after an idle spell, waits at most that long first, then truncates and goes on waiting.
     fn next_request(&mut self) -> Option<WriteRequest> {
-        match spin_for(&self.rx) {
-            Spun::Got(request) => return Some(request),
+        let max = self.config.write_batch_max;
+        match self.rx.spin_take(max, &mut self.taken) {
+            Spun::Got(_) => return self.taken.pop_front(),
             Spun::Closed => return None,
             Spun::Empty => {}
         }
         if self.relays.pending() {
             // Callers carrying answers for others have that long to pass them on; then they go from here.
-            match recv_timeout(&self.rx, RELAY_GRACE) {
-                Spun::Got(request) => return Some(request),
+            match self
+                .rx
+                .take_timeout(max, &mut self.taken, Some(RELAY_GRACE))
+            {
+                Spun::Got(_) => return self.taken.pop_front(),
                 Spun::Closed => return None,
                 Spun::Empty => self.relays.deliver_all(),
             }
         }
         if let Some(idle) = self.policy.as_ref().and_then(Policy::idle_wait) {
-            match recv_timeout(&self.rx, idle) {
-                Spun::Got(request) => return Some(request),
+            match self.rx.take_timeout(max, &mut self.taken, Some(idle)) {
+                Spun::Got(_) => return self.taken.pop_front(),
                 Spun::Closed => return None,
                 Spun::Empty => self.checkpoint(Mode::Truncate),
             }
         }
-        self.rx.recv_blocking().ok()
+        match self.rx.take_timeout(max, &mut self.taken, None) {
+            Spun::Got(_) => self.taken.pop_front(),
+            Spun::Closed | Spun::Empty => None,
+        }
     }
 
     /// Runs the checkpoint the policy asks for after the last commit, if any. Callers have their answers already.
@@ -222,16 +242,23 @@ impl Writer {
         }
     }
 
-    /// Adds queued grouped writes to `group`, up to the batch limit; returns a request that must run alone, if one
-    /// was met. With a linger time, waits up to that long for more writes to join.
-    fn fill(&self, group: &mut Vec<WriteRequest>) -> Option<WriteRequest> {
+    /// Adds queued grouped writes to `group`, up to the batch limit; stops at a request that must run alone (left
+    /// first in `taken`). With a linger time, waits up to that long for more writes to join.
+    fn fill(&mut self, group: &mut Vec<WriteRequest>) {
         let deadline = (!self.config.write_linger.is_zero())
             .then(|| Instant::now() + self.config.write_linger);
-        while group.len() < self.config.write_batch_max {
-            match self.rx.try_recv() {
-                Ok(r) if r.kind.is_grouped() => group.push(r),
-                Ok(r) => return Some(r),
-                Err(_) => match deadline {
+        let max = self.config.write_batch_max;
+        while group.len() < max {
+            if self.taken.is_empty() {
+                let _ = self.rx.try_take(max - group.len(), &mut self.taken);
+            }
+            match self.taken.pop_front() {
+                Some(r) if r.kind.is_grouped() => group.push(r),
+                Some(r) => {
+                    self.taken.push_front(r);
+                    return;
+                }
+                None => match deadline {
                     Some(d) if Instant::now() < d => {
                         std::thread::sleep((d - Instant::now()).min(Duration::from_micros(50)))
                     }
@@ -239,7 +266,6 @@ impl Writer {
                 },
             }
         }
-        None
     }
 
     fn exec(&self, sql: &str) -> rusqlite::Result<()> {
@@ -388,7 +414,8 @@ impl Writer {
         (self.fates, self.answers) = (fates, answers);
     }
 
-    /// Runs a request that asked for a transaction of its own, or for none.
+    /// Runs a request alone: one that asked for a transaction of its own or for none, or a single statement that
+    /// nothing queued could share a commit with.
     fn run_alone(&mut self, mut r: WriteRequest) {
         let span = tracing::debug_span!(parent: &r.span, "quicklite.write", kind = ?r.kind);
         let _span = span.enter();
@@ -397,6 +424,20 @@ impl Writer {
         metrics.write_wait_us.record_duration(started - r.enqueued);
         metrics.writes.fetch_add(1, Ordering::Relaxed);
         let fate = match r.kind {
+            WriteKind::GroupedStatement => {
+                // One statement with nothing queued to share its commit: in autocommit mode it is a transaction
+                // by itself (a writing statement takes the write lock when it starts and commits when it ends,
+                // or undoes everything it did), which spares executing `BEGIN IMMEDIATE` and `COMMIT`. If the
+                // commit fails, the statement returns that error.
+                if r.job.run(&self.conn).is_ok() {
+                    self.publish_commit();
+                    metrics.write_batch.record(1);
+                    metrics.write_txn_us.record_duration(started.elapsed());
+                } else {
+                    metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+                }
+                None
+            }
             WriteKind::Unmanaged => {
                 let outcome = self.guard.internal(|| r.job.run(&self.conn));
                 let fate = if self.conn.is_autocommit() {

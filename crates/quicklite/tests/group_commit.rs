@@ -119,6 +119,55 @@ async fn a_failing_statement_in_a_group_leaves_no_trace() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_statement_commits_by_itself_or_leaves_no_trace() {
+    let t = temp_db();
+    let db = kv(&t.path).await;
+    db.execute_batch("CREATE TABLE src (k INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
+        .await
+        .unwrap();
+    // Ten rows to copy; the last one breaks kv's CHECK.
+    db.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10) \
+         INSERT INTO src SELECT 1000 + i, CASE WHEN i = 10 THEN -1 ELSE i END FROM n",
+    )
+    .await
+    .unwrap();
+    let before = db.metrics();
+    // One caller at a time: nothing is queued behind either statement.
+    let failed = db.execute("INSERT INTO kv SELECT k, v FROM src", ()).await;
+    assert_eq!(
+        failed.unwrap_err().extended_code(),
+        Some(rusqlite::ffi::SQLITE_CONSTRAINT_CHECK)
+    );
+    assert_eq!(
+        db.execute("INSERT INTO kv VALUES (1, 1)", ())
+            .await
+            .unwrap(),
+        1
+    );
+    let rows: Vec<(i64, i64)> = db
+        .query_all("SELECT k, v FROM kv ORDER BY k", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .await
+        .unwrap();
+    assert_eq!(rows, vec![(1, 1)], "none of the failed copy's nine rows");
+    // Read back on the writer's connection too: no transaction was left open there.
+    let open = db
+        .with_write_connection(|c| Ok(!c.is_autocommit()))
+        .await
+        .unwrap();
+    assert!(!open);
+    let m = db.metrics();
+    assert_eq!(
+        m.commits - before.commits,
+        2,
+        "the insert and the look above: {m:?}"
+    );
+    assert_eq!(m.rollbacks - before.rollbacks, 1, "{m:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn execute_refuses_a_statement_that_returns_rows_before_running_it() {
     let t = temp_db();
     let db = kv(&t.path).await;

@@ -1,0 +1,506 @@
+//! The bounded request queues between callers and a database's threads.
+//!
+//! Many producers (callers on any thread) and a few consumers (one writer, a couple of readers). Consumers take
+//! requests in runs — a reader takes several per lock, the writer a whole group — because at hundreds of thousands
+//! of requests a second the queue itself becomes the contended spot: a lock-free queue that hands out one item per
+//! atomic operation has consumers and producers fight over the same cache lines for every request, and its wake-up
+//! machinery (`event-listener` in `async-channel`) costs as much again. Here a push is one short critical section,
+//! a take of `n` requests is one, and sleeping consumers are counted under the lock so a push only signals when
+//! somebody sleeps.
+//!
+//! Closing follows `async-channel`: the queue closes when [`Sender::close`] is called, when the last sender or the
+//! last receiver is dropped. Once closed, sends fail and receivers still get what was queued.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+
+/// Creates a queue holding at most `capacity` requests (at least one).
+pub(crate) fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
+    let shared = Arc::new(Shared {
+        queue: Mutex::new(Queue {
+            items: VecDeque::new(),
+            closed: false,
+            sleeping: 0,
+            waiting_senders: 0,
+        }),
+        len: AtomicUsize::new(0),
+        capacity: capacity.max(1),
+        consumers: Condvar::new(),
+        room: Notify::new(),
+        senders: AtomicUsize::new(1),
+        receivers: AtomicUsize::new(1),
+    });
+    (
+        Sender {
+            shared: shared.clone(),
+        },
+        Receiver { shared },
+    )
+}
+
+struct Shared<T> {
+    queue: Mutex<Queue<T>>,
+    /// Number of queued requests, kept equal to `queue.items.len()` under the lock: read without it by spinning
+    /// consumers (a load, not a lock, so spinning does not slow producers down) and for metrics.
+    len: AtomicUsize,
+    capacity: usize,
+    /// Where consumers sleep; signalled by a push when `queue.sleeping > 0`, and by closing.
+    consumers: Condvar,
+    /// Where senders wait for room; signalled once per taken request while `queue.waiting_senders > 0`, and by
+    /// closing.
+    room: Notify,
+    senders: AtomicUsize,
+    receivers: AtomicUsize,
+}
+
+struct Queue<T> {
+    items: VecDeque<T>,
+    closed: bool,
+    /// Consumers asleep on `Shared::consumers`.
+    sleeping: usize,
+    /// Senders waiting on `Shared::room`.
+    waiting_senders: usize,
+}
+
+impl<T> Shared<T> {
+    fn lock(&self) -> MutexGuard<'_, Queue<T>> {
+        // Nothing panics while holding the lock; a poisoned lock still guards a consistent queue.
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn close(&self) -> bool {
+        let was_open = {
+            let mut queue = self.lock();
+            !std::mem::replace(&mut queue.closed, true)
+        };
+        if was_open {
+            self.consumers.notify_all();
+            self.room.notify_waiters();
+        }
+        was_open
+    }
+
+    /// Moves up to `max` requests from the queue into `into`; returns how many. Wakes as many waiting senders.
+    fn take(
+        &self,
+        queue: &mut MutexGuard<'_, Queue<T>>,
+        max: usize,
+        into: &mut VecDeque<T>,
+    ) -> usize {
+        let n = max.min(queue.items.len());
+        into.extend(queue.items.drain(..n));
+        self.len.store(queue.items.len(), Ordering::SeqCst);
+        let wake = n.min(queue.waiting_senders);
+        for _ in 0..wake {
+            self.room.notify_one();
+        }
+        n
+    }
+}
+
+/// Why [`Sender::try_send`] gave the request back.
+#[derive(Debug)]
+pub(crate) enum TrySendError<T> {
+    /// The queue holds `capacity` requests.
+    Full(T),
+    /// The queue is closed.
+    Closed(T),
+}
+
+/// Why [`Receiver::try_recv`] found nothing.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum TryRecvError {
+    /// Nothing is queued now.
+    Empty,
+    /// Nothing is queued and the queue is closed.
+    Closed,
+}
+
+/// What a waiting receive found.
+pub(crate) enum Spun<T> {
+    /// A request.
+    Got(T),
+    /// The queue is closed and empty.
+    Closed,
+    /// Nothing arrived (while spinning, or before the timeout).
+    Empty,
+}
+
+/// The producing end; cloning it adds a sender.
+pub(crate) struct Sender<T> {
+    shared: Arc<Shared<T>>,
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        self.shared.senders.fetch_add(1, Ordering::Relaxed);
+        Sender {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        if self.shared.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shared.close();
+        }
+    }
+}
+
+impl<T> Sender<T> {
+    /// Queues `item` if there is room.
+    pub(crate) fn try_send(&self, item: T) -> Result<(), TrySendError<T>> {
+        let shared = &*self.shared;
+        let wake = {
+            let mut queue = shared.lock();
+            if queue.closed {
+                return Err(TrySendError::Closed(item));
+            }
+            if queue.items.len() >= shared.capacity {
+                return Err(TrySendError::Full(item));
+            }
+            queue.items.push_back(item);
+            shared.len.store(queue.items.len(), Ordering::SeqCst);
+            queue.sleeping > 0
+        };
+        if wake {
+            shared.consumers.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Queues `item`, waiting for room; gives it back if the queue is closed (before or while waiting).
+    pub(crate) async fn send(&self, mut item: T) -> Result<(), T> {
+        loop {
+            match self.try_send(item) {
+                Ok(()) => return Ok(()),
+                Err(TrySendError::Closed(back)) => return Err(back),
+                Err(TrySendError::Full(back)) => item = back,
+            }
+            // Registered before looking again, so room made after the look wakes this sender.
+            let mut room = std::pin::pin!(self.shared.room.notified());
+            room.as_mut().enable();
+            {
+                let mut queue = self.shared.lock();
+                if queue.closed || queue.items.len() < self.shared.capacity {
+                    continue;
+                }
+                queue.waiting_senders += 1;
+            }
+            let _waiting = Waiting(&self.shared);
+            room.await;
+        }
+    }
+
+    /// Closes the queue; returns whether this call closed it.
+    pub(crate) fn close(&self) -> bool {
+        self.shared.close()
+    }
+
+    /// Number of queued requests.
+    pub(crate) fn len(&self) -> usize {
+        self.shared.len.load(Ordering::SeqCst)
+    }
+
+    /// The most requests the queue holds.
+    pub(crate) fn capacity(&self) -> usize {
+        self.shared.capacity
+    }
+}
+
+/// Counts a sender waiting for room while it exists (the wait may be cancelled: the sender's future dropped).
+struct Waiting<'a, T>(&'a Shared<T>);
+
+impl<T> Drop for Waiting<'_, T> {
+    fn drop(&mut self) {
+        self.0.lock().waiting_senders -= 1;
+    }
+}
+
+/// The consuming end; cloning it adds a receiver.
+pub(crate) struct Receiver<T> {
+    shared: Arc<Shared<T>>,
+}
+
+impl<T> Clone for Receiver<T> {
+    fn clone(&self) -> Self {
+        self.shared.receivers.fetch_add(1, Ordering::Relaxed);
+        Receiver {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        if self.shared.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shared.close();
+        }
+    }
+}
+
+impl<T> Receiver<T> {
+    /// Takes the oldest request, if any.
+    pub(crate) fn try_recv(&self) -> Result<T, TryRecvError> {
+        let mut one = VecDeque::new();
+        match self.try_take(1, &mut one) {
+            Ok(_) => Ok(one.pop_front().expect("one request was taken")),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Moves up to `max` of the oldest requests into `into`; returns how many (at least one).
+    pub(crate) fn try_take(
+        &self,
+        max: usize,
+        into: &mut VecDeque<T>,
+    ) -> Result<usize, TryRecvError> {
+        if self.shared.len.load(Ordering::SeqCst) == 0 {
+            return Err(self.empty_error());
+        }
+        let mut queue = self.shared.lock();
+        match self.shared.take(&mut queue, max, into) {
+            0 if queue.closed => Err(TryRecvError::Closed),
+            0 => Err(TryRecvError::Empty),
+            n => Ok(n),
+        }
+    }
+
+    fn empty_error(&self) -> TryRecvError {
+        if self.shared.lock().closed && self.shared.len.load(Ordering::SeqCst) == 0 {
+            TryRecvError::Closed
+        } else {
+            TryRecvError::Empty
+        }
+    }
+
+    /// Takes up to `max` requests, spinning briefly and then yielding the CPU (crossbeam's backoff) while the
+    /// queue is empty; [`Spun::Empty`] if nothing came. At low load a caller sends its next request right after
+    /// its answer: a consumer that slept in between would have to be woken (a system call for the sender, and a
+    /// context switch) for every request.
+    pub(crate) fn spin_take(&self, max: usize, into: &mut VecDeque<T>) -> Spun<usize> {
+        let backoff = crossbeam_utils::Backoff::new();
+        loop {
+            if self.shared.len.load(Ordering::Relaxed) > 0 {
+                match self.try_take(max, into) {
+                    Ok(n) => return Spun::Got(n),
+                    Err(TryRecvError::Closed) => return Spun::Closed,
+                    Err(TryRecvError::Empty) => {}
+                }
+            }
+            if backoff.is_completed() {
+                return match self.try_take(max, into) {
+                    Ok(n) => Spun::Got(n),
+                    Err(TryRecvError::Closed) => Spun::Closed,
+                    Err(TryRecvError::Empty) => Spun::Empty,
+                };
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// Takes up to `max` requests, sleeping until at least one is queued or `timeout` (if any) has passed.
+    pub(crate) fn take_timeout(
+        &self,
+        max: usize,
+        into: &mut VecDeque<T>,
+        timeout: Option<Duration>,
+    ) -> Spun<usize> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let shared = &*self.shared;
+        let mut queue = shared.lock();
+        loop {
+            match shared.take(&mut queue, max, into) {
+                0 if queue.closed => return Spun::Closed,
+                0 => {}
+                n => return Spun::Got(n),
+            }
+            queue.sleeping += 1;
+            queue = match deadline {
+                None => shared
+                    .consumers
+                    .wait(queue)
+                    .unwrap_or_else(PoisonError::into_inner),
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        queue.sleeping -= 1;
+                        return Spun::Empty;
+                    }
+                    shared
+                        .consumers
+                        .wait_timeout(queue, left)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+            };
+            queue.sleeping -= 1;
+        }
+    }
+
+    /// Takes the oldest request, sleeping until one is queued; `None` once the queue is closed and empty.
+    #[cfg(test)]
+    pub(crate) fn recv_blocking(&self) -> Option<T> {
+        let mut one = VecDeque::new();
+        match self.take_timeout(1, &mut one, None) {
+            Spun::Got(_) => one.pop_front(),
+            Spun::Closed | Spun::Empty => None,
+        }
+    }
+
+    /// Whether nothing is queued.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of queued requests.
+    pub(crate) fn len(&self) -> usize {
+        self.shared.len.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::task::Context;
+
+    use super::*;
+
+    #[test]
+    fn first_in_first_out_in_runs() {
+        let (tx, rx) = bounded(8);
+        for i in 0..5 {
+            tx.try_send(i).unwrap();
+        }
+        let mut got = VecDeque::new();
+        assert_eq!(rx.try_take(3, &mut got), Ok(3));
+        assert_eq!(rx.try_recv(), Ok(3));
+        assert_eq!(rx.try_take(10, &mut got), Ok(1));
+        assert_eq!(got, [0, 1, 2, 4]);
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+        assert!(rx.is_empty());
+    }
+
+    #[test]
+    fn full_queue_refuses_then_takes_again() {
+        let (tx, rx) = bounded(2);
+        tx.try_send(1).unwrap();
+        tx.try_send(2).unwrap();
+        assert!(matches!(tx.try_send(3), Err(TrySendError::Full(3))));
+        assert_eq!(tx.len(), 2);
+        assert_eq!(rx.try_recv(), Ok(1));
+        tx.try_send(3).unwrap();
+        assert_eq!(tx.capacity(), 2);
+    }
+
+    #[test]
+    fn closed_queue_refuses_sends_but_drains() {
+        let (tx, rx) = bounded(4);
+        tx.try_send(1).unwrap();
+        assert!(tx.close());
+        assert!(!tx.close(), "closes once");
+        assert!(matches!(tx.try_send(2), Err(TrySendError::Closed(2))));
+        assert_eq!(rx.recv_blocking(), Some(1));
+        assert_eq!(rx.recv_blocking(), None);
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+    }
+
+    #[test]
+    fn last_sender_dropped_closes() {
+        let (tx, rx) = bounded::<u8>(4);
+        let second = tx.clone();
+        drop(tx);
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+        drop(second);
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+    }
+
+    #[test]
+    fn last_receiver_dropped_closes() {
+        let (tx, rx) = bounded::<u8>(4);
+        let second = rx.clone();
+        drop(rx);
+        tx.try_send(1).unwrap();
+        drop(second);
+        assert!(matches!(tx.try_send(2), Err(TrySendError::Closed(2))));
+    }
+
+    #[test]
+    fn timeout_with_nothing_queued_is_empty() {
+        let (_tx, rx) = bounded::<u8>(4);
+        let mut got = VecDeque::new();
+        assert!(matches!(
+            rx.take_timeout(4, &mut got, Some(Duration::from_millis(1))),
+            Spun::Empty
+        ));
+        assert!(matches!(rx.spin_take(4, &mut got), Spun::Empty));
+    }
+
+    #[test]
+    fn sleeping_consumer_wakes_for_a_push_from_another_thread() {
+        let (tx, rx) = bounded(4);
+        let consumer = std::thread::spawn(move || rx.recv_blocking());
+        tx.try_send(7).unwrap();
+        assert_eq!(consumer.join().unwrap(), Some(7));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn waiting_senders_all_get_in_as_room_is_made() {
+        let (tx, rx) = bounded(2);
+        let mut senders = Vec::new();
+        for i in 0..50 {
+            let tx = tx.clone();
+            senders.push(tokio::spawn(async move { tx.send(i).await }));
+        }
+        let consumer = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            while let Some(i) = rx.recv_blocking() {
+                got.push(i);
+            }
+            got
+        });
+        for s in senders {
+            s.await.unwrap().unwrap();
+        }
+        drop(tx);
+        let mut got = consumer.join().unwrap();
+        got.sort_unstable();
+        assert_eq!(got, (0..50).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn closing_releases_waiting_senders() {
+        let (tx, rx) = bounded(1);
+        tx.try_send(0).unwrap();
+        let waiting = {
+            let tx = tx.clone();
+            tokio::spawn(async move { tx.send(1).await })
+        };
+        tokio::task::yield_now().await;
+        tx.close();
+        assert_eq!(waiting.await.unwrap(), Err(1));
+        assert_eq!(rx.try_recv(), Ok(0));
+    }
+
+    #[tokio::test]
+    async fn room_given_to_a_sender_that_gave_up_goes_to_the_next() {
+        let (tx, rx) = bounded(1);
+        tx.try_send(0).unwrap();
+        let mut first = Box::pin(tx.send(1));
+        let mut second = Box::pin(tx.send(2));
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        assert!(first.as_mut().poll(&mut cx).is_pending());
+        assert!(second.as_mut().poll(&mut cx).is_pending());
+        // Room for one: the first waiting sender is told, and gives up before using it.
+        assert_eq!(rx.try_recv(), Ok(0));
+        drop(first);
+        let sent = tokio::time::timeout(Duration::from_secs(10), second).await;
+        assert_eq!(sent, Ok(Ok(())), "the second sender got the room");
+        assert_eq!(rx.try_recv(), Ok(2));
+    }
+}
