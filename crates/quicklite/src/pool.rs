@@ -12,7 +12,7 @@
 //! open databases passes its cap (least recently used first). Closing takes both roles (no task may run), so a
 //! request that arrives meanwhile waits in its queue and reopens the database when the roles are released.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::SyncSender;
@@ -125,6 +125,16 @@ pub(crate) struct PoolShared {
     pub(crate) idle_closes: AtomicU64,
     /// Samples drawn for eviction: the seed of the next one.
     draws: AtomicU64,
+    /// Tasks of databases that could not open because every open one was busy, oldest first. They leave the run
+    /// queues, so that the tasks of open databases (whose ending makes room) are not stuck behind them, and come
+    /// back when a task ends or a database closes ([`PoolShared::resume_waiting`]).
+    waiting: Mutex<VecDeque<Task>>,
+    /// `waiting.len()`, readable without the lock.
+    waiting_len: AtomicUsize,
+    /// Cap on reader connections open at once, over all databases (each holds two file descriptors).
+    max_readers: usize,
+    /// Reader connections open now.
+    readers_open: AtomicUsize,
     epoch: Instant,
 }
 
@@ -132,6 +142,7 @@ impl PoolShared {
     /// A pool state and the receiving ends of its write and read run queues, for the pool threads.
     pub(crate) fn new(
         max_open: usize,
+        max_readers: usize,
         wake: SyncSender<()>,
     ) -> (Arc<PoolShared>, Receiver<Task>, Receiver<Task>) {
         let (writes, write_rx) = async_channel::unbounded();
@@ -146,6 +157,10 @@ impl PoolShared {
             evictions: AtomicU64::new(0),
             idle_closes: AtomicU64::new(0),
             draws: AtomicU64::new(0),
+            waiting: Mutex::new(VecDeque::new()),
+            waiting_len: AtomicUsize::new(0),
+            max_readers,
+            readers_open: AtomicUsize::new(0),
             epoch: Instant::now(),
         });
         (shared, write_rx, read_rx)
@@ -178,9 +193,9 @@ impl PoolShared {
         lock(&self.open).actors.len()
     }
 
-    /// Tasks waiting for a pool thread.
+    /// Tasks waiting for a pool thread, or for room to open their database.
     pub(crate) fn queued_tasks(&self) -> usize {
-        self.writes.len() + self.reads.len()
+        self.writes.len() + self.reads.len() + self.waiting_tasks()
     }
 
     /// Closes least recently used idle databases (other than `opening`; `""` for none) until at most `target` are
@@ -229,21 +244,119 @@ impl PoolShared {
         let _ = self.wake.try_send(());
     }
 
-    /// Stops the pool threads once the run queue is empty.
+    /// Stops the pool threads once the run queue is empty; tasks waiting for room are answered `Closed`.
     pub(crate) fn stop(&self) {
         self.writes.close();
         self.reads.close();
+        self.resume_waiting(usize::MAX);
+    }
+
+    /// Sets `task` aside until room is made for its database to open.
+    fn wait_for_room(&self, task: Task) {
+        {
+            let mut waiting = lock(&self.waiting);
+            waiting.push_back(task);
+            self.waiting_len.store(waiting.len(), Ordering::SeqCst);
+        }
+        // A database may have gone idle between the failed eviction and now, with nothing left to resume this
+        // task: look once more. (The housekeeping tick resumes every waiting task as well.)
+        if self.open_count() < self.max_open || self.open_actors_idle() {
+            self.resume_waiting(1);
+        }
+    }
+
+    /// Whether some open database has nothing queued or running (one could be closed to make room).
+    fn open_actors_idle(&self) -> bool {
+        lock(&self.open).actors.iter().any(|a| a.is_idle())
+    }
+
+    /// Puts up to `n` tasks waiting for room back on their run queues, oldest first.
+    pub(crate) fn resume_waiting(&self, n: usize) {
+        if self.waiting_len.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let resumed: Vec<Task> = {
+            let mut waiting = lock(&self.waiting);
+            let k = n.min(waiting.len());
+            let resumed = waiting.drain(..k).collect();
+            self.waiting_len.store(waiting.len(), Ordering::SeqCst);
+            resumed
+        };
+        for task in resumed {
+            self.push(task);
+        }
+    }
+
+    /// Takes one reader connection from the budget, if any is left.
+    fn reserve_reader(&self) -> bool {
+        let mut n = self.readers_open.load(Ordering::SeqCst);
+        while n < self.max_readers {
+            match self.readers_open.compare_exchange_weak(
+                n,
+                n + 1,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => return true,
+                Err(current) => n = current,
+            }
+        }
+        false
+    }
+
+    /// Gives `n` closed reader connections back to the budget.
+    fn release_readers(&self, n: usize) {
+        if n > 0 {
+            self.readers_open.fetch_sub(n, Ordering::SeqCst);
+        }
+    }
+
+    /// Reader connections open now.
+    pub(crate) fn reader_connections(&self) -> usize {
+        self.readers_open.load(Ordering::SeqCst)
+    }
+
+    /// Tasks waiting for room to open their database.
+    fn waiting_tasks(&self) -> usize {
+        self.waiting_len.load(Ordering::SeqCst)
     }
 }
 
 /// The body of a pool thread: runs tasks until the run queue is closed and empty.
-pub(crate) fn run_pool_thread(tasks: Receiver<Task>) {
-    while let Ok(task) = tasks.recv_blocking() {
+/// The body of a pool thread: runs the tasks of its run queue until it is closed and empty, and, between them,
+/// those of `spare` (another lane's run queue) when its own is empty. The read threads help with writes this way:
+/// a backlog of writes (each may have to open its database) uses the read threads while reads leave them idle, and
+/// a read arriving meanwhile waits for one task at most.
+pub(crate) fn run_pool_thread(tasks: Receiver<Task>, spare: Option<Receiver<Task>>) {
+    loop {
+        let task = match tasks.try_recv() {
+            Ok(task) => task,
+            Err(async_channel::TryRecvError::Closed) => return,
+            Err(async_channel::TryRecvError::Empty) => {
+                match spare.as_ref().and_then(|spare| spare.try_recv().ok()) {
+                    Some(task) => task,
+                    None => match tasks.recv_blocking() {
+                        Ok(task) => task,
+                        Err(_) => return,
+                    },
+                }
+            }
+        };
         match task {
             Task::Write(actor) => actor.run_write(),
             Task::Read(actor) => actor.run_read(),
         }
     }
+}
+
+/// Where a read task serves its batch ([`Actor::reads_on`]).
+enum ReadsOn {
+    /// A reader connection of the database's own.
+    Reader(Box<Reader>),
+    /// The writer's connection; the batch is served.
+    Writer,
+    /// Nowhere now: the writer is busy and the registry's budget of reader connections is spent.
+    NothingFree,
 }
 
 /// One database on the pool.
@@ -375,6 +488,10 @@ impl Actor {
             }
             let writer = slot.as_mut().expect("the writer was just opened");
             writer.step();
+            if !self.read_rx.is_empty() {
+                // Reads that found this task queued or running (and no reader connection to open) ride along.
+                writer.step_reads(&self.read_rx);
+            }
             writer.has_work()
         };
         self.touch();
@@ -398,25 +515,76 @@ impl Actor {
             self.defer(Task::Read(self.clone()));
             return;
         }
-        let reader = opened.and_then(|_| match lock(&self.readers).pop() {
-            Some(reader) => Ok(reader),
-            None => open_reader(&self.path, &self.config, &self.state, self.read_rx.clone()),
-        });
-        let reader = match reader {
-            Ok(reader) => reader,
+        let reads_on = opened.and_then(|_| self.reads_on());
+        match reads_on {
+            Ok(ReadsOn::Reader(reader)) => {
+                // Kept until the database closes: SQLite keeps the descriptor of a connection closed while another
+                // is open on the same file (POSIX locks would be lost with it), so closing it alone frees nothing.
+                reader.step();
+                lock(&self.readers).push(*reader);
+            }
+            Ok(ReadsOn::Writer) => {}
+            Ok(ReadsOn::NothingFree) => {
+                // The write task using the writer's connection serves queued reads before it ends, and looks at the
+                // read queue when it ends (`release_write`), scheduling a read task then; if it ended meanwhile,
+                // schedule one here.
+                self.read_tasks.fetch_sub(1, Ordering::SeqCst);
+                if !self.write_scheduled.load(Ordering::SeqCst) && !self.read_rx.is_empty() {
+                    self.wake_reader();
+                }
+                self.settled.notify_waiters();
+                return;
+            }
             Err(e) => {
                 self.fail_queued(&e);
                 self.release_read();
                 return;
             }
-        };
-        reader.step();
-        lock(&self.readers).push(reader);
+        }
         self.touch();
         if self.read_rx.is_empty() {
             self.release_read();
         } else {
             self.pool.push(Task::Read(self.clone()));
+        }
+    }
+
+    /// Where this read task serves its batch: an idle reader connection; else the writer's connection if it is
+    /// free (then already served); else a new reader connection if the registry's budget allows; else nowhere.
+    fn reads_on(self: &Arc<Self>) -> crate::Result<ReadsOn> {
+        if let Some(reader) = lock(&self.readers).pop() {
+            return Ok(ReadsOn::Reader(Box::new(reader)));
+        }
+        if self.read_on_writer() {
+            return Ok(ReadsOn::Writer);
+        }
+        if !self.pool.reserve_reader() {
+            return Ok(ReadsOn::NothingFree);
+        }
+        match open_reader(&self.path, &self.config, &self.state, self.read_rx.clone()) {
+            Ok(reader) => Ok(ReadsOn::Reader(Box::new(reader))),
+            Err(e) => {
+                self.pool.release_readers(1);
+                Err(e)
+            }
+        }
+    }
+
+    /// Serves one batch of reads on the writer's connection, if no write task is running on it; returns whether
+    /// it did. A database whose reads find the writer's connection free needs no reader connection: opening one
+    /// costs as much again as opening the writer, and holds two more files. A write task that starts meanwhile
+    /// waits for the batch to end. Reads that find the writer's connection in use (a database written and read at
+    /// once) open a reader connection, which then serves its later reads.
+    fn read_on_writer(&self) -> bool {
+        let Ok(mut slot) = self.writer.try_lock() else {
+            return false;
+        };
+        match slot.as_mut() {
+            Some(writer) => {
+                writer.step_reads(&self.read_rx);
+                true
+            }
+            None => false,
         }
     }
 
@@ -453,11 +621,16 @@ impl Actor {
         Ok(Opened::Yes)
     }
 
-    /// Puts `task` back at the end of its run queue: the database waits for another to close before it opens.
-    /// The pause keeps a pool whose every task is waiting from spinning.
+    /// Sets `task` aside: the database waits for another to close before it opens.
     fn defer(&self, task: Task) {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-        self.pool.push(task);
+        self.pool.wait_for_room(task);
+    }
+
+    /// Open, with no task queued or running: a database that could be closed now.
+    fn is_idle(&self) -> bool {
+        self.is_open()
+            && !self.write_scheduled.load(Ordering::SeqCst)
+            && self.read_tasks.load(Ordering::SeqCst) == 0
     }
 
     /// Answers every queued request with `error` (the database could not be opened, or the pool is stopped).
@@ -486,6 +659,11 @@ impl Actor {
         if !self.write_rx.is_empty() {
             self.wake_writer();
         }
+        // Reads that found the writer busy and no reader connection to open wait for this.
+        if !self.read_rx.is_empty() {
+            self.wake_reader();
+        }
+        self.made_room();
         self.settled.notify_waiters();
     }
 
@@ -494,7 +672,15 @@ impl Actor {
         if !self.read_rx.is_empty() {
             self.wake_reader();
         }
+        self.made_room();
         self.settled.notify_waiters();
+    }
+
+    /// Lets a task waiting for room try again if this database could now be closed for it.
+    fn made_room(&self) {
+        if self.is_idle() {
+            self.pool.resume_waiting(1);
+        }
     }
 
     /// Closes the connections if no task is queued or running, taking both roles meanwhile so none can start.
@@ -528,12 +714,16 @@ impl Actor {
     /// good) runs `PRAGMA optimize` and a `TRUNCATE` checkpoint first; otherwise (idle or evicted, likely to be
     /// reopened) the connection just closes, and SQLite's own checkpoint at the last close folds the WAL back.
     fn close_connections(&self, thoroughly: bool) {
-        lock(&self.readers).clear();
+        let readers = std::mem::take(&mut *lock(&self.readers));
+        let closed = readers.len();
+        drop(readers);
+        self.pool.release_readers(closed);
         if let Some(writer) = lock(&self.writer).take() {
             writer.shut_down(thoroughly);
         }
         if self.open.swap(false, Ordering::AcqRel) {
             lock(&self.pool.open).remove(&self.name);
+            self.pool.resume_waiting(1);
         }
     }
 

@@ -58,7 +58,7 @@ pub struct RegistryCollector(pub Registry);
 impl Collector for RegistryCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let m = self.0.metrics();
-        let gauges: [(&str, &str, u64); 5] = [
+        let gauges: [(&str, &str, u64); 6] = [
             (
                 "quicklite_registry_threads",
                 "Threads of the registry's pool.",
@@ -80,8 +80,13 @@ impl Collector for RegistryCollector {
                 m.max_open as u64,
             ),
             (
+                "quicklite_registry_reader_connections",
+                "Reader connections open (the other databases read on their writer's connection).",
+                m.reader_connections as u64,
+            ),
+            (
                 "quicklite_registry_queued_tasks",
-                "Tasks waiting for a pool thread.",
+                "Tasks waiting for a pool thread, or for room to open their database.",
                 m.queued_tasks as u64,
             ),
         ];

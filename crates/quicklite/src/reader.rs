@@ -10,6 +10,7 @@
 //! wakes a task, and a tokio worker woken for one task goes back to sleep before the next answer arrives, so
 //! answering one at a time costs a context switch per read — more than the read itself.
 
+use std::borrow::Borrow;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -37,9 +38,10 @@ const REPLY_BATCH: usize = 16;
 /// other readers find work too (a request taken waits for those before it on this reader, not for any reader).
 const TAKE: usize = 8;
 
-/// A reader thread's state.
-pub(crate) struct Reader {
-    pub(crate) conn: Connection,
+/// A reader thread's state. The connection is its own ([`Connection`]), or, for a registry's database with no
+/// reader connection open, the writer's, lent for one batch (`&Connection`).
+pub(crate) struct Reader<C: Borrow<Connection> = Connection> {
+    pub(crate) conn: C,
     pub(crate) guard: TxGuard,
     pub(crate) rx: Receiver<ReadRequest>,
     /// Requests taken from the queue, not served yet (empty between batches).
@@ -66,7 +68,7 @@ pub(crate) struct Held {
     wait_us: LocalHistogram,
 }
 
-impl Reader {
+impl<C: Borrow<Connection>> Reader<C> {
     /// Serves requests until the queue is closed and drained (a thread of its own).
     pub(crate) fn run(self) {
         loop {
@@ -192,7 +194,7 @@ impl Reader {
     fn serve(&self, mut req: ReadRequest, now: Instant) -> usize {
         let (ok, panicked) = {
             let _span = tracing::debug_span!(parent: &req.span, "quicklite.read").entered();
-            req.job.run(&self.conn)
+            req.job.run(self.conn.borrow())
         };
         let mut held = self.held.borrow_mut();
         held.wait_us.record_duration(now - req.enqueued);
@@ -231,10 +233,11 @@ impl Reader {
             .read_transactions
             .fetch_add(1, Ordering::Relaxed);
         let r = self.guard.internal(|| {
-            if !self.conn.is_autocommit() {
-                self.conn.prepare_cached("ROLLBACK")?.execute([])?;
+            let conn = self.conn.borrow();
+            if !conn.is_autocommit() {
+                conn.prepare_cached("ROLLBACK")?.execute([])?;
             }
-            self.conn.prepare_cached("BEGIN")?.execute([])
+            conn.prepare_cached("BEGIN")?.execute([])
         });
         self.began.set(Some(Instant::now()));
         if let Err(e) = r {
@@ -250,12 +253,13 @@ impl Reader {
                 .read_txn_us
                 .record_duration(began.elapsed());
         }
-        if self.conn.is_autocommit() {
+        let conn = self.conn.borrow();
+        if conn.is_autocommit() {
             return;
         }
         let r = self
             .guard
-            .internal(|| self.conn.prepare_cached("COMMIT")?.execute([]));
+            .internal(|| conn.prepare_cached("COMMIT")?.execute([]));
         if let Err(e) = r {
             tracing::warn!(error = %e, "reader could not end its read transaction");
         }

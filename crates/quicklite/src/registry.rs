@@ -76,6 +76,7 @@ pub struct RegistryBuilder {
     dir: PathBuf,
     threads: Option<usize>,
     max_open: usize,
+    max_reader_connections: Option<usize>,
     idle_timeout: Duration,
     configure: Option<Configure>,
 }
@@ -86,6 +87,7 @@ impl std::fmt::Debug for RegistryBuilder {
             .field("dir", &self.dir)
             .field("threads", &self.threads)
             .field("max_open", &self.max_open)
+            .field("max_reader_connections", &self.max_reader_connections)
             .field("idle_timeout", &self.idle_timeout)
             .finish_non_exhaustive()
     }
@@ -93,7 +95,7 @@ impl std::fmt::Debug for RegistryBuilder {
 
 impl RegistryBuilder {
     /// Threads serving every database of the registry: half serve writes, half reads (at least one each), so slow
-    /// writes cannot starve reads. By default, twice the available cores. The pool never grows: a thread is busy
+    /// writes cannot starve reads; a read thread with no read queued takes a write. By default, twice the available cores. The pool never grows: a thread is busy
     /// for as long as one group of writes or one batch of reads takes.
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = Some(n);
@@ -109,6 +111,18 @@ impl RegistryBuilder {
     /// usual limit of 1024 per process.
     pub fn max_open(mut self, n: usize) -> Self {
         self.max_open = n;
+        self
+    }
+
+    /// Most reader connections open at once, over all databases. A database is read on its writer's connection
+    /// while no write is queued or running (made read-only for the batch), so a database that is not read and
+    /// written at the same moment holds one connection: its database and WAL files and the shared-memory file,
+    /// three file descriptors. A read that finds the writer busy opens a reader connection (two more) if this
+    /// budget allows, and otherwise waits for the writer's turn to end. With a budget, the file descriptors of a
+    /// registry stay under `3 × max_open + 2 × max_reader_connections`. By default, no budget: every open database
+    /// may open its reader connections.
+    pub fn max_reader_connections(mut self, n: usize) -> Self {
+        self.max_reader_connections = Some(n);
         self
     }
 
@@ -146,12 +160,16 @@ impl RegistryBuilder {
             .threads
             .unwrap_or_else(|| 2 * std::thread::available_parallelism().map_or(1, |n| n.get()));
         // Half the threads serve writes and half reads (at least one each), so that slow writes cannot take
-        // every thread from the reads.
+        // every thread from the reads; read threads with no read to serve take writes.
         let write_threads = (threads / 2).max(1);
         let read_threads = threads.saturating_sub(write_threads).max(1);
         let threads = write_threads + read_threads;
         let (wake, wakes) = std::sync::mpsc::sync_channel(1);
-        let (pool, write_tasks, read_tasks) = PoolShared::new(self.max_open, wake);
+        let (pool, write_tasks, read_tasks) = PoolShared::new(
+            self.max_open,
+            self.max_reader_connections.unwrap_or(usize::MAX),
+            wake,
+        );
         let inner = Arc::new(RegistryInner {
             dir,
             known: RwLock::new(HashMap::new()),
@@ -163,17 +181,18 @@ impl RegistryBuilder {
             handles: Mutex::new(Vec::new()),
         });
         let mut handles = Vec::with_capacity(threads + 1);
+        // Read threads take write tasks when no read is queued; write threads never take reads.
         let lanes = [
-            ("write", write_threads, write_tasks),
-            ("read", read_threads, read_tasks),
+            ("write", write_threads, write_tasks.clone(), None),
+            ("read", read_threads, read_tasks, Some(write_tasks)),
         ];
-        for (lane, count, tasks) in lanes {
+        for (lane, count, tasks, spare) in lanes {
             for i in 0..count {
-                let tasks = tasks.clone();
+                let (tasks, spare) = (tasks.clone(), spare.clone());
                 handles.push(
                     std::thread::Builder::new()
                         .name(format!("quicklite-{lane}-{i}"))
-                        .spawn(move || run_pool_thread(tasks))?,
+                        .spawn(move || run_pool_thread(tasks, spare))?,
                 );
             }
         }
@@ -207,7 +226,9 @@ pub struct RegistryMetrics {
     pub evictions: u64,
     /// Databases closed because they were idle.
     pub idle_closes: u64,
-    /// Tasks waiting for a pool thread.
+    /// Reader connections open (databases read while their writer was busy); the others read on their writer's.
+    pub reader_connections: usize,
+    /// Tasks waiting for a pool thread, or for room (under `max_open`) to open their database.
     pub queued_tasks: usize,
     /// Write requests queued, over all known databases.
     pub write_queue_depth: usize,
@@ -227,6 +248,7 @@ impl Registry {
             dir: dir.as_ref().to_path_buf(),
             threads: None,
             max_open: 128,
+            max_reader_connections: None,
             idle_timeout: Duration::from_secs(30),
             configure: None,
         }
@@ -304,6 +326,7 @@ impl Registry {
             opens: pool.opens.load(Ordering::Relaxed),
             evictions: pool.evictions.load(Ordering::Relaxed),
             idle_closes: pool.idle_closes.load(Ordering::Relaxed),
+            reader_connections: pool.reader_connections(),
             queued_tasks: pool.queued_tasks(),
             write_queue_depth: writes,
             read_queue_depth: reads,
@@ -367,6 +390,9 @@ impl Drop for RegistryInner {
 }
 
 /// The housekeeping thread: closes idle databases, enforces the open cap, forgets closed databases nobody holds.
+/// Tasks waiting for room that each housekeeping tick puts back on the run queues.
+const RESUMED_PER_TICK: usize = 16;
+
 fn housekeeping(registry: Weak<RegistryInner>, wakes: Receiver<()>, tick: Duration) {
     loop {
         match wakes.recv_timeout(tick) {
@@ -402,6 +428,8 @@ impl RegistryInner {
         if pool.open_count() > pool.max_open {
             pool.evict_for("", pool.max_open);
         }
+        // Tasks waiting for room are resumed as databases go idle; a few more each tick cover a missed chance.
+        pool.resume_waiting(RESUMED_PER_TICK);
         // Forget closed databases that only the registry holds; `get` recreates them on demand.
         write(&self.known)
             .retain(|_, db| db.handles() > 1 || db.actor().is_none_or(|a| !a.is_quiet()));

@@ -6,6 +6,7 @@
 //! expensive part of a small write; a group shares one. Nobody is answered before the `COMMIT` returns, so no
 //! write is ever reported as committed that is not.
 
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -22,7 +23,8 @@ use crate::connection::SAVEPOINT;
 use crate::connection::{BusyLimit, TxGuard};
 use crate::database::State;
 use crate::queue::{Receiver, Spun};
-use crate::request::{Answers, RELAY_GRACE, Relays, Reply, WriteKind, WriteRequest};
+use crate::reader::Reader;
+use crate::request::{Answers, RELAY_GRACE, ReadRequest, Relays, Reply, WriteKind, WriteRequest};
 
 /// The writer thread's state.
 pub(crate) struct Writer {
@@ -54,6 +56,8 @@ const ROLLBACK: &str = "ROLLBACK";
 const SAVEPOINT_SQL: &str = "SAVEPOINT quicklite_write";
 const RELEASE_SQL: &str = "RELEASE quicklite_write";
 const ROLLBACK_TO_SQL: &str = "ROLLBACK TO quicklite_write";
+const QUERY_ONLY_ON: &str = "PRAGMA query_only = ON";
+const QUERY_ONLY_OFF: &str = "PRAGMA query_only = OFF";
 
 impl Writer {
     /// A writer on `conn`, serving `rx`.
@@ -107,6 +111,35 @@ impl Writer {
             }
             None => false,
         }
+    }
+
+    /// Serves one batch of what `reads` holds on the writer's connection, made read-only for the batch
+    /// (`query_only`, so a read closure that writes fails with `SQLITE_READONLY` as on a reader connection);
+    /// returns whether there was anything to serve. A registry's database that is read rarely needs no reader
+    /// connection of its own: one connection per database halves what opening it costs (each connection SQLite
+    /// opens walks a list of every database file the process has open) and the file descriptors it holds.
+    pub(crate) fn step_reads(&mut self, reads: &Receiver<ReadRequest>) -> bool {
+        if let Err(e) = self.exec(QUERY_ONLY_ON) {
+            tracing::warn!(error = %e, "could not make the writer's connection read-only for reads");
+            return false;
+        }
+        let served = Reader {
+            conn: &self.conn,
+            guard: self.guard.clone(),
+            rx: reads.clone(),
+            taken: RefCell::default(),
+            state: self.state.clone(),
+            config: self.config.clone(),
+            began: Cell::new(None),
+            held: RefCell::default(),
+            relays: RefCell::default(),
+        }
+        .step();
+        if let Err(e) = self.exec(QUERY_ONLY_OFF) {
+            // Writes on this connection would now fail with SQLITE_READONLY, each with that clear error.
+            tracing::error!(error = %e, "could not make the writer's connection writable again");
+        }
+        served
     }
 
     /// Whether requests are waiting for [`Writer::step`].

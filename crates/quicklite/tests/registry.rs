@@ -352,3 +352,99 @@ async fn prometheus_text_covers_the_registry_and_its_databases() {
     );
     registry.close().await.unwrap();
 }
+
+/// File descriptors of this process open on `path`.
+fn descriptors_on(path: &std::path::Path) -> usize {
+    let path = std::fs::canonicalize(path).unwrap();
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter(|target| *target == path)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_read_while_its_writer_is_free_reads_on_the_writer_connection_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    // No reader connection may open: every read is served on the writer's. (Without the budget, a read that
+    // arrives while the write task before it is still winding down opens one.)
+    let registry = Registry::builder(dir.path())
+        .max_reader_connections(0)
+        .open()
+        .await
+        .unwrap();
+    let db = registry.get("cold").await.unwrap();
+    db.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
+        .await
+        .unwrap();
+    db.execute("INSERT INTO t VALUES (1, 10)", ())
+        .await
+        .unwrap();
+    let v: i64 = db
+        .query_row("SELECT v FROM t WHERE k = 1", [], |r| r.get(0))
+        .await
+        .unwrap();
+    assert_eq!(v, 10, "the read sees the acknowledged write");
+    // One connection: the writer's. A reader connection would hold a second descriptor on the file.
+    assert_eq!(descriptors_on(&dir.path().join("cold.db")), 1);
+
+    // Read-only there as on a reader connection.
+    let e = db
+        .read(|c| c.execute("INSERT INTO t VALUES (2, 20)", []))
+        .await
+        .unwrap_err();
+    assert_eq!(e.extended_code(), Some(rusqlite::ffi::SQLITE_READONLY));
+    // And writable again for writes.
+    db.execute("INSERT INTO t VALUES (3, 30)", ())
+        .await
+        .unwrap();
+    let keys: Vec<i64> = db
+        .query_all("SELECT k FROM t ORDER BY k", [], |r| r.get(0))
+        .await
+        .unwrap();
+    assert_eq!(keys, [1, 3]);
+    registry.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_while_the_writer_is_busy_opens_a_reader_connection_only_within_the_budget() {
+    for budget in [None, Some(0)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut builder = Registry::builder(dir.path());
+        if let Some(n) = budget {
+            builder = builder.max_reader_connections(n);
+        }
+        let registry = builder.open().await.unwrap();
+        let db = registry.get("busy").await.unwrap();
+        db.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY)")
+            .await
+            .unwrap();
+        let (release, blocker) = common::hold_writer(&db).await;
+        let read = {
+            let db = db.clone();
+            tokio::spawn(async move {
+                db.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))
+                    .await
+            })
+        };
+        if budget.is_none() {
+            // Served on a reader connection of its own while the writer is still held.
+            assert_eq!(read.await.unwrap().unwrap(), 0);
+            assert_eq!(registry.metrics().reader_connections, 1);
+            assert_eq!(descriptors_on(&dir.path().join("busy.db")), 2);
+            release.send(()).unwrap();
+            blocker.await.unwrap();
+        } else {
+            // No reader connection to open: the read is served once the writer's turn ends.
+            release.send(()).unwrap();
+            blocker.await.unwrap();
+            let count = tokio::time::timeout(Duration::from_secs(30), read)
+                .await
+                .expect("the read waiting for the writer is served when its turn ends");
+            assert_eq!(count.unwrap().unwrap(), 0);
+            assert_eq!(registry.metrics().reader_connections, 0);
+            assert_eq!(descriptors_on(&dir.path().join("busy.db")), 1);
+        }
+        registry.close().await.unwrap();
+    }
+}

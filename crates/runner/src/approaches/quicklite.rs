@@ -18,9 +18,17 @@ use quicklite_lab_core::{
 use crate::sqlite::report::crate_versions;
 use crate::sqlite::{connect, ops};
 
-/// File descriptors an open registry database holds: the database and WAL files of its writer and of its reader
-/// connection, and the shared-memory file.
-const FILES_PER_DATABASE: u64 = 5;
+/// File descriptors an open registry database holds: its writer connection's database and WAL files, and the
+/// shared-memory file. Reads run on the writer's connection unless a write is queued or running.
+const FILES_PER_DATABASE: u64 = 3;
+
+/// File descriptors of a reader connection (its database and WAL files), opened by a database read while its
+/// writer is busy.
+const FILES_PER_READER: u64 = 2;
+
+/// Reader connections the registry may hold open at once, over all databases (`max_reader_connections`), when
+/// the open-file limit does not fit one per database.
+const READER_CONNECTIONS: u64 = 256;
 
 /// File descriptors left for everything else: standard streams, the runtime, SQLite's temporary files.
 const RESERVED_FILES: u64 = 256;
@@ -71,13 +79,22 @@ fn with_knobs(builder: Builder, knobs: &Knobs) -> Builder {
     builder
 }
 
-/// Most databases the registry may keep open: all of them if the open-file limit allows, otherwise as many as
-/// fit under it (the registry closes the least recently used beyond that, and reopens them on demand).
-pub fn max_open(databases: usize, open_files_limit: u64) -> usize {
-    let fit = open_files_limit.saturating_sub(RESERVED_FILES) / FILES_PER_DATABASE;
-    databases
+/// The registry's caps under the open-file limit: `(max_open, max_reader_connections)`. Every database open
+/// with a reader connection if the limit allows; otherwise [`READER_CONNECTIONS`] reader connections (fewer if
+/// the limit is tight) and as many open databases as fit in the rest (the registry closes the least recently used
+/// beyond that, and reopens them on demand).
+pub fn caps(databases: usize, open_files_limit: u64) -> (usize, usize) {
+    let usable = open_files_limit.saturating_sub(RESERVED_FILES);
+    let all = databases as u64;
+    if all.saturating_mul(FILES_PER_DATABASE + FILES_PER_READER) <= usable {
+        return (databases.max(1), databases.max(1));
+    }
+    let readers = READER_CONNECTIONS.min(usable / 4 / FILES_PER_READER);
+    let fit = (usable - readers * FILES_PER_READER) / FILES_PER_DATABASE;
+    let max_open = databases
         .min(usize::try_from(fit).unwrap_or(usize::MAX))
-        .max(1)
+        .max(1);
+    (max_open, usize::try_from(readers).unwrap_or(usize::MAX))
 }
 
 impl Quicklite {
@@ -120,8 +137,10 @@ impl Quicklite {
         let databases = workload.databases(cell);
         let limit = process::open_files_limits().map_or(1024, |(soft, _)| soft);
         let knobs = knobs.clone();
+        let (max_open, max_readers) = caps(databases, limit);
         let registry = Registry::builder(&cell.dir)
-            .max_open(max_open(databases, limit))
+            .max_open(max_open)
+            .max_reader_connections(max_readers)
             .configure(move |builder| with_knobs(builder, &knobs))
             .open()
             .await
@@ -165,11 +184,12 @@ impl Quicklite {
         if let Some(registry) = &self.registry {
             let m = registry.metrics();
             eprintln!(
-                "quicklite registry at the end: {} open of {} (cap {}), {} opens, {} evictions, {} idle closes, \
-                 {} tasks queued",
+                "quicklite registry at the end: {} open of {} (cap {}), {} reader connections, {} opens, \
+                 {} evictions, {} idle closes, {} tasks queued",
                 m.open_databases,
                 m.known_databases,
                 m.max_open,
+                m.reader_connections,
                 m.opens,
                 m.evictions,
                 m.idle_closes,
@@ -266,13 +286,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn max_open_is_every_database_unless_the_file_limit_says_otherwise() {
-        assert_eq!(max_open(1, 1024), 1);
-        assert_eq!(max_open(100, 1024), 100);
-        // 1024 - 256 reserved = 768 files: 153 databases of 5 files.
-        assert_eq!(max_open(1_000, 1024), 153);
-        assert_eq!(max_open(10_000, 20_000), 3_948);
-        assert_eq!(max_open(10_000, 1_048_576), 10_000);
-        assert_eq!(max_open(10, 0), 1);
+    fn every_database_opens_with_a_reader_unless_the_file_limit_says_otherwise() {
+        assert_eq!(caps(1, 1024), (1, 1));
+        assert_eq!(caps(100, 1024), (100, 100));
+        // 1024 - 256 reserved = 768 files: 96 reader connections (a quarter of the files), 192 databases of 3.
+        assert_eq!(caps(1_000, 1024), (192, 96));
+        // 19,744 files: 256 readers of 2 files, 6,410 databases of 3.
+        assert_eq!(caps(10_000, 20_000), (6_410, 256));
+        assert_eq!(caps(10_000, 1_048_576), (10_000, 10_000));
+        assert_eq!(caps(10, 0), (1, 0));
     }
 }
