@@ -323,25 +323,8 @@ impl PoolShared {
 }
 
 /// The body of a pool thread: runs tasks until the run queue is closed and empty.
-/// The body of a pool thread: runs the tasks of its run queue until it is closed and empty, and, between them,
-/// those of `spare` (another lane's run queue) when its own is empty. The read threads help with writes this way:
-/// a backlog of writes (each may have to open its database) uses the read threads while reads leave them idle, and
-/// a read arriving meanwhile waits for one task at most.
-pub(crate) fn run_pool_thread(tasks: Receiver<Task>, spare: Option<Receiver<Task>>) {
-    loop {
-        let task = match tasks.try_recv() {
-            Ok(task) => task,
-            Err(async_channel::TryRecvError::Closed) => return,
-            Err(async_channel::TryRecvError::Empty) => {
-                match spare.as_ref().and_then(|spare| spare.try_recv().ok()) {
-                    Some(task) => task,
-                    None => match tasks.recv_blocking() {
-                        Ok(task) => task,
-                        Err(_) => return,
-                    },
-                }
-            }
-        };
+pub(crate) fn run_pool_thread(tasks: Receiver<Task>) {
+    while let Ok(task) = tasks.recv_blocking() {
         match task {
             Task::Write(actor) => actor.run_write(),
             Task::Read(actor) => actor.run_read(),

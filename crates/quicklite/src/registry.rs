@@ -95,7 +95,7 @@ impl std::fmt::Debug for RegistryBuilder {
 
 impl RegistryBuilder {
     /// Threads serving every database of the registry: half serve writes, half reads (at least one each), so slow
-    /// writes cannot starve reads; a read thread with no read queued takes a write. By default, twice the available cores. The pool never grows: a thread is busy
+    /// writes cannot starve reads. By default, twice the available cores. The pool never grows: a thread is busy
     /// for as long as one group of writes or one batch of reads takes.
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = Some(n);
@@ -160,7 +160,7 @@ impl RegistryBuilder {
             .threads
             .unwrap_or_else(|| 2 * std::thread::available_parallelism().map_or(1, |n| n.get()));
         // Half the threads serve writes and half reads (at least one each), so that slow writes cannot take
-        // every thread from the reads; read threads with no read to serve take writes.
+        // every thread from the reads.
         let write_threads = (threads / 2).max(1);
         let read_threads = threads.saturating_sub(write_threads).max(1);
         let threads = write_threads + read_threads;
@@ -181,18 +181,17 @@ impl RegistryBuilder {
             handles: Mutex::new(Vec::new()),
         });
         let mut handles = Vec::with_capacity(threads + 1);
-        // Read threads take write tasks when no read is queued; write threads never take reads.
         let lanes = [
-            ("write", write_threads, write_tasks.clone(), None),
-            ("read", read_threads, read_tasks, Some(write_tasks)),
+            ("write", write_threads, write_tasks),
+            ("read", read_threads, read_tasks),
         ];
-        for (lane, count, tasks, spare) in lanes {
+        for (lane, count, tasks) in lanes {
             for i in 0..count {
-                let (tasks, spare) = (tasks.clone(), spare.clone());
+                let tasks = tasks.clone();
                 handles.push(
                     std::thread::Builder::new()
                         .name(format!("quicklite-{lane}-{i}"))
-                        .spawn(move || run_pool_thread(tasks, spare))?,
+                        .spawn(move || run_pool_thread(tasks))?,
                 );
             }
         }
