@@ -14,7 +14,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Instant;
@@ -332,6 +332,10 @@ pub(crate) fn run_pool_thread(tasks: Receiver<Task>) {
     }
 }
 
+/// Read batches a database serves on its writer's connection, per open, before it opens a reader connection
+/// ([`Actor::reads_on`]).
+const READS_ON_WRITER: u32 = 8;
+
 /// Where a read task serves its batch ([`Actor::reads_on`]).
 enum ReadsOn {
     /// A reader connection of the database's own.
@@ -357,6 +361,10 @@ pub(crate) struct Actor {
     writer: Mutex<Option<Writer>>,
     /// Open reader connections not serving a task right now.
     readers: Mutex<Vec<Reader>>,
+    /// Reader connections open (idle or serving), for the write task: with none, it serves queued reads too.
+    reader_connections: AtomicUsize,
+    /// Read batches served on the writer's connection since it opened.
+    writer_reads: AtomicU32,
     /// Whether a write task is queued or running (at most one).
     write_scheduled: AtomicBool,
     /// Read tasks queued or running (at most `config.readers`), or [`CLOSING`].
@@ -393,6 +401,8 @@ impl Actor {
             pragmas,
             writer: Mutex::new(None),
             readers: Mutex::new(Vec::new()),
+            reader_connections: AtomicUsize::new(0),
+            writer_reads: AtomicU32::new(0),
             write_scheduled: AtomicBool::new(false),
             read_tasks: AtomicUsize::new(0),
             open: AtomicBool::new(false),
@@ -471,7 +481,7 @@ impl Actor {
             }
             let writer = slot.as_mut().expect("the writer was just opened");
             writer.step();
-            if !self.read_rx.is_empty() {
+            if !self.read_rx.is_empty() && self.reader_connections.load(Ordering::SeqCst) == 0 {
                 // Reads that found this task queued or running (and no reader connection to open) ride along.
                 writer.step_reads(&self.read_rx);
             }
@@ -534,18 +544,33 @@ impl Actor {
 
     /// Where this read task serves its batch: an idle reader connection; else the writer's connection if it is
     /// free (then already served); else a new reader connection if the registry's budget allows; else nowhere.
+    ///
+    /// A database read often gets a reader connection after [`READS_ON_WRITER`] batches on the writer's: each
+    /// batch there turns `query_only` on and off, and SQLite expires every prepared statement of the connection
+    /// when a flag PRAGMA changes, so the next reads and writes prepare their statements again. A database opened
+    /// for a read or two (most of them when thousands are opened and closed in turn) never pays for a second
+    /// connection.
     fn reads_on(self: &Arc<Self>) -> crate::Result<ReadsOn> {
         if let Some(reader) = lock(&self.readers).pop() {
             return Ok(ReadsOn::Reader(Box::new(reader)));
         }
-        if self.read_on_writer() {
+        let frequent = self.writer_reads.load(Ordering::Relaxed) >= READS_ON_WRITER;
+        if !frequent && self.read_on_writer() {
+            self.writer_reads.fetch_add(1, Ordering::Relaxed);
             return Ok(ReadsOn::Writer);
         }
         if !self.pool.reserve_reader() {
-            return Ok(ReadsOn::NothingFree);
+            return Ok(if frequent && self.read_on_writer() {
+                ReadsOn::Writer
+            } else {
+                ReadsOn::NothingFree
+            });
         }
         match open_reader(&self.path, &self.config, &self.state, self.read_rx.clone()) {
-            Ok(reader) => Ok(ReadsOn::Reader(Box::new(reader))),
+            Ok(reader) => {
+                self.reader_connections.fetch_add(1, Ordering::SeqCst);
+                Ok(ReadsOn::Reader(Box::new(reader)))
+            }
             Err(e) => {
                 self.pool.release_readers(1);
                 Err(e)
@@ -598,6 +623,7 @@ impl Actor {
             let _ = self.pragmas.set(opened.pragmas);
         }
         **slot = Some(opened.writer);
+        self.writer_reads.store(0, Ordering::Relaxed);
         self.open.store(true, Ordering::Release);
         self.pool.opens.fetch_add(1, Ordering::Relaxed);
         lock(&self.pool.open).insert(self.clone());
@@ -700,6 +726,7 @@ impl Actor {
         let readers = std::mem::take(&mut *lock(&self.readers));
         let closed = readers.len();
         drop(readers);
+        self.reader_connections.store(0, Ordering::SeqCst);
         self.pool.release_readers(closed);
         if let Some(writer) = lock(&self.writer).take() {
             writer.shut_down(thoroughly);
