@@ -448,3 +448,28 @@ async fn a_read_while_the_writer_is_busy_opens_a_reader_connection_only_within_t
         registry.close().await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_read_often_gets_a_reader_connection_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::open(dir.path()).await.unwrap();
+    let db = registry.get("warm").await.unwrap();
+    db.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY)")
+        .await
+        .unwrap();
+    // One read at a time, nothing written meanwhile: the first ones run on the writer's connection (unless one
+    // comes while the write task before it is still winding down), the later ones on a reader connection.
+    for _ in 0..20 {
+        db.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))
+            .await
+            .unwrap();
+    }
+    assert_eq!(registry.metrics().reader_connections, 1);
+    assert_eq!(descriptors_on(&dir.path().join("warm.db")), 2);
+    registry.close().await.unwrap();
+    assert_eq!(
+        registry.metrics().reader_connections,
+        0,
+        "closed with the database"
+    );
+}
