@@ -106,8 +106,8 @@ impl RegistryBuilder {
     /// closes the least recently used idle one of 16 sampled at random (an approximate LRU); if every open
     /// database is busy, it waits (in the run queue) until one is not — the cap holds, so file descriptors stay
     /// bounded.
-    /// By default, 128: an open database holds about five file descriptors (the database and WAL files of the
-    /// writer and of each reader connection, and the shared-memory file), which keeps the default under the
+    /// By default, 128: an open database holds three file descriptors (its writer connection's database and WAL
+    /// files, and the shared-memory file) and two more per reader connection, which keeps the default under the
     /// usual limit of 1024 per process.
     pub fn max_open(mut self, n: usize) -> Self {
         self.max_open = n;
