@@ -20,13 +20,12 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Instant;
 
 use async_channel::{Receiver, Sender};
-
-use crate::queue;
 use tokio::sync::Notify;
 
 use crate::Error;
 use crate::builder::Config;
 use crate::database::{State, open_reader, open_writer};
+use crate::queue;
 use crate::reader::Reader;
 use crate::request::{ReadRequest, WriteRequest};
 use crate::writer::Writer;
