@@ -54,22 +54,27 @@ async fn a_failing_write_in_a_group_rolls_back_alone() {
     assert_eq!(m.write_batch.max, 9, "{m:?}");
 }
 
-/// `execute` joins the group without a savepoint: a failing statement must still leave no trace, even one that
-/// had written rows before it failed, while the statements and closures around it commit.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failing_statement_in_a_group_leaves_no_trace() {
-    let t = temp_db();
-    let db = kv(&t.path).await;
+/// Creates `src` with ten rows to copy into `kv`; the last one breaks kv's CHECK, so a copy fails after inserting
+/// nine.
+async fn ten_rows_to_copy(db: &Database) {
     db.execute_batch("CREATE TABLE src (k INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
         .await
         .unwrap();
-    // Ten rows to copy; the last one breaks kv's CHECK, so the copy fails after inserting nine.
     db.execute_batch(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10) \
          INSERT INTO src SELECT 1000 + i, CASE WHEN i = 10 THEN -1 ELSE i END FROM n",
     )
     .await
     .unwrap();
+}
+
+/// `execute` joins the group without a savepoint: a failing statement must still leave no trace, even one that
+/// had written rows before it failed, while the statements and closures around it commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_statement_in_a_group_leaves_no_trace() {
+    let t = temp_db();
+    let db = kv(&t.path).await;
+    ten_rows_to_copy(&db).await;
     let (release, blocker) = common::hold_writer(&db).await;
     let mut pending = Vec::new();
     for i in 0..7_i64 {
@@ -122,16 +127,7 @@ async fn a_failing_statement_in_a_group_leaves_no_trace() {
 async fn a_lone_statement_commits_by_itself_or_leaves_no_trace() {
     let t = temp_db();
     let db = kv(&t.path).await;
-    db.execute_batch("CREATE TABLE src (k INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
-        .await
-        .unwrap();
-    // Ten rows to copy; the last one breaks kv's CHECK.
-    db.execute_batch(
-        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10) \
-         INSERT INTO src SELECT 1000 + i, CASE WHEN i = 10 THEN -1 ELSE i END FROM n",
-    )
-    .await
-    .unwrap();
+    ten_rows_to_copy(&db).await;
     let before = db.metrics();
     // One caller at a time: nothing is queued behind either statement.
     let failed = db.execute("INSERT INTO kv SELECT k, v FROM src", ()).await;
