@@ -646,11 +646,17 @@ impl Actor {
         if !matches!(error, Error::Closed) {
             tracing::warn!(database = %self.name, %error, "could not open a registry database");
         }
-        while let Ok(r) = self.write_rx.try_recv() {
-            r.job.finish(Some(error.duplicate()));
+        let mut writes = VecDeque::new();
+        while self.write_rx.try_take(usize::MAX, &mut writes).is_ok() {
+            for r in writes.drain(..) {
+                r.job.finish(Some(error.duplicate()));
+            }
         }
-        while let Ok(r) = self.read_rx.try_recv() {
-            r.job.fail(error.duplicate());
+        let mut reads = VecDeque::new();
+        while self.read_rx.try_take(usize::MAX, &mut reads).is_ok() {
+            for r in reads.drain(..) {
+                r.job.fail(error.duplicate());
+            }
         }
     }
 

@@ -12,7 +12,7 @@
 //! last receiver is dropped. Once closed, sends fail and receivers still get what was queued.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,7 @@ pub(crate) fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
             waiting_senders: 0,
         }),
         len: AtomicUsize::new(0),
+        closed: AtomicBool::new(false),
         capacity: capacity.max(1),
         consumers: Condvar::new(),
         room: Notify::new(),
@@ -47,6 +48,8 @@ struct Shared<T> {
     /// Number of queued requests, kept equal to `queue.items.len()` under the lock: read without it by spinning
     /// consumers (a load, not a lock, so spinning does not slow producers down) and for metrics.
     len: AtomicUsize,
+    /// Equal to `queue.closed`, readable without the lock (a consumer that found nothing asks whether it ever will).
+    closed: AtomicBool,
     capacity: usize,
     /// Where consumers sleep; signalled by a push when `queue.sleeping > 0`, and by closing.
     consumers: Condvar,
@@ -75,7 +78,9 @@ impl<T> Shared<T> {
     fn close(&self) -> bool {
         let was_open = {
             let mut queue = self.lock();
-            !std::mem::replace(&mut queue.closed, true)
+            let was_open = !std::mem::replace(&mut queue.closed, true);
+            self.closed.store(true, Ordering::SeqCst);
+            was_open
         };
         if was_open {
             self.consumers.notify_all();
@@ -246,6 +251,7 @@ impl<T> Drop for Receiver<T> {
 
 impl<T> Receiver<T> {
     /// Takes the oldest request, if any.
+    #[cfg(test)]
     pub(crate) fn try_recv(&self) -> Result<T, TryRecvError> {
         let mut one = VecDeque::new();
         match self.try_take(1, &mut one) {
@@ -271,8 +277,10 @@ impl<T> Receiver<T> {
         }
     }
 
+    /// Why nothing was taken: nothing is sent after the queue closes, so closed and then empty is for good.
     fn empty_error(&self) -> TryRecvError {
-        if self.shared.lock().closed && self.shared.len.load(Ordering::SeqCst) == 0 {
+        if self.shared.closed.load(Ordering::SeqCst) && self.shared.len.load(Ordering::SeqCst) == 0
+        {
             TryRecvError::Closed
         } else {
             TryRecvError::Empty
