@@ -91,6 +91,14 @@ fn gcd(mut a: usize, mut b: usize) -> usize {
     a
 }
 
+/// Closes one of `candidates`: the least recently used idle one, else the most recently used one whose work
+/// waits in the run queue. Returns whether it closed one.
+fn close_one(candidates: &mut [Arc<Actor>]) -> bool {
+    candidates.sort_by_key(|a| a.last_used_ms());
+    candidates.iter().any(|a| a.try_close())
+        || candidates.iter().rev().any(|a| a.try_close_queued())
+}
+
 /// `read_tasks` while the database is being closed: no read task may start.
 const CLOSING: usize = usize::MAX / 2;
 
@@ -197,15 +205,18 @@ impl PoolShared {
         self.writes.len() + self.reads.len() + self.waiting_tasks()
     }
 
-    /// Closes least recently used idle databases (other than `opening`; `""` for none) until at most `target` are
-    /// open — on the pool thread that wants to open one, so that evictions keep pace with opens, and in the
-    /// registry's housekeeping. Returns whether it got there; if every open database is busy, the housekeeping
-    /// thread is asked to retry and the opening waits.
+    /// Closes open databases (other than `opening`; `""` for none) until at most `target` are open — on the pool
+    /// thread that wants to open one, so that evictions keep pace with opens, and in the registry's housekeeping.
+    /// Returns whether it got there; if every open database is running a task, the housekeeping thread is asked to
+    /// retry and the opening waits.
     ///
-    /// The least recently used of [`SAMPLED`] open databases picked at random goes first (as Redis approximates
-    /// LRU): this runs once per open at the cap, up to thousands of times a second, where a scan of every open
-    /// database each time would cost time in proportion to the cap. If all of them are busy, another sample is
-    /// drawn, up to [`DRAWS`]; only then are all the others tried, oldest first.
+    /// An idle database goes first, the least recently used of [`SAMPLED`] open databases picked at random (as
+    /// Redis approximates LRU): this runs once per open at the cap, up to thousands of times a second, where a
+    /// scan of every open database each time would cost time in proportion to the cap. When none of them is idle,
+    /// one whose write task waits in the run queue is closed ([`Actor::try_close_queued`]), the most recently used
+    /// first (its task, queued after it last ran, is furthest back): when every database has work queued (more
+    /// databases with writes due than the cap), waiting for one to go idle would stop every opening. Only after
+    /// [`DRAWS`] samples are all the others tried.
     pub(crate) fn evict_for(&self, opening: &str, target: usize) -> bool {
         while self.open_count() > target {
             let mut closed = false;
@@ -213,21 +224,15 @@ impl PoolShared {
                 let seed = self.draws.fetch_add(1, Ordering::Relaxed);
                 let mut sampled = lock(&self.open).sample(SAMPLED, seed);
                 sampled.retain(|a| a.name != opening);
-                sampled.sort_by_key(|a| a.last_used_ms());
-                closed = sampled.iter().any(|actor| actor.try_close());
+                closed = close_one(&mut sampled);
                 if closed {
                     break;
                 }
             }
             if !closed {
-                let mut rest: Vec<(u64, Arc<Actor>)> = self
-                    .open_actors()
-                    .into_iter()
-                    .filter(|a| a.name != opening)
-                    .map(|a| (a.last_used_ms(), a))
-                    .collect();
-                rest.sort_by_key(|(used, _)| *used);
-                closed = rest.iter().any(|(_, actor)| actor.try_close());
+                let mut rest = self.open_actors();
+                rest.retain(|a| a.name != opening);
+                closed = close_one(&mut rest);
             }
             if !closed {
                 self.wake_housekeeping();
@@ -358,6 +363,9 @@ pub(crate) struct Actor {
     pragmas: Arc<OnceLock<std::collections::BTreeMap<String, String>>>,
     /// The writer, while the database is open.
     writer: Mutex<Option<Writer>>,
+    /// Requests a writer took from the queue and had not served when the database was closed with its write task
+    /// queued ([`Actor::try_close_queued`]): the next writer serves them first.
+    unserved: Mutex<VecDeque<WriteRequest>>,
     /// Open reader connections not serving a task right now.
     readers: Mutex<Vec<Reader>>,
     /// Reader connections open (idle or serving), for the write task: with none, it serves queued reads too.
@@ -399,6 +407,7 @@ impl Actor {
             read_rx,
             pragmas,
             writer: Mutex::new(None),
+            unserved: Mutex::new(VecDeque::new()),
             readers: Mutex::new(Vec::new()),
             reader_connections: AtomicUsize::new(0),
             writer_reads: AtomicU32::new(0),
@@ -457,7 +466,10 @@ impl Actor {
 
     /// Queued write and read requests.
     pub(crate) fn queued(&self) -> (usize, usize) {
-        (self.write_rx.len(), self.read_rx.len())
+        (
+            self.write_rx.len() + lock(&self.unserved).len(),
+            self.read_rx.len(),
+        )
     }
 
     /// A write task: one group on the writer connection, opening it first if needed.
@@ -621,7 +633,9 @@ impl Actor {
         if read_back {
             let _ = self.pragmas.set(opened.pragmas);
         }
-        **slot = Some(opened.writer);
+        let mut writer = opened.writer;
+        writer.serve_first(std::mem::take(&mut *lock(&self.unserved)));
+        **slot = Some(writer);
         self.writer_reads.store(0, Ordering::Relaxed);
         self.open.store(true, Ordering::Release);
         self.pool.opens.fetch_add(1, Ordering::Relaxed);
@@ -646,10 +660,13 @@ impl Actor {
         if !matches!(error, Error::Closed) {
             tracing::warn!(database = %self.name, %error, "could not open a registry database");
         }
-        let mut writes = VecDeque::new();
-        while self.write_rx.try_take(usize::MAX, &mut writes).is_ok() {
+        let mut writes = std::mem::take(&mut *lock(&self.unserved));
+        loop {
             for r in writes.drain(..) {
                 r.job.finish(Some(error.duplicate()));
+            }
+            if self.write_rx.try_take(usize::MAX, &mut writes).is_err() {
+                break;
             }
         }
         let mut reads = VecDeque::new();
@@ -724,16 +741,50 @@ impl Actor {
         true
     }
 
+    /// Closes the connections of a database whose write task waits in the run queue, if no task runs on it and no
+    /// read task is queued; returns whether it closed them. The queued write task reopens the database when its
+    /// turn comes (one whose turn comes meanwhile waits for the writer's slot, then finds it empty).
+    pub(crate) fn try_close_queued(self: &Arc<Self>) -> bool {
+        if !self.open.load(Ordering::Acquire) {
+            return false;
+        }
+        // Held by a running write task, or by reads on the writer's connection.
+        let Ok(mut slot) = self.writer.try_lock() else {
+            return false;
+        };
+        if slot.is_none()
+            || self
+                .read_tasks
+                .compare_exchange(0, CLOSING, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+        {
+            return false;
+        }
+        self.close_connections_in(&mut slot, false);
+        drop(slot);
+        self.read_tasks.store(0, Ordering::Release);
+        if !self.read_rx.is_empty() {
+            self.wake_reader();
+        }
+        true
+    }
+
     /// Closes the connections (the caller holds both roles): readers first, then the writer. `thoroughly` (for
     /// good) runs `PRAGMA optimize` and a `TRUNCATE` checkpoint first; otherwise (idle or evicted, likely to be
     /// reopened) the connection just closes, and SQLite's own checkpoint at the last close folds the WAL back.
     fn close_connections(&self, thoroughly: bool) {
+        self.close_connections_in(&mut lock(&self.writer), thoroughly);
+    }
+
+    /// [`Actor::close_connections`] with the writer's slot held by the caller.
+    fn close_connections_in(&self, slot: &mut Option<Writer>, thoroughly: bool) {
         let readers = std::mem::take(&mut *lock(&self.readers));
         let closed = readers.len();
         drop(readers);
         self.reader_connections.store(0, Ordering::SeqCst);
         self.pool.release_readers(closed);
-        if let Some(writer) = lock(&self.writer).take() {
+        if let Some(mut writer) = slot.take() {
+            lock(&self.unserved).extend(writer.take_unserved());
             writer.shut_down(thoroughly);
         }
         if self.open.swap(false, Ordering::AcqRel) {

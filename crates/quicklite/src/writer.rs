@@ -26,6 +26,10 @@ use crate::queue::{Receiver, Spun};
 use crate::reader::Reader;
 use crate::request::{Answers, RELAY_GRACE, ReadRequest, Relays, Reply, WriteKind, WriteRequest};
 
+/// WAL frames (4 KiB pages by default) below which a writer closed to be reopened later leaves the WAL as it is;
+/// a longer WAL is checkpointed at close ([`Writer::shut_down`]).
+const WAL_KEPT_AT_CLOSE: u64 = 256;
+
 /// The writer thread's state.
 pub(crate) struct Writer {
     conn: Connection,
@@ -140,6 +144,19 @@ impl Writer {
             tracing::error!(error = %e, "could not make the writer's connection writable again");
         }
         served
+    }
+
+    /// Takes the requests this writer took from its queue and has not served, for the next writer of the same
+    /// database ([`Writer::serve_first`]) when this one closes with work left.
+    pub(crate) fn take_unserved(&mut self) -> VecDeque<WriteRequest> {
+        std::mem::take(&mut self.taken)
+    }
+
+    /// Serves `requests` (taken from the queue by a writer that closed since) before anything queued.
+    pub(crate) fn serve_first(&mut self, requests: VecDeque<WriteRequest>) {
+        for r in requests.into_iter().rev() {
+            self.taken.push_front(r);
+        }
     }
 
     /// Whether requests are waiting for [`Writer::step`].
@@ -548,17 +565,25 @@ impl Writer {
             let _ = self.exec(ROLLBACK);
         }
         if !thoroughly {
-            // Likely to reopen soon: leave the WAL for the next open instead of the checkpoint (and fsync) SQLite
-            // runs when the last connection closes. The WAL stays bounded by the checkpoint policy while open.
+            // Likely to reopen soon: leave a short WAL for the next open instead of the checkpoint (and fsyncs)
+            // SQLite runs when the last connection closes. The next open reads the whole WAL to rebuild its index,
+            // so a long one is checkpointed now, once, rather than read again at every reopen.
+            let frames = self.state.metrics.wal_frames.load(Ordering::Relaxed);
             if self.policy.is_some()
+                && frames < WAL_KEPT_AT_CLOSE
                 && let Err(e) = self
                     .conn
                     .set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
             {
                 tracing::debug!(error = %e, "could not skip the checkpoint at close");
             }
-            if let Err((_, e)) = self.conn.close() {
-                tracing::warn!(error = %e, "closing the writer connection failed");
+            match self.conn.close() {
+                Ok(()) if frames >= WAL_KEPT_AT_CLOSE => {
+                    // Checkpointed by SQLite as the last connection closed.
+                    self.state.metrics.wal_frames.store(0, Ordering::Relaxed);
+                }
+                Ok(()) => {}
+                Err((_, e)) => tracing::warn!(error = %e, "closing the writer connection failed"),
             }
             return;
         }

@@ -473,3 +473,107 @@ async fn a_database_read_often_gets_a_reader_connection_of_its_own() {
         "closed with the database"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_database_takes_its_turn_when_every_open_one_has_work_queued() {
+    // One write thread; three databases open, the fourth (`c`) closed.
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::builder(dir.path())
+        .threads(2)
+        .max_open(3)
+        .open()
+        .await
+        .unwrap();
+    let mut dbs = std::collections::BTreeMap::new();
+    for name in ["c", "d", "a", "b"] {
+        let db = registry.get(name).await.unwrap();
+        db.execute_batch("CREATE TABLE t (k TEXT)").await.unwrap();
+        dbs.insert(name, db);
+    }
+    assert_eq!(registry.metrics().open_databases, 3);
+    let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let write = |name: &'static str, key: &'static str| {
+        let (db, order) = (dbs[name].clone(), order.clone());
+        tokio::spawn(async move {
+            // A transaction of its own: a write task serves one, then goes to the back of the run queue.
+            db.transaction(move |c| {
+                order.lock().unwrap().push(key);
+                c.execute("INSERT INTO t VALUES (?1)", (key,))
+            })
+            .await
+        })
+    };
+    // The write thread is held on `d`; behind it, `a` and `b` queue two writes each, `d` one more, then `c` one.
+    let (release, blocker) = common::hold_writer(&dbs["d"]).await;
+    let mut pending = Vec::new();
+    for (name, key) in [
+        ("a", "a1"),
+        ("a", "a2"),
+        ("b", "b1"),
+        ("b", "b2"),
+        ("d", "d2"),
+        ("c", "c1"),
+    ] {
+        let queued = dbs[name].metrics().write_queue_depth;
+        pending.push(write(name, key));
+        common::until_write_queue_holds(&dbs[name], queued + 1).await;
+    }
+    release.send(()).unwrap();
+    blocker.await.unwrap();
+    for p in pending {
+        assert_eq!(p.await.unwrap().unwrap(), 1);
+    }
+    // Run queue after the held write: a, b, c, then d, a, b again (each had more queued). When `c`'s turn comes,
+    // every open database has a write queued and none is running: one of them is closed for `c` (and reopens
+    // for its own next turn) instead of `c` waiting until one of them has nothing left.
+    assert_eq!(*order.lock().unwrap(), ["a1", "b1", "c1", "d2", "a2", "b2"]);
+    for (name, keys) in [("a", ["a1", "a2"]), ("b", ["b1", "b2"])] {
+        let rows = dbs[name]
+            .query_all("SELECT k FROM t ORDER BY k", [], |r| r.get::<_, String>(0))
+            .await
+            .unwrap();
+        assert_eq!(rows, keys, "{name}");
+    }
+    assert!(registry.metrics().open_databases <= 3);
+    registry.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_closed_to_make_room_keeps_a_short_wal_and_checkpoints_a_long_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::builder(dir.path())
+        .max_open(1)
+        .open()
+        .await
+        .unwrap();
+    let wal = |name: &str| dir.path().join(format!("{name}.db-wal"));
+    // `short`: a few frames. `long`: a transaction of about 2 MiB, under the managed policy's first checkpoint
+    // (1000 frames) but over what a reopen should read again.
+    let short = registry.get("short").await.unwrap();
+    short
+        .execute_batch("CREATE TABLE t (b BLOB); INSERT INTO t VALUES (zeroblob(100))")
+        .await
+        .unwrap();
+    let long = registry.get("long").await.unwrap(); // closes `short`
+    assert!(
+        wal("short").exists(),
+        "a short WAL is left for the next open"
+    );
+    long.execute_batch(
+        "CREATE TABLE t (b BLOB); \
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) \
+         INSERT INTO t SELECT randomblob(4000) FROM n",
+    )
+    .await
+    .unwrap();
+    assert!(std::fs::metadata(wal("long")).unwrap().len() > 256 * 4096);
+    let count = |db: quicklite::Database| async move {
+        db.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))
+            .await
+            .unwrap()
+    };
+    assert_eq!(count(short.clone()).await, 1); // closes `long`
+    assert!(!wal("long").exists(), "a long WAL is checkpointed at close");
+    assert_eq!(count(long).await, 500);
+    registry.close().await.unwrap();
+}
