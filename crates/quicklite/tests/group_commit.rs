@@ -463,15 +463,19 @@ async fn answered_while_another_runtime_is_blocked(write: bool) {
         })
     };
     wait_for_depth(&db, 1);
+    // Set once both requests are queued: from then on the writer or reader may take them at any moment, so A
+    // cannot watch the queue's depth itself.
+    let both_queued = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let a = {
-        let db = db.clone();
+        let (db, both_queued) = (db.clone(), both_queued.clone());
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .build()
                 .unwrap();
             rt.block_on(async move {
                 let mine = tokio::spawn(request(db.clone(), 1));
-                while depth(&db) < 2 {
+                // Lets `mine` run (and queue its request) until both are queued.
+                while !both_queued.load(std::sync::atomic::Ordering::SeqCst) {
                     tokio::task::yield_now().await;
                 }
                 // Block this runtime's only thread until B has its answer (or give up after a long while).
@@ -481,6 +485,7 @@ async fn answered_while_another_runtime_is_blocked(write: bool) {
         })
     };
     wait_for_depth(&db, 2);
+    both_queued.store(true, std::sync::atomic::Ordering::SeqCst);
     release_tx.send(()).unwrap();
     blocker.await.unwrap().unwrap();
     let (b_answer, a_answer) = a.join().unwrap();
