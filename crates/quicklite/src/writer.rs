@@ -17,7 +17,7 @@ use rusqlite::config::DbConfig;
 
 use crate::Error;
 use crate::builder::Config;
-use crate::checkpoint::{self, Checkpointing, Mode, Policy};
+use crate::checkpoint::{self, Background, Checkpointing, Mode, Policy};
 #[cfg(test)]
 use crate::connection::SAVEPOINT;
 use crate::connection::{BusyLimit, TxGuard};
@@ -41,6 +41,8 @@ pub(crate) struct Writer {
     busy: BusyLimit,
     /// Checkpoint decisions, under [`Checkpointing::Managed`].
     policy: Option<Policy>,
+    /// The thread running `PASSIVE` checkpoints for a writer with a thread of its own ([`Writer::run`]).
+    background: Option<Background>,
     /// Requests taken from the queue, not served yet: the writer takes what is queued in one go, and a request
     /// met while filling a group that must run alone waits here to be served next.
     taken: VecDeque<WriteRequest>,
@@ -80,6 +82,7 @@ impl Writer {
             state,
             busy,
             policy: Policy::new(config.checkpointing),
+            background: None,
             taken: VecDeque::with_capacity(config.write_batch_max),
             group: Vec::with_capacity(config.write_batch_max),
             relays: Relays::default(),
@@ -91,6 +94,9 @@ impl Writer {
 
     /// Serves requests until the queue is closed and drained, then checkpoints (a thread of its own).
     pub(crate) fn run(mut self) {
+        if self.policy.is_some() {
+            self.background = self.start_background();
+        }
         while let Some(first) = self.taken.pop_front().or_else(|| self.next_request()) {
             self.serve(first);
         }
@@ -225,12 +231,34 @@ impl Writer {
         }
     }
 
-    /// Runs the checkpoint the policy asks for after the last commit, if any. Callers have their answers already.
+    /// Starts the background checkpoint thread; without it (its connection could not open), the writer runs its
+    /// `PASSIVE` checkpoints itself.
+    fn start_background(&self) -> Option<Background> {
+        let path = self.conn.path().filter(|p| !p.is_empty())?;
+        match Background::start(path.as_ref(), &self.config, self.state.clone()) {
+            Ok(background) => Some(background),
+            Err(e) => {
+                tracing::warn!(error = %e, "no checkpoint thread; the writer checkpoints by itself");
+                None
+            }
+        }
+    }
+
+    /// Runs the checkpoint the policy asks for after the last commit, if any (a `PASSIVE` one on the background
+    /// thread, if there is one). Callers have their answers already.
     fn checkpoint_if_due(&mut self) {
         let frames = self.state.metrics.wal_frames.load(Ordering::Relaxed);
         let frames = u32::try_from(frames).unwrap_or(u32::MAX);
-        if let Some(mode) = self.policy.as_mut().and_then(|p| p.after_commit(frames)) {
-            self.checkpoint(mode);
+        let Some(policy) = self.policy.as_mut() else {
+            return;
+        };
+        match (policy.after_commit(frames), &self.background) {
+            (Some(Mode::Passive), Some(background)) => {
+                background.request();
+                policy.passive_requested(frames);
+            }
+            (Some(mode), _) => self.checkpoint(mode),
+            (None, _) => {}
         }
     }
 
@@ -241,43 +269,27 @@ impl Writer {
         };
         let _span = tracing::debug_span!("quicklite.checkpoint", ?mode).entered();
         let metrics = &self.state.metrics;
-        let outcome = if mode.waits_for_readers() {
-            self.busy
-                .with(reader_wait, || checkpoint::run(&self.conn, mode))
-        } else {
-            checkpoint::run(&self.conn, mode)
+        let outcome = {
+            // A background checkpoint running now would make this one fail as busy: let it end first.
+            let _background = self.background.as_ref().map(Background::hold);
+            if mode.waits_for_readers() {
+                self.busy
+                    .with(reader_wait, || checkpoint::run(&self.conn, mode))
+            } else {
+                checkpoint::run(&self.conn, mode)
+            }
         };
-        match outcome {
+        match checkpoint::record(metrics, mode, outcome) {
             Ok(outcome) => {
-                metrics.checkpoints.fetch_add(1, Ordering::Relaxed);
-                metrics.checkpoint_us.record_duration(outcome.took);
-                metrics
-                    .checkpoint_frames
-                    .record(u64::try_from(outcome.log_frames).unwrap_or(0));
-                if outcome.busy {
-                    metrics
-                        .checkpoints_incomplete
-                        .fetch_add(1, Ordering::Relaxed);
-                }
                 if !outcome.busy && mode.waits_for_readers() {
                     // The WAL starts over (or is empty): the hook reports again at the next commit.
                     metrics.wal_frames.store(0, Ordering::Relaxed);
                 }
-                tracing::debug!(
-                    ?mode,
-                    busy = outcome.busy,
-                    wal_frames = outcome.log_frames,
-                    checkpointed = outcome.checkpointed_frames,
-                    took_us = outcome.took.as_micros() as u64,
-                    "checkpoint"
-                );
                 if let Some(policy) = self.policy.as_mut() {
                     policy.checkpointed(mode, &outcome);
                 }
             }
-            Err(e) => {
-                metrics.checkpoint_errors.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(?mode, error = %e, "checkpoint failed");
+            Err(_) => {
                 if let Some(policy) = self.policy.as_mut() {
                     let frames = metrics.wal_frames.load(Ordering::Relaxed);
                     let failed = checkpoint::Outcome {
@@ -561,6 +573,8 @@ impl Writer {
     /// Ends the writer: rolls back anything open and closes the connection; `thoroughly` (closing for good)
     /// also runs `PRAGMA optimize` and, under the managed policy, a `TRUNCATE` checkpoint first.
     pub(crate) fn shut_down(mut self, thoroughly: bool) {
+        // The checkpoint thread ends (its checkpoint, if one runs) and closes its connection first.
+        drop(self.background.take());
         if !self.conn.is_autocommit() {
             let _ = self.exec(ROLLBACK);
         }

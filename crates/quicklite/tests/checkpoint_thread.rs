@@ -1,0 +1,74 @@
+//! Under the managed checkpoint policy, `PASSIVE` checkpoints run on a thread and a connection of their own (the
+//! writer does not wait for their fsyncs), and that thread ends with the database. A process of its own: the test
+//! counts the threads of the process by name.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{count, temp_db};
+use quicklite::{Checkpointing, Database};
+
+/// Threads of this process named `name`, from the kernel.
+fn threads_named(name: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.trim_end() == name)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn passive_checkpoints_run_on_a_thread_of_their_own_that_ends_with_the_database() {
+    let t = temp_db();
+    let db = Database::builder(&t.path)
+        .checkpointing(Checkpointing::Managed {
+            passive_at_frames: 20,
+            // Far away: every checkpoint of this test is a PASSIVE one.
+            restart_at_frames: 1_000_000,
+            reader_wait: Duration::from_secs(1),
+            truncate_when_idle: None,
+        })
+        .open()
+        .await
+        .unwrap();
+    db.execute_batch("CREATE TABLE log (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+        .await
+        .unwrap();
+    assert_eq!(threads_named("quicklite-ckpt"), 1);
+    let mut writers = Vec::new();
+    for _ in 0..8 {
+        let db = db.clone();
+        writers.push(tokio::spawn(async move {
+            for _ in 0..250 {
+                db.execute("INSERT INTO log (body) VALUES (randomblob(1000))", ())
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for w in writers {
+        w.await.unwrap();
+    }
+    // About 500 pages written: the writer asked for a checkpoint every 20 frames of growth.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while db.metrics().checkpoints == 0 {
+        assert!(Instant::now() < deadline, "no checkpoint ran");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let m = db.metrics();
+    assert_eq!(m.checkpoint_errors, 0, "{m:#?}");
+    assert_eq!(count(&db, "log").await, 2000);
+    db.close().await.unwrap();
+    assert_eq!(
+        threads_named("quicklite-ckpt"),
+        0,
+        "ended with the database"
+    );
+    // Closing truncated the WAL: the database file holds everything by itself.
+    let conn = rusqlite::Connection::open(&t.path).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM log", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 2000);
+}
