@@ -61,26 +61,47 @@ impl TxGuard {
     }
 }
 
-/// How long a connection's busy handler waits for a lock, in milliseconds. The writer shortens it while a
-/// checkpoint waits for readers, so that a long read cannot stall writes for the whole busy timeout.
+/// How long a connection's busy handler waits for a lock, in milliseconds, and how often it tries. The writer
+/// shortens the wait while a checkpoint waits for readers, so that a long read cannot stall writes for the whole
+/// busy timeout, and has it try every millisecond meanwhile: quicklite's readers leave the WAL within a batch, and
+/// SQLite's growing schedule (up to 100 ms between tries) would sleep through the moment they do, holding up every
+/// write queued behind the checkpoint.
 #[derive(Debug, Clone)]
-pub(crate) struct BusyLimit(Arc<AtomicU64>);
+pub(crate) struct BusyLimit(Arc<(AtomicU64, AtomicBool)>);
 
 impl BusyLimit {
     pub(crate) fn new(limit: Duration) -> BusyLimit {
-        BusyLimit(Arc::new(AtomicU64::new(millis(limit))))
+        BusyLimit(Arc::new((
+            AtomicU64::new(millis(limit)),
+            AtomicBool::new(false),
+        )))
     }
 
-    /// Runs `f` with the limit set to `limit`.
+    /// Runs `f` with the limit set to `limit`, trying every millisecond.
     pub(crate) fn with<T>(&self, limit: Duration, f: impl FnOnce() -> T) -> T {
-        let before = self.0.swap(millis(limit), Ordering::Relaxed);
+        let (ms, steady) = &*self.0;
+        let before = ms.swap(millis(limit), Ordering::Relaxed);
+        steady.store(true, Ordering::Relaxed);
         let out = f();
-        self.0.store(before, Ordering::Relaxed);
+        steady.store(false, Ordering::Relaxed);
+        ms.store(before, Ordering::Relaxed);
         out
     }
 
     fn get(&self) -> Duration {
-        Duration::from_millis(self.0.load(Ordering::Relaxed))
+        Duration::from_millis(self.0.0.load(Ordering::Relaxed))
+    }
+
+    /// The sleep before try `count + 1`.
+    fn delay(&self, count: i32) -> Duration {
+        let ms = if self.0.1.load(Ordering::Relaxed) {
+            1
+        } else {
+            BUSY_DELAYS_MS[usize::try_from(count)
+                .unwrap_or(0)
+                .min(BUSY_DELAYS_MS.len() - 1)]
+        };
+        Duration::from_millis(ms)
     }
 }
 
@@ -120,10 +141,7 @@ pub(crate) fn instrument(
             return false;
         }
         metrics.busy_retries.fetch_add(1, Ordering::Relaxed);
-        let delay = BUSY_DELAYS_MS[usize::try_from(count)
-            .unwrap_or(0)
-            .min(BUSY_DELAYS_MS.len() - 1)];
-        std::thread::sleep(Duration::from_millis(delay).min(limit - waited));
+        std::thread::sleep(busy.delay(count).min(limit - waited));
         true
     }))?;
     if let Some(threshold) = config.slow_statement {
@@ -324,5 +342,20 @@ mod tests {
         assert!(validate_pragma("", "1").is_err());
         assert!(validate_pragma("x", "").is_err());
         assert!(validate_pragma("1x", "1").is_err());
+    }
+
+    #[test]
+    fn a_checkpoint_waiting_for_readers_tries_every_millisecond() {
+        let busy = BusyLimit::new(Duration::from_secs(5));
+        assert_eq!(busy.delay(0), Duration::from_millis(1));
+        assert_eq!(busy.delay(6), Duration::from_millis(25));
+        assert_eq!(busy.delay(50), Duration::from_millis(100));
+        busy.with(Duration::from_millis(100), || {
+            assert_eq!(busy.get(), Duration::from_millis(100));
+            assert_eq!(busy.delay(6), Duration::from_millis(1));
+            assert_eq!(busy.delay(50), Duration::from_millis(1));
+        });
+        assert_eq!(busy.get(), Duration::from_secs(5));
+        assert_eq!(busy.delay(6), Duration::from_millis(25));
     }
 }
