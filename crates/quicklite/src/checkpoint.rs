@@ -29,9 +29,9 @@ use crate::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Checkpointing {
     /// Checkpoints after the group whose commit crossed a threshold has its answers:
-    /// a `PASSIVE` checkpoint (never waits) once the WAL holds `passive_at_frames` frames — for a [`Database`](crate::Database) on a
-    /// thread and connection of its own, so that the writer goes on committing meanwhile (a registry's databases
-    /// run it on their pool thread); a `RESTART` checkpoint
+    /// a `PASSIVE` checkpoint (never waits) once the WAL holds `passive_at_frames` frames — for a
+    /// [`Database`](crate::Database) on a thread and connection of its own, so that the writer goes on committing
+    /// meanwhile (a registry's databases run it on their pool thread); a `RESTART` checkpoint
     /// (waits up to `reader_wait` for readers to leave the WAL, then starts it over) once it holds
     /// `restart_at_frames`, which bounds the WAL; and a `TRUNCATE` checkpoint (the `-wal` file back to zero bytes)
     /// when no write has arrived for `truncate_when_idle`. SQLite's automatic checkpoint is turned off.
@@ -187,14 +187,12 @@ impl Background {
         let (wake, wakes) = std::sync::mpsc::sync_channel::<()>(1);
         let running = Arc::new(Mutex::new(()));
         let held = running.clone();
-        let thread = std::thread::Builder::new()
-            .name("quicklite-ckpt".into())
-            .spawn(move || {
-                while wakes.recv().is_ok() {
-                    let _running = held.lock().unwrap_or_else(PoisonError::into_inner);
-                    let _ = record(&state.metrics, Mode::Passive, run(&conn, Mode::Passive));
-                }
-            })?;
+        let thread = crate::database::spawn("quicklite-ckpt", move || {
+            while wakes.recv().is_ok() {
+                let _running = held.lock().unwrap_or_else(PoisonError::into_inner);
+                let _ = record(&state.metrics, Mode::Passive, run(&conn, Mode::Passive));
+            }
+        })?;
         Ok(Background {
             wake: Some(wake),
             running,

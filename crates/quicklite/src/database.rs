@@ -592,7 +592,8 @@ fn wal_file(db: &Path) -> PathBuf {
     PathBuf::from(wal)
 }
 
-fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
+/// Starts a thread named `name` (the kernel shows its first 15 bytes).
+pub(crate) fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
     Ok(std::thread::Builder::new()
         .name(name.to_string())
         .spawn(f)?)
