@@ -1,7 +1,7 @@
 //! The client tasks the driver spawns: closed-loop loops of operations, timed into per-task statistics.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -10,7 +10,7 @@ use crate::data::{self, LedgerGenerator, NewItem, NewJob};
 use crate::driver::Approach;
 use crate::pacing::Schedule;
 use crate::rng::Rng;
-use crate::stats::{OpKind, TaskStats};
+use crate::stats::{OpKind, StatsSink};
 use crate::workload::{MIXED_READ_PERCENT, Workload};
 
 /// The measured window, fixed before the first task starts.
@@ -56,13 +56,7 @@ async fn yield_if_never_pending(ready_at_once: bool) {
 }
 
 /// Records the outcome of one operation that started at `started`, if it completed inside the window.
-fn record(
-    stats: &Mutex<TaskStats>,
-    window: &Window,
-    kind: OpKind,
-    started: Instant,
-    outcome: Result<()>,
-) {
+fn record(stats: &StatsSink, window: &Window, kind: OpKind, started: Instant, outcome: Result<()>) {
     let done = Instant::now();
     if window.counts(done) {
         store(stats, kind, done - started, outcome);
@@ -70,16 +64,13 @@ fn record(
 }
 
 /// Adds one counted operation to the task's statistics.
-fn store(stats: &Mutex<TaskStats>, kind: OpKind, latency: Duration, outcome: Result<()>) {
-    // Tasks share a statistics block only with a few others (see `driver::StatsShards`); the lock is held for
-    // one histogram update. The lab's own allocations (a histogram growing, an error message) are not the
-    // approach's: not counted.
+fn store(stats: &StatsSink, kind: OpKind, latency: Duration, outcome: Result<()>) {
+    // The lab's own allocations (a histogram growing, an error message) are not the approach's: not counted.
     crate::alloc::uncounted(|| {
-        let mut stats = stats.lock().unwrap_or_else(PoisonError::into_inner);
-        match outcome {
+        stats.with(|stats| match outcome {
             Ok(()) => stats.record(kind, latency.as_nanos() as u64),
             Err(e) => stats.record_error(format!("{e:#}")),
-        }
+        })
     });
 }
 
@@ -90,7 +81,7 @@ pub(crate) async fn client<A: Approach>(
     rows: u64,
     mut rng: Rng,
     window: Window,
-    stats: Arc<Mutex<TaskStats>>,
+    stats: Arc<StatsSink>,
 ) {
     let rows = rows.max(1) as i64;
     let mut ready = false;
@@ -132,7 +123,7 @@ pub(crate) async fn blocking_writer<A: Approach>(
     mut generator: LedgerGenerator,
     delay: Duration,
     window: Window,
-    stats: Arc<Mutex<TaskStats>>,
+    stats: Arc<StatsSink>,
 ) {
     let mut ready = false;
     loop {
@@ -163,7 +154,7 @@ pub(crate) async fn paced_writer<A: Approach>(
     schedule: Schedule,
     origin: Instant,
     window: Window,
-    stats: Arc<Mutex<TaskStats>>,
+    stats: Arc<StatsSink>,
 ) {
     let mut ready = false;
     for k in 0.. {
@@ -209,7 +200,7 @@ pub(crate) async fn ledger_reader<A: Approach>(
     target: ReadTarget,
     mut rng: Rng,
     window: Window,
-    stats: Arc<Mutex<TaskStats>>,
+    stats: Arc<StatsSink>,
 ) {
     let mut ready = false;
     loop {
@@ -272,7 +263,7 @@ pub(crate) async fn queue_client<A: Approach>(
     owner: i64,
     mut rng: Rng,
     window: Window,
-    stats: Arc<Mutex<TaskStats>>,
+    stats: Arc<StatsSink>,
 ) {
     let payload: Arc<str> = rng.text(data::JOB_PAYLOAD_LEN).into();
     let mut ready = false;
@@ -298,8 +289,7 @@ pub(crate) async fn queue_client<A: Approach>(
             Err(_) => false,
         };
         crate::alloc::uncounted(|| {
-            let mut stats = stats.lock().unwrap_or_else(PoisonError::into_inner);
-            match outcome {
+            stats.with(|stats| match outcome {
                 Ok(cycle) => {
                     for (name, latency) in QUEUE_OPERATIONS.iter().zip(cycle.latencies) {
                         stats.record_named(name, latency.as_nanos() as u64);
@@ -307,7 +297,7 @@ pub(crate) async fn queue_client<A: Approach>(
                     stats.record_named("cycle", (done - started).as_nanos() as u64);
                 }
                 Err(e) => stats.record_error(format!("{e:#}")),
-            }
+            })
         });
     }
 }

@@ -9,7 +9,7 @@
 //! worker thread, which would also stop the runtime's timers (and that is exactly the effect being measured).
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -26,7 +26,7 @@ use crate::data::{self, Block, LedgerGenerator, NewItem, NewJob};
 use crate::orm::{ORM_ARTISTS, ORM_THREADING, OrmOp, orm_entry_name, orm_result_name};
 use crate::pacing::Schedule;
 use crate::rng::Rng;
-use crate::stats::{OpKind, TaskStats};
+use crate::stats::{OpKind, StatsSink, TaskStats};
 use crate::workload::{Workload, multi_db_settings};
 use crate::{Cell, CellResult, Completion, Environment, MultiDb, NamedOp, OpStats, process};
 
@@ -252,7 +252,7 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
 
     let edges_rx = spawn_timekeeper(window.measure_start, window.end)?;
 
-    let mut stats = StatsShards::default();
+    let stats = StatsSink::new();
     let mut expected_writes = None;
     let mut queue_tasks = Vec::new();
     if workload == Workload::Queue {
@@ -263,7 +263,7 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
                 i64::from(task) + 1,
                 rng,
                 window,
-                stats.next(),
+                stats.clone(),
             )));
         }
     } else if workload == Workload::MultiDb {
@@ -280,7 +280,7 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
                         generator,
                         delay,
                         window,
-                        stats.next(),
+                        stats.clone(),
                     ));
                 }
                 WriteMode::Paced => {
@@ -292,7 +292,7 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
                         schedule,
                         start,
                         window,
-                        stats.next(),
+                        stats.clone(),
                     ));
                 }
             }
@@ -305,7 +305,7 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
                 target,
                 rng,
                 window,
-                stats.next(),
+                stats.clone(),
             ));
         }
     } else {
@@ -317,7 +317,7 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
                 cell.rows,
                 rng,
                 window,
-                stats.next(),
+                stats.clone(),
             ));
         }
     }
@@ -562,43 +562,6 @@ fn expected(cell: &Cell, mode: WriteMode, delay: Duration, databases: usize) -> 
     }
 }
 
-/// Statistics blocks shared round-robin by the client tasks, merged when the window closes.
-///
-/// One block per task would cost tens of kilobytes of histogram per task — gigabytes at 10,000 databases, which
-/// would show in the resident memory the cell reports as the approach's. [`STATS_SHARDS`] blocks keep the lab's
-/// own footprint flat while tasks rarely wait for one another's lock.
-#[derive(Default)]
-struct StatsShards {
-    /// The blocks handed out so far.
-    shards: Vec<Arc<Mutex<TaskStats>>>,
-    /// Tasks served so far.
-    tasks: usize,
-}
-
-/// Statistics blocks a cell shares among its tasks (a task per block up to this many).
-const STATS_SHARDS: usize = 64;
-
-impl StatsShards {
-    /// The block for the next task.
-    fn next(&mut self) -> Arc<Mutex<TaskStats>> {
-        let index = self.tasks % STATS_SHARDS;
-        self.tasks += 1;
-        if index == self.shards.len() {
-            self.shards.push(Arc::new(Mutex::new(TaskStats::new())));
-        }
-        self.shards[index].clone()
-    }
-
-    /// Every block's measurements, added up.
-    fn merged(&self) -> TaskStats {
-        let mut total = TaskStats::new();
-        for shard in &self.shards {
-            total.merge(&shard.lock().unwrap_or_else(PoisonError::into_inner));
-        }
-        total
-    }
-}
-
 /// Sleeps the current OS thread until `deadline`.
 fn sleep_until(deadline: Instant) {
     let now = Instant::now();
@@ -610,6 +573,7 @@ fn sleep_until(deadline: Instant) {
 #[cfg(test)]
 mod tests {
     use std::collections::{BTreeMap, BTreeSet};
+    use std::sync::Mutex;
 
     use anyhow::bail;
 
