@@ -1,4 +1,5 @@
-//! Per-task counters and HDR histograms, merged into [`OpStats`] at the end of a cell.
+//! Counters and HDR histograms of the client tasks (a block per recording thread), merged into [`OpStats`] at
+//! the end of a cell.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -84,7 +85,8 @@ pub enum OpKind {
     Write,
 }
 
-/// What one client task measured. Each task owns one, so recording never contends; they are merged at the end.
+/// Measurements of operations: a thread's block in a [`StatsSink`], or one suite's own (the ORM suite runs one
+/// operation at a time). Blocks are merged at the end.
 #[derive(Debug, Clone)]
 pub struct TaskStats {
     /// Read latencies in nanoseconds.
