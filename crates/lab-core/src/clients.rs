@@ -1,4 +1,5 @@
-//! The client tasks the driver spawns: closed-loop loops of operations, timed into per-task statistics.
+//! The client tasks the driver spawns: closed-loop loops of operations, timed into per-thread statistics
+//! ([`StatsSink`]).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -63,7 +64,7 @@ fn record(stats: &StatsSink, window: &Window, kind: OpKind, started: Instant, ou
     }
 }
 
-/// Adds one counted operation to the task's statistics.
+/// Adds one counted operation to the statistics of the thread it ran on.
 fn store(stats: &StatsSink, kind: OpKind, latency: Duration, outcome: Result<()>) {
     // The lab's own allocations (a histogram growing, an error message) are not the approach's: not counted.
     crate::alloc::uncounted(|| {

@@ -85,7 +85,7 @@ pub enum OpKind {
     Write,
 }
 
-/// Measurements of operations: a thread's block in a [`StatsSink`], or one suite's own (the ORM suite runs one
+/// Measurements of operations: a thread's block in a cell's statistics sink, or one suite's own (the ORM suite runs one
 /// operation at a time). Blocks are merged at the end.
 #[derive(Debug, Clone)]
 pub struct TaskStats {
