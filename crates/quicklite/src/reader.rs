@@ -168,10 +168,7 @@ impl<C: Borrow<Connection>> Reader<C> {
                     served = 0;
                 }
                 let now = Instant::now();
-                if self.serve(req, now) >= REPLY_BATCH || now - held_since >= REPLY_EVERY {
-                    self.hand_over();
-                    held_since = now;
-                }
+                let held = self.serve(req, now);
                 served += 1;
                 if served >= self.config.read_batch_max
                     || now - started >= self.config.read_snapshot_max_age
@@ -179,6 +176,12 @@ impl<C: Borrow<Connection>> Reader<C> {
                     break;
                 }
                 next = queued.take().or_else(|| self.next_request(take_more));
+                // Answers go out during the batch only while more requests follow, so the batch's last answers
+                // leave after its metrics are recorded: a caller holding every answer of a batch sees it counted.
+                if next.is_some() && (held >= REPLY_BATCH || now - held_since >= REPLY_EVERY) {
+                    self.hand_over();
+                    held_since = now;
+                }
             }
             if let Some(left) = queued {
                 // The batch ended before reaching the request taken to decide on a transaction: it opens the next.
