@@ -314,8 +314,8 @@ impl<T> Receiver<T> {
         }
     }
 
-    /// Takes up to `max` requests, spinning briefly and then yielding the CPU (crossbeam's backoff, then yields
-    /// for [`SPIN_FOR`]) while the queue is empty; [`Spun::Empty`] if nothing came. At low load a caller sends
+    /// Takes up to `max` requests, spinning while the queue is empty (crossbeam's backoff, then yielding the CPU
+    /// until [`SPIN_FOR`] has passed); [`Spun::Empty`] if nothing came. At low load a caller sends
     /// its next request right after its answer: a consumer that slept in between would have to be woken (a system
     /// call for the sender, and a context switch) for every request.
     ///
