@@ -84,7 +84,7 @@ impl Runner for QuickliteRunner {
             "quicklite" => {
                 let approach = Arc::new(Quicklite::open(cell, workload, &knobs, env).await?);
                 let measured = measure(cell, env, memstatus_request, approach.clone()).await;
-                approach.log_registry();
+                approach.log_metrics();
                 measured
             }
             other => anyhow::bail!("approach `{other}` is listed but not wired up"),
