@@ -88,7 +88,15 @@ fn rates(result: &CellResult) -> String {
     if parts.is_empty() {
         parts.push("no operation completed".to_owned());
     }
-    parts.join(", ")
+    let round_trip = format::round_trip_ns(
+        result.env.core_round_trip_before_ns,
+        result.env.core_round_trip_after_ns,
+    );
+    if round_trip.is_empty() {
+        parts.join(", ")
+    } else {
+        format!("{} (core round trip {round_trip})", parts.join(", "))
+    }
 }
 
 /// `[ 9/28]`: padded so the lines of a run stay aligned.

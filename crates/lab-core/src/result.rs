@@ -130,6 +130,14 @@ pub struct Environment {
     /// few files per open database, it caps how many databases an approach can keep open.
     #[serde(default)]
     pub open_files_limit: Option<u64>,
+    /// Nanoseconds for a cache line to go from one CPU to another and back, measured before the runner set the
+    /// cell up ([`crate::core_round_trip_ns`]): on a virtual machine the host moves the CPUs between nearby and distant
+    /// places, and every hand-off between threads costs what this measures.
+    #[serde(default)]
+    pub core_round_trip_before_ns: Option<f64>,
+    /// The same, measured once the cell's runtime was shut down.
+    #[serde(default)]
+    pub core_round_trip_after_ns: Option<f64>,
     /// Kernel release (`uname -r`).
     pub kernel: String,
     /// UTC time the cell started, RFC 3339.

@@ -56,7 +56,7 @@ pub fn run_runner(program: &str, cell: &Value) -> Value {
 }
 
 /// Checks a result measured under the `server` profile: no failure, no errors, reads counted, the environment
-/// filled in, and WAL read back from SQLite.
+/// filled in (with the cross-core round trips on a machine of two CPUs or more), and WAL read back from SQLite.
 pub fn assert_measured(result: &Value) {
     assert_eq!(result["failure"], Value::Null, "{result:#}");
     assert_eq!(result["errors"], 0, "{result:#}");
@@ -71,6 +71,11 @@ pub fn assert_measured(result: &Value) {
         "{env:#}"
     );
     assert_eq!(env["pragmas"]["journal_mode"], "wal", "{env:#}");
+    if env["cpus"].as_u64().unwrap() >= 2 {
+        for edge in ["core_round_trip_before_ns", "core_round_trip_after_ns"] {
+            assert!(env[edge].as_f64().unwrap() > 0.0, "{edge}: {env:#}");
+        }
+    }
 }
 
 /// Checks a `multi-db` result of [`tiny_cell`] (300 ms, 20 ms write delay, 2 databases): no failure, no errors,

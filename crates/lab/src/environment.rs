@@ -22,6 +22,8 @@ pub struct EnvSummary {
     pub profiles: Vec<ProfilePragmas>,
     /// Distinct `(approach, report)` pairs: how each approach's runner says memory statistics were set.
     pub memstatus: Vec<(String, String)>,
+    /// Fewest and most nanoseconds of the cross-core round trips measured before and after the cells.
+    pub core_round_trips: Option<(f64, f64)>,
 }
 
 /// What one runner program linked and used.
@@ -72,6 +74,15 @@ impl EnvSummary {
             if !env.date.is_empty() {
                 dates.push(&env.date);
             }
+            for ns in [env.core_round_trip_before_ns, env.core_round_trip_after_ns]
+                .into_iter()
+                .flatten()
+            {
+                out.core_round_trips = Some(match out.core_round_trips {
+                    Some((low, high)) => (low.min(ns), high.max(ns)),
+                    None => (ns, ns),
+                });
+            }
             let approach = &result.cell.approach;
             // The same program built under another SQLite build profile links another SQLite: its own entry.
             let name = if result.cell.build_profile == quicklite_lab_core::DEFAULT_BUILD_PROFILE {
@@ -117,6 +128,30 @@ impl EnvSummary {
             out.dates = Some(((*first).to_owned(), (*last).to_owned()));
         }
         out
+    }
+}
+
+impl EnvSummary {
+    /// The cross-core round trips as a sentence for the environment section, with a warning when they moved
+    /// during the run; `None` when no cell measured one.
+    pub fn round_trip_text(&self) -> Option<String> {
+        let (low, high) = self.core_round_trips?;
+        let range = if high > 1.5 * low {
+            format!("{low:.0}–{high:.0} ns")
+        } else {
+            format!("{low:.0}–{high:.0} ns, steady")
+        };
+        let mut text = format!(
+            "{range} (a cache line from the first CPU to the second and back, measured before and after each cell)"
+        );
+        if high > 1.5 * low {
+            text.push_str(
+                ": the CPUs moved during the run (on a virtual machine the host places them on nearby or distant \
+                 cores). Every hand-off between threads costs more when the round trip is long, so compare rows \
+                 whose round trips agree (the `core round trip` column).",
+            );
+        }
+        Some(text)
     }
 }
 
@@ -181,5 +216,27 @@ mod tests {
         let profiles: Vec<&str> = env.profiles.iter().map(|p| p.profile.as_str()).collect();
         assert_eq!(profiles, ["server", "sqlite-default"]);
         assert_eq!(env.profiles[0].groups.len(), 1);
+    }
+
+    #[test]
+    fn round_trips_are_folded_into_a_range_with_a_warning_when_they_moved() {
+        let mut results = fixtures::results();
+        let env = EnvSummary::new(&results);
+        assert_eq!(env.core_round_trips, Some((64.5, 71.0)));
+        let steady = env.round_trip_text().unwrap();
+        assert!(steady.starts_with("64–71 ns, steady"), "{steady}");
+        assert!(!steady.contains("moved"), "{steady}");
+
+        results[1].env.core_round_trip_after_ns = Some(352.0);
+        results[2].env.core_round_trip_before_ns = None;
+        let moved = EnvSummary::new(&results).round_trip_text().unwrap();
+        assert!(moved.starts_with("64–352 ns ("), "{moved}");
+        assert!(moved.contains("the CPUs moved during the run"), "{moved}");
+
+        for result in &mut results {
+            result.env.core_round_trip_before_ns = None;
+            result.env.core_round_trip_after_ns = None;
+        }
+        assert_eq!(EnvSummary::new(&results).round_trip_text(), None);
     }
 }

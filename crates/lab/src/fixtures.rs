@@ -44,6 +44,8 @@ fn env(runner: &str, crates: &[(&str, &str)], journal: &str) -> Environment {
         cpu_model: "Test CPU @ 3.0GHz".to_owned(),
         cpus: 2,
         open_files_limit: Some(1_024),
+        core_round_trip_before_ns: Some(64.5),
+        core_round_trip_after_ns: Some(71.0),
         kernel: "6.1.0-test".to_owned(),
         date: "2026-11-21T22:00:00Z".to_owned(),
     }

@@ -33,6 +33,17 @@ pub fn latency_us(us: f64) -> String {
     }
 }
 
+/// The cross-core round trips measured before and after a cell: `66 ns`, or `66 → 340 ns` when the two differ
+/// by more than half (the host moved the CPUs during the cell); empty when neither was measured.
+pub fn round_trip_ns(before: Option<f64>, after: Option<f64>) -> String {
+    match (before, after) {
+        (Some(b), Some(a)) if a.max(b) > 1.5 * a.min(b) => format!("{b:.0} → {a:.0} ns"),
+        (Some(b), Some(a)) => format!("{:.0} ns", a.max(b)),
+        (Some(one), None) | (None, Some(one)) => format!("{one:.0} ns"),
+        (None, None) => String::new(),
+    }
+}
+
 /// A duration given in milliseconds: `500 ms`, `2 s`, `2.5 s`.
 pub fn duration_ms(ms: u64) -> String {
     if ms < 1_000 {
@@ -103,5 +114,14 @@ mod tests {
         assert_eq!(bytes(812), "812 B");
         assert_eq!(bytes(24_000_000), "22.9 MiB");
         assert_eq!(bytes(3 << 30), "3.00 GiB");
+    }
+
+    #[test]
+    fn round_trips_show_a_move_of_the_cpus_and_hide_jitter() {
+        assert_eq!(round_trip_ns(Some(64.5), Some(71.0)), "71 ns");
+        assert_eq!(round_trip_ns(Some(66.0), Some(340.0)), "66 → 340 ns");
+        assert_eq!(round_trip_ns(Some(352.0), Some(61.0)), "352 → 61 ns");
+        assert_eq!(round_trip_ns(None, Some(80.0)), "80 ns");
+        assert_eq!(round_trip_ns(None, None), "");
     }
 }

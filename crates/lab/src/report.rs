@@ -77,6 +77,8 @@ mod tests {
             "open_databases",
             "database_opens",
             "open_files_limit",
+            "core_round_trip_before_ns",
+            "core_round_trip_after_ns",
         ];
         let mut reader = csv::Reader::from_path(&csv).unwrap();
         let header = reader.headers().unwrap().clone();

@@ -68,6 +68,8 @@ pub const COLUMNS: &[&str] = &[
     "cpu_model",
     "cpus",
     "open_files_limit",
+    "core_round_trip_before_ns",
+    "core_round_trip_after_ns",
     "kernel",
     "date",
 ];
@@ -150,6 +152,10 @@ pub struct CsvRow {
     pub cpus: u32,
     #[serde(default)]
     pub open_files_limit: Option<u64>,
+    #[serde(default)]
+    pub core_round_trip_before_ns: Option<f64>,
+    #[serde(default)]
+    pub core_round_trip_after_ns: Option<f64>,
     pub kernel: String,
     pub date: String,
 }
@@ -229,6 +235,8 @@ impl From<&CellResult> for CsvRow {
             cpu_model: r.env.cpu_model.clone(),
             cpus: r.env.cpus,
             open_files_limit: r.env.open_files_limit,
+            core_round_trip_before_ns: r.env.core_round_trip_before_ns,
+            core_round_trip_after_ns: r.env.core_round_trip_after_ns,
             kernel: r.env.kernel.clone(),
             date: r.env.date.clone(),
         }
@@ -330,6 +338,8 @@ impl From<CsvRow> for CellResult {
                 cpu_model: row.cpu_model,
                 cpus: row.cpus,
                 open_files_limit: row.open_files_limit,
+                core_round_trip_before_ns: row.core_round_trip_before_ns,
+                core_round_trip_after_ns: row.core_round_trip_after_ns,
                 kernel: row.kernel,
                 date: row.date,
             },

@@ -57,6 +57,13 @@ pub fn columns(table: &Table) -> Columns {
         headers.push(("errors".to_owned(), true));
     }
     headers.push(("CPU".to_owned(), true));
+    let has_round_trips = table.rows.iter().any(|r| {
+        r.result.env.core_round_trip_before_ns.is_some()
+            || r.result.env.core_round_trip_after_ns.is_some()
+    });
+    if has_round_trips {
+        headers.push(("core round trip".to_owned(), true));
+    }
     if table.has_process {
         headers.push(("threads".to_owned(), true));
         headers.push(("RSS".to_owned(), true));
@@ -154,6 +161,12 @@ pub fn columns(table: &Table) -> Columns {
                 cells.push(r.errors.to_string());
             }
             cells.push(format!("{:.1} s", r.cpu_secs));
+            if has_round_trips {
+                cells.push(format::round_trip_ns(
+                    r.env.core_round_trip_before_ns,
+                    r.env.core_round_trip_after_ns,
+                ));
+            }
             if table.has_process {
                 cells.push(r.threads.map(|t| t.to_string()).unwrap_or_default());
                 cells.push(r.rss_bytes.map(format::bytes).unwrap_or_default());

@@ -225,6 +225,11 @@ fn environment(out: &mut String, env: &EnvSummary) {
         ("CPU", env.cpus.join("; ")),
         ("Kernel", env.kernels.join("; ")),
         ("Date", dates),
+        (
+            "Cross-core round trip",
+            env.round_trip_text()
+                .unwrap_or_else(|| "not measured".to_owned()),
+        ),
     ] {
         let _ = write!(out, "<tr><th>{k}</th><td>{}</td></tr>", escape(&v));
     }

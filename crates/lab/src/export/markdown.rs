@@ -148,6 +148,9 @@ fn environment(out: &mut String, env: &EnvSummary) {
             let _ = writeln!(out, "- Date: unknown");
         }
     }
+    if let Some(text) = env.round_trip_text() {
+        let _ = writeln!(out, "- Cross-core round trip: {}", escape(&text));
+    }
     out.push('\n');
     if !env.runners.is_empty() {
         let _ = writeln!(out, "### Runners\n");
