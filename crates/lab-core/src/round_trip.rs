@@ -1,12 +1,13 @@
 //! How long a cache line takes to go from one CPU to another and back: the price of every hand-off between
 //! threads, measured before and after each cell.
 //!
-//! On a virtual machine this is not a constant of the machine. The host places the virtual CPUs where it likes —
-//! on the two hardware threads of one core, or on different cores — and moves them while the machine runs. On the
-//! project's 2-core machine it read 56–90 ns for minutes at a time and 320–370 ns at others; quicklite's point reads
-//! at 64 tasks, which cross between a runtime thread and a reader thread twice per read, followed it: 1.1–1.2M
-//! reads/s in the first placement, about 0.75M in the second. A number without it cannot tell an approach's change
-//! from the host's, so every cell records it.
+//! On a virtual machine this is not a constant of the machine: the host runs the virtual CPUs on hardware of its
+//! choosing and moves them while the machine runs. On the project's 2-core machine it read about 26 ns, 60–90 ns
+//! or 300–370 ns, each for minutes at a time. quicklite's point reads at 64 tasks, which cross between a runtime
+//! thread and a reader thread twice per read, followed it: 0.81–1.20M reads/s in 2 s cells that began and ended
+//! at 60–90 ns (1M or more in 11 of 13), 0.66–0.97M (median 0.75M, 19 cells) at 300 ns or more, while
+//! tokio-rusqlite's stayed at 160–220k in either. A number without it cannot tell an approach's change from the
+//! host's, so every cell records it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
