@@ -146,9 +146,9 @@ impl EnvSummary {
         );
         if high > 1.5 * low {
             text.push_str(
-                ": the CPUs moved during the run (on a virtual machine the host places them on nearby or distant \
-                 cores). Every hand-off between threads costs more when the round trip is long, so compare rows \
-                 whose round trips agree (the `core round trip` column).",
+                ": the CPUs moved during the run (a virtual machine's host moves them where it likes). Every \
+                 hand-off between threads costs more when the round trip is long, so compare rows whose round \
+                 trips agree (the `core round trip` column).",
             );
         }
         Some(text)
