@@ -188,37 +188,38 @@ impl Quicklite {
     /// Logs the library's counters on standard error, for whoever reads the runner's log: a single database's
     /// batches, or the registry's databases.
     pub fn log_metrics(self: &Arc<Self>) {
-        if self.registry.is_none()
-            && let Ok(db) = self.db(0)
-        {
-            let m = db.metrics();
-            eprintln!(
-                "quicklite at the end (warm-up included): {} reads in {} read transactions (batch mean {:.1}, \
-                 max {}), {} writes in {} commits (group mean {:.1}, max {})",
-                m.reads,
-                m.read_transactions,
-                m.read_batch.mean(),
-                m.read_batch.max,
-                m.writes,
-                m.commits,
-                m.write_batch.mean(),
-                m.write_batch.max
-            );
-        }
-        if let Some(registry) = &self.registry {
-            let m = registry.metrics();
-            eprintln!(
-                "quicklite registry at the end: {} open of {} (cap {}), {} reader connections, {} opens, \
-                 {} evictions, {} idle closes, {} tasks queued",
-                m.open_databases,
-                m.known_databases,
-                m.max_open,
-                m.reader_connections,
-                m.opens,
-                m.evictions,
-                m.idle_closes,
-                m.queued_tasks
-            );
+        match (&self.registry, self.dbs.first()) {
+            (Some(registry), _) => {
+                let m = registry.metrics();
+                eprintln!(
+                    "quicklite registry at the end: {} open of {} (cap {}), {} reader connections, {} opens, \
+                     {} evictions, {} idle closes, {} tasks queued",
+                    m.open_databases,
+                    m.known_databases,
+                    m.max_open,
+                    m.reader_connections,
+                    m.opens,
+                    m.evictions,
+                    m.idle_closes,
+                    m.queued_tasks
+                );
+            }
+            (None, Some(db)) => {
+                let m = db.metrics();
+                eprintln!(
+                    "quicklite at the end (warm-up included): {} reads in {} read transactions (batch mean \
+                     {:.1}, max {}), {} writes in {} commits (group mean {:.1}, max {})",
+                    m.reads,
+                    m.read_transactions,
+                    m.read_batch.mean(),
+                    m.read_batch.max,
+                    m.writes,
+                    m.commits,
+                    m.write_batch.mean(),
+                    m.write_batch.max
+                );
+            }
+            (None, None) => {}
         }
     }
 }
