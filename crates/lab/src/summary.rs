@@ -5,7 +5,7 @@
 //! mutex mode may differ inside a table: they are process set-up choices of one approach, shown in the row's label
 //! (`quicklite · memstatus on`) when they differ from the table's usual value.
 
-use quicklite_lab_core::{Cell, CellResult};
+use quicklite_lab_core::{Cell, CellResult, Workload};
 
 use crate::format;
 use crate::row::on_off;
@@ -316,7 +316,7 @@ fn settings(
 /// The ranking key of a result: reads + writes per second, full queue cycles per second, or ORM suites per
 /// second (one suite: each operation once, without a wrapping transaction).
 pub fn throughput(result: &CellResult) -> f64 {
-    if result.cell.workload == "orm" {
+    if result.cell.workload == Workload::Orm.name() {
         return orm_suite_us(result, false)
             .filter(|us| *us > 0.0)
             .map_or(0.0, |us| 1e6 / us);
@@ -328,8 +328,12 @@ pub fn throughput(result: &CellResult) -> f64 {
 }
 
 /// The ORM suite's time in microseconds: the sum of every operation's mean, without (`txn = false`) or with a
-/// wrapping transaction; `None` when an operation has no measurement.
+/// wrapping transaction; `None` when an operation has no measurement, or for another workload (the queue's named
+/// operations are no suite).
 pub fn orm_suite_us(result: &CellResult, txn: bool) -> Option<f64> {
+    if result.cell.workload != Workload::Orm.name() {
+        return None;
+    }
     let ops: Vec<_> = result
         .operations
         .iter()
@@ -425,5 +429,18 @@ mod tests {
         let baseline = inserts.baseline.as_ref().unwrap();
         assert!(!baseline.requested);
         assert_eq!(baseline.label, "per-request");
+    }
+
+    #[test]
+    fn only_an_orm_result_has_a_suite_time() {
+        let results = fixtures::results();
+        let workload = |name: &str| results.iter().find(|r| r.cell.workload == name).unwrap();
+        assert!(orm_suite_us(workload("orm"), false).is_some());
+        // The queue's publish, claim, ack and cycle are named operations too, but no suite (the progress line
+        // called them "ORM suite").
+        let queue = workload("queue");
+        assert!(!queue.operations.is_empty());
+        assert_eq!(orm_suite_us(queue, false), None);
+        assert_eq!(orm_suite_us(queue, true), None);
     }
 }
