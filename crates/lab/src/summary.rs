@@ -247,7 +247,7 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
         title: first.workload.clone(),
         settings: settings(first, memstatus, &mutex, &build_profile),
         has_operations: rows.iter().any(|r| r.result.operation("cycle").is_some()),
-        is_orm: first.workload == "orm",
+        is_orm: is_orm(first),
         has_reads: rows.iter().any(|r| r.result.reads.ops > 0),
         has_writes: rows.iter().any(|r| r.result.writes.ops > 0),
         has_completion: rows.iter().any(|r| r.result.write_completion.is_some()),
@@ -313,10 +313,15 @@ fn settings(
     out
 }
 
+/// Whether a cell runs the ORM suite, whose result is a suite time rather than a rate.
+fn is_orm(cell: &Cell) -> bool {
+    cell.workload == Workload::Orm.name()
+}
+
 /// The ranking key of a result: reads + writes per second, full queue cycles per second, or ORM suites per
 /// second (one suite: each operation once, without a wrapping transaction).
 pub fn throughput(result: &CellResult) -> f64 {
-    if result.cell.workload == Workload::Orm.name() {
+    if is_orm(&result.cell) {
         return orm_suite_us(result, false)
             .filter(|us| *us > 0.0)
             .map_or(0.0, |us| 1e6 / us);
@@ -331,7 +336,7 @@ pub fn throughput(result: &CellResult) -> f64 {
 /// wrapping transaction; `None` when an operation has no measurement, or for another workload (the queue's named
 /// operations are no suite).
 pub fn orm_suite_us(result: &CellResult, txn: bool) -> Option<f64> {
-    if result.cell.workload != Workload::Orm.name() {
+    if !is_orm(&result.cell) {
         return None;
     }
     let ops: Vec<_> = result
