@@ -14,6 +14,7 @@ use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::oneshot;
 
+use crate::util::{companion, spawn};
 use crate::{Database, Error, Result};
 
 /// Pages copied per step of the backup API: each step is one short call, so a progress or cancellation check
@@ -101,11 +102,9 @@ async fn off_thread<T: Send + 'static>(
     f: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<T> {
     let (tx, rx) = oneshot::channel();
-    std::thread::Builder::new()
-        .name(name.to_string())
-        .spawn(move || {
-            let _ = tx.send(f());
-        })?;
+    spawn(name, move || {
+        let _ = tx.send(f());
+    })?;
     rx.await.map_err(|_| Error::Panic {
         message: "the backup thread panicked".into(),
     })?
@@ -164,7 +163,7 @@ fn copy(
             Ok(counts)
         });
     if written.is_err() {
-        for leftover in [partial.clone(), sidecar(&partial, "-journal")] {
+        for leftover in [partial.clone(), companion(&partial, "-journal")] {
             let _ = std::fs::remove_file(leftover);
         }
     }
@@ -188,12 +187,6 @@ fn partial_path(dest: &Path) -> Option<PathBuf> {
         ".{name}.quicklite-partial-{}-{n}",
         std::process::id()
     )))
-}
-
-fn sidecar(path: &Path, suffix: &str) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
 }
 
 /// Flushes the directory entry of `path` (the rename), where the platform allows opening a directory.

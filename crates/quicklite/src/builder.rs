@@ -5,19 +5,8 @@ use std::time::Duration;
 
 use rusqlite::OpenFlags;
 
-use crate::checkpoint::Checkpointing;
-use crate::connection::validate_pragma;
+use crate::config::{Checkpointing, Config, QueueFull, validate_pragma};
 use crate::{Database, Error, Profile, Result};
-
-/// What a request does when its queue is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum QueueFull {
-    /// Wait (asynchronously) for room. Memory stays bounded; callers slow down to the database's pace.
-    #[default]
-    Wait,
-    /// Fail at once with [`Error::Overloaded`], so a service can shed load (e.g. answer 503) instead of queueing.
-    Fail,
-}
 
 /// Builds a [`Database`] with non-default options. Made by [`Database::builder`].
 ///
@@ -54,32 +43,6 @@ pub struct Builder {
     slow_statement: Option<Duration>,
     log_statement_parameters: bool,
     stable_query_plans: Option<bool>,
-}
-
-/// Validated settings, shared by the threads of one database.
-#[derive(Debug, Clone)]
-pub(crate) struct Config {
-    pub(crate) profile: Profile,
-    pub(crate) readers: usize,
-    /// The profile's PRAGMAs with the overrides applied, in application order.
-    pub(crate) pragmas: Vec<(String, String)>,
-    pub(crate) open_flags: OpenFlags,
-    pub(crate) write_queue_capacity: usize,
-    pub(crate) read_queue_capacity: usize,
-    pub(crate) on_full: QueueFull,
-    pub(crate) write_batch_max: usize,
-    pub(crate) write_linger: Duration,
-    pub(crate) read_batch_max: usize,
-    pub(crate) read_snapshot_max_age: Duration,
-    pub(crate) statement_cache_capacity: usize,
-    pub(crate) checkpointing: Checkpointing,
-    /// Statements running at least this long are logged; `None` installs no profiling hook.
-    pub(crate) slow_statement: Option<Duration>,
-    pub(crate) log_statement_parameters: bool,
-    /// The busy timeout the PRAGMAs ask for, which the busy handler enforces.
-    pub(crate) busy_timeout: Duration,
-    /// Whether connections turn on SQLite's query planner stability guarantee.
-    pub(crate) stable_query_plans: bool,
 }
 
 impl Builder {

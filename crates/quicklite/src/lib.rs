@@ -71,27 +71,35 @@
 
 #![deny(missing_docs)]
 
-mod backup;
-mod builder;
-mod checkpoint;
-mod connection;
-mod database;
+// The layers, each importing only from those below it (`tests/layers.rs` checks it; docs/design.md describes
+// them): leaves, requests, engine, scheduling, API.
+mod config;
 mod error;
 mod metrics;
-mod pool;
 mod profile;
+mod setup;
+mod sync;
+mod util;
+
+mod inbox;
+mod queue;
+mod reply;
+mod request;
+
+mod engine;
+
+mod sched;
+
+mod backup;
+mod builder;
+mod database;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
-mod queue;
-mod reader;
 mod registry;
-mod request;
-mod setup;
-mod writer;
 
 pub use backup::BackupReport;
-pub use builder::{Builder, QueueFull};
-pub use checkpoint::Checkpointing;
+pub use builder::Builder;
+pub use config::{Checkpointing, QueueFull};
 pub use database::Database;
 pub use error::{Error, Result};
 pub use metrics::{Distribution, MetricsSnapshot};

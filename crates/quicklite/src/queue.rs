@@ -142,7 +142,7 @@ pub(crate) enum TryRecvError {
 }
 
 /// What a waiting receive found.
-pub(crate) enum Spun<T> {
+pub(crate) enum Taken<T> {
     /// A request.
     Got(T),
     /// The queue is closed and empty.
@@ -315,7 +315,7 @@ impl<T> Receiver<T> {
     }
 
     /// Takes up to `max` requests, spinning while the queue is empty (crossbeam's backoff, then yielding the CPU
-    /// until [`SPIN_FOR`] has passed); [`Spun::Empty`] if nothing came. At low load a caller sends
+    /// until [`SPIN_FOR`] has passed); [`Taken::Empty`] if nothing came. At low load a caller sends
     /// its next request right after its answer: a consumer that slept in between would have to be woken (a system
     /// call for the sender, and a context switch) for every request.
     ///
@@ -323,11 +323,11 @@ impl<T> Receiver<T> {
     /// and return, to sleep until a push finds nobody spinning: a second spinner would only race the first for
     /// the lock while taking a core from the threads that make the requests. Under load every consumer spins: a
     /// sleeping one would have to be woken for every burst of requests.
-    pub(crate) fn spin_take(&self, max: usize, into: &mut VecDeque<T>) -> Spun<usize> {
+    pub(crate) fn spin_take(&self, max: usize, into: &mut VecDeque<T>) -> Taken<usize> {
         let look = |into: &mut VecDeque<T>| match self.try_take(max, into) {
-            Ok(n) => Spun::Got(n),
-            Err(TryRecvError::Closed) => Spun::Closed,
-            Err(TryRecvError::Empty) => Spun::Empty,
+            Ok(n) => Taken::Got(n),
+            Err(TryRecvError::Closed) => Taken::Closed,
+            Err(TryRecvError::Empty) => Taken::Empty,
         };
         let shared = &*self.shared;
         let first = shared
@@ -343,7 +343,7 @@ impl<T> Receiver<T> {
         loop {
             if shared.len.load(Ordering::Relaxed) > 0 {
                 match look(into) {
-                    Spun::Empty => {}
+                    Taken::Empty => {}
                     found => return found,
                 }
             }
@@ -363,15 +363,15 @@ impl<T> Receiver<T> {
         max: usize,
         into: &mut VecDeque<T>,
         timeout: Option<Duration>,
-    ) -> Spun<usize> {
+    ) -> Taken<usize> {
         let deadline = timeout.map(|t| Instant::now() + t);
         let shared = &*self.shared;
         let mut queue = shared.lock();
         loop {
             match shared.take(&mut queue, max, into) {
-                0 if queue.closed => return Spun::Closed,
+                0 if queue.closed => return Taken::Closed,
                 0 => {}
-                n => return Spun::Got(n),
+                n => return Taken::Got(n),
             }
             queue.sleeping += 1;
             queue = match deadline {
@@ -383,7 +383,7 @@ impl<T> Receiver<T> {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         queue.sleeping -= 1;
-                        return Spun::Empty;
+                        return Taken::Empty;
                     }
                     shared
                         .consumers
@@ -401,8 +401,8 @@ impl<T> Receiver<T> {
     pub(crate) fn recv_blocking(&self) -> Option<T> {
         let mut one = VecDeque::new();
         match self.take_timeout(1, &mut one, None) {
-            Spun::Got(_) => one.pop_front(),
-            Spun::Closed | Spun::Empty => None,
+            Taken::Got(_) => one.pop_front(),
+            Taken::Closed | Taken::Empty => None,
         }
     }
 
@@ -438,10 +438,10 @@ mod tests {
                     let mut got = VecDeque::new();
                     loop {
                         let mut spun = rx.spin_take(1, &mut got);
-                        if matches!(spun, Spun::Empty) {
+                        if matches!(spun, Taken::Empty) {
                             spun = rx.take_timeout(1, &mut got, None);
                         }
-                        if matches!(spun, Spun::Closed) {
+                        if matches!(spun, Taken::Closed) {
                             return;
                         }
                         for item in got.drain(..) {
@@ -538,9 +538,9 @@ mod tests {
         let mut got = VecDeque::new();
         assert!(matches!(
             rx.take_timeout(4, &mut got, Some(Duration::from_millis(1))),
-            Spun::Empty
+            Taken::Empty
         ));
-        assert!(matches!(rx.spin_take(4, &mut got), Spun::Empty));
+        assert!(matches!(rx.spin_take(4, &mut got), Taken::Empty));
     }
 
     #[test]

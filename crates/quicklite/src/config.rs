@@ -1,0 +1,159 @@
+//! The validated settings of one database, and the public choices they are made of ([`QueueFull`],
+//! [`Checkpointing`]). A leaf: [`Builder`](crate::Builder) fills a [`Config`]; every other layer reads it.
+
+use std::time::Duration;
+
+use rusqlite::OpenFlags;
+
+use crate::{Error, Profile, Result};
+
+/// What a request does when its queue is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueueFull {
+    /// Wait (asynchronously) for room. Memory stays bounded; callers slow down to the database's pace.
+    #[default]
+    Wait,
+    /// Fail at once with [`Error::Overloaded`], so a service can shed load (e.g. answer 503) instead of queueing.
+    Fail,
+}
+
+/// Validated settings, shared by the threads of one database.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) profile: Profile,
+    pub(crate) readers: usize,
+    /// The profile's PRAGMAs with the overrides applied, in application order.
+    pub(crate) pragmas: Vec<(String, String)>,
+    pub(crate) open_flags: OpenFlags,
+    pub(crate) write_queue_capacity: usize,
+    pub(crate) read_queue_capacity: usize,
+    pub(crate) on_full: QueueFull,
+    pub(crate) write_batch_max: usize,
+    pub(crate) write_linger: Duration,
+    pub(crate) read_batch_max: usize,
+    pub(crate) read_snapshot_max_age: Duration,
+    pub(crate) statement_cache_capacity: usize,
+    pub(crate) checkpointing: Checkpointing,
+    /// Statements running at least this long are logged; `None` installs no profiling hook.
+    pub(crate) slow_statement: Option<Duration>,
+    pub(crate) log_statement_parameters: bool,
+    /// The busy timeout the PRAGMAs ask for, which the busy handler enforces.
+    pub(crate) busy_timeout: Duration,
+    /// Whether connections turn on SQLite's query planner stability guarantee.
+    pub(crate) stable_query_plans: bool,
+}
+
+/// Who checkpoints the WAL. Set with [`Builder::checkpointing`](crate::Builder::checkpointing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checkpointing {
+    /// Checkpoints after the group whose commit crossed a threshold has its answers:
+    /// a `PASSIVE` checkpoint (never waits) once the WAL holds `passive_at_frames` frames — for a
+    /// [`Database`](crate::Database) on a thread and connection of its own, so that the writer goes on committing
+    /// meanwhile (a registry's databases run it on their pool thread); a `RESTART` checkpoint
+    /// (waits up to `reader_wait` for readers to leave the WAL, then starts it over) once it holds
+    /// `restart_at_frames`, which bounds the WAL; and a `TRUNCATE` checkpoint (the `-wal` file back to zero bytes)
+    /// when no write has arrived for `truncate_when_idle`. SQLite's automatic checkpoint is turned off.
+    Managed {
+        /// WAL frames (pages) after which a `PASSIVE` checkpoint runs.
+        passive_at_frames: u32,
+        /// WAL frames after which a `RESTART` checkpoint runs: the WAL's bound under continuous reads.
+        restart_at_frames: u32,
+        /// How long `RESTART` and `TRUNCATE` checkpoints wait for readers before giving up (and trying later).
+        reader_wait: Duration,
+        /// Idle time after which the WAL is truncated; `None` never truncates.
+        truncate_when_idle: Option<Duration>,
+    },
+    /// SQLite's automatic checkpoint, as `PRAGMA wal_autocheckpoint` sets it (1000 pages unless overridden),
+    /// run inside the `COMMIT` that crosses it. The default of [`Profile::SqliteDefault`](crate::Profile).
+    Sqlite,
+    /// Never checkpoint: another tool owns checkpoints (Litestream, for example, asks applications to leave
+    /// them to it). SQLite's automatic checkpoint is turned off, and so is the checkpoint SQLite runs when the
+    /// last connection closes (`SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE`); the WAL grows until the tool checkpoints.
+    External,
+}
+
+impl Checkpointing {
+    /// The managed policy with its defaults: `PASSIVE` at 1000 frames (SQLite's own threshold), `RESTART` at
+    /// 10,000 frames (about 40 MB with 4 KiB pages), readers waited for up to 100 ms, `TRUNCATE` after 1 s idle.
+    pub const fn managed() -> Checkpointing {
+        Checkpointing::Managed {
+            passive_at_frames: 1000,
+            restart_at_frames: 10_000,
+            reader_wait: Duration::from_millis(100),
+            truncate_when_idle: Some(Duration::from_secs(1)),
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if let Checkpointing::Managed {
+            passive_at_frames,
+            restart_at_frames,
+            ..
+        } = *self
+            && (passive_at_frames == 0 || restart_at_frames < passive_at_frames)
+        {
+            return Err(Error::InvalidConfig(format!(
+                "checkpointing: passive_at_frames ({passive_at_frames}) must be at least 1 and no more than \
+                 restart_at_frames ({restart_at_frames})"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Checks that a PRAGMA name and value are plain tokens, so that they cannot smuggle another statement in.
+pub(crate) fn validate_pragma(name: &str, value: &str) -> Result<()> {
+    let ident = |s: &str| {
+        !s.is_empty()
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !s.starts_with(|c: char| c.is_ascii_digit())
+    };
+    let name_ok = match name.split_once('.') {
+        Some((schema, pragma)) => ident(schema) && ident(pragma),
+        None => ident(name),
+    };
+    if !name_ok {
+        return Err(Error::InvalidConfig(format!(
+            "PRAGMA name {name:?} is not a plain identifier"
+        )));
+    }
+    let value_ok = !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+' | '.'));
+    if !value_ok {
+        return Err(Error::InvalidConfig(format!(
+            "PRAGMA {name} value {value:?} must be a number or a keyword (letters, digits, _ - + .)"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pragma_validation_rejects_injection() {
+        assert!(validate_pragma("cache_size", "-64000").is_ok());
+        assert!(validate_pragma("main.journal_mode", "WAL").is_ok());
+        assert!(validate_pragma("cache_size; DROP TABLE t", "1").is_err());
+        assert!(validate_pragma("cache_size", "1; DROP TABLE t").is_err());
+        assert!(validate_pragma("", "1").is_err());
+        assert!(validate_pragma("x", "").is_err());
+        assert!(validate_pragma("1x", "1").is_err());
+    }
+
+    #[test]
+    fn thresholds_are_validated() {
+        let bad = Checkpointing::Managed {
+            passive_at_frames: 500,
+            restart_at_frames: 100,
+            reader_wait: Duration::ZERO,
+            truncate_when_idle: None,
+        };
+        assert!(matches!(bad.validate(), Err(Error::InvalidConfig(_))));
+        assert!(Checkpointing::managed().validate().is_ok());
+        assert!(Checkpointing::External.validate().is_ok());
+    }
+}

@@ -1,0 +1,315 @@
+//! The database handle: queues in front of a writer and readers, served by threads of its own or by a
+//! registry's pool.
+
+mod statements;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use rusqlite::Connection;
+
+use crate::builder::Builder;
+use crate::config::{Config, QueueFull};
+use crate::engine::Shared;
+use crate::metrics::MetricsSnapshot;
+use crate::queue::{self, Sender, TrySendError};
+use crate::reply::{CallerThread, receive};
+use crate::request::{Job, ReadRequest, WriteKind, WriteRequest};
+use crate::sched::Backend;
+use crate::sched::pool::Pool;
+use crate::sched::pool::actor::Actor;
+use crate::sched::threads::Threads;
+use crate::util::companion;
+use crate::{Error, Profile, Result};
+
+/// A handle to one SQLite database: a writer thread that commits concurrent writes together, and reader threads
+/// that serve queued reads in shared snapshots.
+///
+/// Cheap to clone (an `Arc`); all clones share the threads. Dropping the last clone closes the queues; the threads
+/// finish what is queued, checkpoint and exit in the background. [`Database::close`] does the same and waits.
+///
+/// Answers served together travel together: of the requests of one batch made on the same thread, the last one's
+/// caller receives all their answers and wakes the others from inside its runtime (cheaper than the database
+/// thread waking each task from outside it). If that caller is not polled within a millisecond (its future was
+/// polled by hand and then left aside, say), the database thread sends the others' answers itself.
+#[derive(Clone)]
+pub struct Database {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// Queue of the writer.
+    write_tx: Sender<WriteRequest>,
+    /// Queue shared by the readers (a slow read occupies one reader, not the queue).
+    read_tx: Sender<ReadRequest>,
+    shared: Arc<Shared>,
+    config: Config,
+    path: PathBuf,
+    /// The database file SQLite opened (the path may have been a URI).
+    file: PathBuf,
+    /// The `-wal` file next to it.
+    wal_file: PathBuf,
+    /// PRAGMAs read back from the writer's connection after set-up (for a registry's database: once it opened).
+    pragmas: Arc<OnceLock<BTreeMap<String, String>>>,
+    /// What serves the queues.
+    backend: Backend,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing the queues lets the threads drain what is queued and exit; they are not joined here, so that
+        // dropping a handle never blocks an async runtime.
+        self.write_tx.close();
+        self.read_tx.close();
+    }
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("path", &self.inner.path)
+            .field("profile", &self.inner.config.profile)
+            .field("readers", &self.inner.config.readers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Database {
+    /// Opens (creating if needed) the database at `path` with the [`Profile::Server`] PRAGMAs and default options.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Database> {
+        Builder::new(path.as_ref()).open().await
+    }
+
+    /// Starts a [`Builder`] for the database at `path`.
+    pub fn builder(path: impl AsRef<Path>) -> Builder {
+        Builder::new(path.as_ref())
+    }
+
+    /// A database served by threads of its own, open once its writer and readers are.
+    pub(crate) async fn start(path: PathBuf, config: Config) -> Result<Database> {
+        crate::setup::sqlite_setup();
+        let shared = Arc::new(Shared::default());
+        let (write_tx, write_rx) = queue::bounded(config.write_queue_capacity);
+        let (read_tx, read_rx) = queue::bounded(config.read_queue_capacity);
+        // On failure the senders are dropped: the queues close and the threads already started exit.
+        let started = Threads::start(&path, &config, &shared, write_rx, read_rx).await?;
+        let file = started.file.unwrap_or_else(|| path.clone());
+        Ok(Database {
+            inner: Arc::new(Inner {
+                write_tx,
+                read_tx,
+                shared,
+                config,
+                wal_file: companion(&file, "-wal"),
+                file,
+                path,
+                pragmas: Arc::new(OnceLock::from(started.pragmas)),
+                backend: Backend::Threads(started.threads),
+            }),
+        })
+    }
+
+    /// A database served by a registry's pool: queues and state only; its connections open on first use.
+    pub(crate) fn start_pooled(
+        name: String,
+        path: PathBuf,
+        config: Config,
+        pool: Arc<Pool>,
+    ) -> Database {
+        let shared = Arc::new(Shared::default());
+        let (write_tx, write_rx) = queue::bounded(config.write_queue_capacity);
+        let (read_tx, read_rx) = queue::bounded(config.read_queue_capacity);
+        let pragmas = Arc::new(OnceLock::new());
+        let actor = Actor::new(
+            name,
+            path.clone(),
+            config.clone(),
+            shared.clone(),
+            pool,
+            (write_rx, read_rx),
+            pragmas.clone(),
+        );
+        Database {
+            inner: Arc::new(Inner {
+                write_tx,
+                read_tx,
+                shared,
+                config,
+                wal_file: companion(&path, "-wal"),
+                file: path.clone(),
+                path,
+                pragmas,
+                backend: Backend::Pool(actor),
+            }),
+        }
+    }
+
+    /// What serves this database.
+    pub(crate) fn backend(&self) -> &Backend {
+        &self.inner.backend
+    }
+
+    /// Closes the queues: queued requests are still served, new ones fail with [`Error::Closed`].
+    pub(crate) fn close_queues(&self) {
+        self.inner.write_tx.close();
+        self.inner.read_tx.close();
+    }
+
+    /// Whether `other` is a handle to the same database.
+    pub(crate) fn same_as(&self, other: &Database) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Number of live handles to this database (clones of it).
+    pub(crate) fn handles(&self) -> usize {
+        Arc::strong_count(&self.inner)
+    }
+
+    /// Runs `f` on a reader thread with a read-only connection, inside a snapshot that contains every write this
+    /// process had acknowledged when `read` was called (read-your-writes).
+    ///
+    /// Other queued reads may share the snapshot. A write attempted here fails with `SQLITE_READONLY`; transaction
+    /// control (`BEGIN`, `COMMIT`, …) is refused with `SQLITE_AUTH`, because the reader manages the transaction.
+    pub async fn read<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (job, rx) = Job::new(f);
+        let req = ReadRequest {
+            min_seq: self.inner.shared.commit_seq(),
+            caller: CallerThread::current(),
+            enqueued: Instant::now(),
+            span: tracing::Span::current(),
+            job,
+        };
+        self.enqueue(&self.inner.read_tx, req, "read").await?;
+        self.inner.backend.notify_read();
+        receive(rx).await
+    }
+
+    /// Runs `f` on the writer thread inside a write transaction (begun `IMMEDIATE`), possibly together with other
+    /// concurrent writes (group commit): `f` runs in a savepoint of its own, so if it fails (or panics) only its
+    /// own changes are rolled back. Returns once the transaction has committed.
+    ///
+    /// `f` must not control the transaction itself: `BEGIN`, `COMMIT` and `ROLLBACK` are refused with
+    /// `SQLITE_AUTH`; use [`Database::with_write_connection`] for that.
+    pub async fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.submit_write(WriteKind::Grouped, f).await
+    }
+
+    /// Runs `f` on the writer thread in a `BEGIN IMMEDIATE` … `COMMIT` transaction of its own, not grouped with other
+    /// writes: for long migrations or bulk loads. Committed if `f` returns `Ok`, rolled back otherwise.
+    pub async fn transaction<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.submit_write(WriteKind::Transaction, f).await
+    }
+
+    /// Runs `f` on the writer's connection in autocommit mode, alone, with transaction control allowed: for
+    /// `VACUUM`, PRAGMAs that cannot run inside a transaction, or code that manages its own transactions. A
+    /// transaction left open when `f` returns is rolled back and reported as [`Error::TransactionLeftOpen`].
+    pub async fn with_write_connection<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.submit_write(WriteKind::Unmanaged, f).await
+    }
+
+    pub(crate) async fn submit_write<T, F>(&self, kind: WriteKind, f: F) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (job, rx) = Job::new(f);
+        let req = WriteRequest {
+            kind,
+            caller: CallerThread::current(),
+            enqueued: Instant::now(),
+            span: tracing::Span::current(),
+            job,
+        };
+        self.enqueue(&self.inner.write_tx, req, "write").await?;
+        self.inner.backend.notify_write();
+        receive(rx).await
+    }
+
+    /// Puts a request on a queue: waits for room, or fails fast with [`Error::Overloaded`], as configured.
+    async fn enqueue<R>(&self, tx: &Sender<R>, req: R, queue: &'static str) -> Result<()> {
+        match self.inner.config.on_full {
+            QueueFull::Wait => tx.send(req).await.map_err(|_| Error::Closed),
+            QueueFull::Fail => tx.try_send(req).map_err(|e| match e {
+                TrySendError::Full(_) => {
+                    self.inner
+                        .shared
+                        .metrics
+                        .overloaded
+                        .fetch_add(1, Ordering::Relaxed);
+                    Error::Overloaded {
+                        queue,
+                        capacity: tx.capacity(),
+                    }
+                }
+                TrySendError::Closed(_) => Error::Closed,
+            }),
+        }
+    }
+
+    /// The PRAGMAs in effect, read back from SQLite after the profile and overrides were applied
+    /// (names in lower case; text values in lower case, e.g. `journal_mode` → `wal`).
+    pub fn pragmas(&self) -> BTreeMap<String, String> {
+        self.inner.pragmas.get().cloned().unwrap_or_default()
+    }
+
+    /// The profile the database was opened with.
+    pub fn profile(&self) -> Profile {
+        self.inner.config.profile
+    }
+
+    /// The path the database was opened with.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The database file SQLite opened (the same as [`Database::path`] unless that was a `file:` URI).
+    pub fn file(&self) -> &Path {
+        &self.inner.file
+    }
+
+    /// How long connections wait for a lock held elsewhere.
+    pub(crate) fn busy_timeout(&self) -> std::time::Duration {
+        self.inner.config.busy_timeout
+    }
+
+    /// Number of reader threads.
+    pub fn readers(&self) -> usize {
+        self.inner.config.readers
+    }
+
+    /// A snapshot of the database's metrics.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        let wal_bytes = std::fs::metadata(&self.inner.wal_file).map_or(0, |m| m.len());
+        self.inner.shared.metrics.snapshot(
+            self.inner.write_tx.len(),
+            self.inner.read_tx.len(),
+            wal_bytes,
+        )
+    }
+
+    /// Closes the database for every clone of this handle: new requests fail with [`Error::Closed`], queued ones
+    /// are served, the writer checkpoints the WAL into the database file, and the threads are joined.
+    pub async fn close(&self) -> Result<()> {
+        self.close_queues();
+        self.inner.backend.close().await
+    }
+}

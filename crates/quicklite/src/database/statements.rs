@@ -1,0 +1,99 @@
+//! The one-liners: a statement, a script, a row, all rows — each with a statement cached per connection.
+
+use rusqlite::{Params, Row};
+
+use crate::Result;
+use crate::database::Database;
+use crate::request::WriteKind;
+
+impl Database {
+    /// Executes one statement with `params` as a grouped write (prepared once and cached); returns the number of
+    /// rows changed. `params` must own its values, e.g. a tuple `(1, "x".to_string())`.
+    ///
+    /// Unlike a [`Database::write`] closure, the statement runs without a savepoint of its own: one statement is
+    /// atomic by itself (if it fails, SQLite undoes its changes — except what `INSERT OR FAIL` / `UPDATE OR FAIL`
+    /// keep by definition), and the savepoint would cost a copy of every page it touches. A statement that returns
+    /// rows is refused before it runs (`rusqlite::Error::ExecuteReturnedResults`): use [`Database::write`] for
+    /// `RETURNING`.
+    pub async fn execute<P>(
+        &self,
+        sql: impl AsRef<str> + Send + 'static,
+        params: P,
+    ) -> Result<usize>
+    where
+        P: Params + Send + 'static,
+    {
+        self.submit_write(WriteKind::GroupedStatement, move |c| {
+            let mut stmt = c.prepare_cached(sql.as_ref())?;
+            if stmt.column_count() > 0 {
+                return Err(rusqlite::Error::ExecuteReturnedResults);
+            }
+            stmt.execute(params)
+        })
+        .await
+    }
+
+    /// Executes one statement once per parameter set, all in one grouped write (one savepoint, one commit);
+    /// returns the total number of rows changed.
+    pub async fn execute_many<P, I>(
+        &self,
+        sql: impl AsRef<str> + Send + 'static,
+        params: I,
+    ) -> Result<usize>
+    where
+        P: Params,
+        I: IntoIterator<Item = P> + Send + 'static,
+    {
+        self.write(move |c| {
+            let mut stmt = c.prepare_cached(sql.as_ref())?;
+            let mut changed = 0;
+            for p in params {
+                changed += stmt.execute(p)?;
+            }
+            Ok(changed)
+        })
+        .await
+    }
+
+    /// Executes a script of several statements as one grouped write (not cached: scripts are parsed each time).
+    pub async fn execute_batch(&self, sql: impl AsRef<str> + Send + 'static) -> Result<()> {
+        self.write(move |c| c.execute_batch(sql.as_ref())).await
+    }
+
+    /// Reads one row with a cached statement and maps it with `f`. A query that returns no row fails with
+    /// `rusqlite::Error::QueryReturnedNoRows`.
+    pub async fn query_row<T, P, F>(
+        &self,
+        sql: impl AsRef<str> + Send + 'static,
+        params: P,
+        f: F,
+    ) -> Result<T>
+    where
+        P: Params + Send + 'static,
+        F: FnOnce(&Row<'_>) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.read(move |c| c.prepare_cached(sql.as_ref())?.query_row(params, f))
+            .await
+    }
+
+    /// Reads every row of a query with a cached statement, mapping each with `f`.
+    pub async fn query_all<T, P, F>(
+        &self,
+        sql: impl AsRef<str> + Send + 'static,
+        params: P,
+        f: F,
+    ) -> Result<Vec<T>>
+    where
+        P: Params + Send + 'static,
+        F: FnMut(&Row<'_>) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.read(move |c| {
+            c.prepare_cached(sql.as_ref())?
+                .query_map(params, f)?
+                .collect()
+        })
+        .await
+    }
+}

@@ -1,0 +1,122 @@
+//! How long a connection waits for a lock held elsewhere, and how often it tries meanwhile.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+
+use crate::engine::Shared;
+
+/// How long a connection's busy handler waits for a lock, and how often it tries. The writer shortens the wait
+/// while a checkpoint waits for readers, so that a long read cannot stall writes for the whole busy timeout, and
+/// has it try every millisecond meanwhile: quicklite's readers leave the WAL within a batch, and SQLite's growing
+/// schedule (up to 100 ms between tries) would sleep through the moment they do, holding up every write queued
+/// behind the checkpoint.
+#[derive(Debug, Clone)]
+pub(crate) struct BusyLimit {
+    inner: Arc<Limit>,
+}
+
+#[derive(Debug)]
+struct Limit {
+    /// The longest wait for one lock, in milliseconds.
+    wait_ms: AtomicU64,
+    /// Whether to try every millisecond instead of following SQLite's schedule.
+    every_millisecond: AtomicBool,
+}
+
+impl BusyLimit {
+    pub(crate) fn new(limit: Duration) -> BusyLimit {
+        BusyLimit {
+            inner: Arc::new(Limit {
+                wait_ms: AtomicU64::new(millis(limit)),
+                every_millisecond: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Runs `f` with the limit set to `limit`, trying every millisecond.
+    pub(crate) fn with<T>(&self, limit: Duration, f: impl FnOnce() -> T) -> T {
+        let before = self.inner.wait_ms.swap(millis(limit), Ordering::Relaxed);
+        self.inner.every_millisecond.store(true, Ordering::Relaxed);
+        let out = f();
+        self.inner.every_millisecond.store(false, Ordering::Relaxed);
+        self.inner.wait_ms.store(before, Ordering::Relaxed);
+        out
+    }
+
+    fn get(&self) -> Duration {
+        Duration::from_millis(self.inner.wait_ms.load(Ordering::Relaxed))
+    }
+
+    /// The sleep before try `count + 1`.
+    fn delay(&self, count: i32) -> Duration {
+        let ms = if self.inner.every_millisecond.load(Ordering::Relaxed) {
+            1
+        } else {
+            BUSY_DELAYS_MS[usize::try_from(count)
+                .unwrap_or(0)
+                .min(BUSY_DELAYS_MS.len() - 1)]
+        };
+        Duration::from_millis(ms)
+    }
+
+    /// Installs a busy handler on `conn` that waits as `busy_timeout` would and counts the retries in `shared`.
+    ///
+    /// A busy handler replaces SQLite's busy timeout (`PRAGMA busy_timeout` then reads 0), so the handler enforces
+    /// the configured timeout itself.
+    pub(crate) fn install(
+        &self,
+        conn: &mut Connection,
+        shared: &Arc<Shared>,
+    ) -> rusqlite::Result<()> {
+        let busy = self.clone();
+        let counters = shared.clone();
+        let mut episode_start = Instant::now();
+        conn.busy_handler(Some(move |count: i32| {
+            let now = Instant::now();
+            if count == 0 {
+                episode_start = now;
+            }
+            let waited = now - episode_start;
+            let limit = busy.get();
+            let metrics = &counters.metrics;
+            if waited >= limit {
+                metrics.busy_timeouts.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
+            metrics.busy_retries.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(busy.delay(count).min(limit - waited));
+            true
+        }))
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Sleeps between tries for a busy lock, the schedule of SQLite's own busy-timeout handler (`sqliteDefaultBusy
+/// Callback` in main.c): short at first, for the common brief lock, then up to 100 ms.
+const BUSY_DELAYS_MS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_checkpoint_waiting_for_readers_tries_every_millisecond() {
+        let busy = BusyLimit::new(Duration::from_secs(5));
+        assert_eq!(busy.delay(0), Duration::from_millis(1));
+        assert_eq!(busy.delay(6), Duration::from_millis(25));
+        assert_eq!(busy.delay(50), Duration::from_millis(100));
+        busy.with(Duration::from_millis(100), || {
+            assert_eq!(busy.get(), Duration::from_millis(100));
+            assert_eq!(busy.delay(6), Duration::from_millis(1));
+            assert_eq!(busy.delay(50), Duration::from_millis(1));
+        });
+        assert_eq!(busy.get(), Duration::from_secs(5));
+        assert_eq!(busy.delay(6), Duration::from_millis(25));
+    }
+}

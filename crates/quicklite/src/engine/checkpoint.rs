@@ -1,0 +1,254 @@
+//! Checkpoints: who copies the WAL back into the database file, and when.
+//!
+//! In WAL mode every commit appends pages to the `-wal` file; a checkpoint copies them back into the database so
+//! the WAL can start over. SQLite's own automatic checkpoint (`wal_autocheckpoint`, 1000 pages) runs inside the
+//! `COMMIT` that crosses the threshold, so one caller in a thousand pays for it, and it is PASSIVE: it never waits
+//! for readers, so under continuous reads the WAL can grow without bound (<https://www.sqlite.org/wal.html>,
+//! "Avoiding Excessively Large WAL Files"). The managed policy moves checkpoints after the answers (and a
+//! standalone database's `PASSIVE` ones to a thread of their own, where their fsyncs hold up no write), restarts the
+//! WAL once it passes a bound (waiting briefly for readers, which quicklite's readers never hold long: a reader's
+//! snapshot lives at most `read_snapshot_max_age`), and truncates it when the writer is idle.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+use rusqlite::config::DbConfig;
+
+use crate::Result;
+use crate::config::{Checkpointing, Config};
+use crate::engine::busy::BusyLimit;
+use crate::engine::guard::GuardedConnection;
+use crate::engine::policy::Policy;
+use crate::engine::{Shared, open};
+use crate::metrics::Metrics;
+
+/// The checkpoint modes the writer uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Passive,
+    Restart,
+    Truncate,
+}
+
+impl Mode {
+    fn sql(self) -> &'static str {
+        match self {
+            Mode::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
+            Mode::Restart => "PRAGMA wal_checkpoint(RESTART)",
+            Mode::Truncate => "PRAGMA wal_checkpoint(TRUNCATE)",
+        }
+    }
+
+    pub(crate) fn waits_for_readers(self) -> bool {
+        self != Mode::Passive
+    }
+}
+
+/// What a checkpoint did (the row `PRAGMA wal_checkpoint` answers).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Outcome {
+    /// The checkpoint could not finish: a reader still used frames it needed, or the wait for readers ran out.
+    pub(crate) busy: bool,
+    /// Frames in the WAL.
+    pub(crate) log_frames: i64,
+    /// Frames copied back into the database (in total, including earlier checkpoints of the same WAL).
+    pub(crate) checkpointed_frames: i64,
+    pub(crate) took: Duration,
+}
+
+/// Runs one checkpoint on the writer's connection.
+pub(crate) fn run(conn: &Connection, mode: Mode) -> rusqlite::Result<Outcome> {
+    let started = Instant::now();
+    let (busy, log_frames, checkpointed_frames) = conn
+        .prepare_cached(mode.sql())?
+        .query_row([], |r| Ok((r.get::<_, i64>(0)?, r.get(1)?, r.get(2)?)))?;
+    Ok(Outcome {
+        busy: busy != 0,
+        log_frames,
+        checkpointed_frames,
+        took: started.elapsed(),
+    })
+}
+
+/// Records a checkpoint's outcome in `metrics`; returns it for the caller's policy.
+pub(crate) fn record(
+    metrics: &Metrics,
+    mode: Mode,
+    outcome: rusqlite::Result<Outcome>,
+) -> rusqlite::Result<Outcome> {
+    match &outcome {
+        Ok(outcome) => {
+            metrics.checkpoints.fetch_add(1, Ordering::Relaxed);
+            metrics.checkpoint_us.record_duration(outcome.took);
+            metrics
+                .checkpoint_frames
+                .record(u64::try_from(outcome.log_frames).unwrap_or(0));
+            if outcome.busy {
+                metrics
+                    .checkpoints_incomplete
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            tracing::debug!(
+                ?mode,
+                busy = outcome.busy,
+                wal_frames = outcome.log_frames,
+                checkpointed = outcome.checkpointed_frames,
+                took_us = outcome.took.as_micros() as u64,
+                "checkpoint"
+            );
+        }
+        Err(e) => {
+            metrics.checkpoint_errors.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(?mode, error = %e, "checkpoint failed");
+        }
+    }
+    outcome
+}
+
+/// A connection of its own for `PASSIVE` checkpoints, so that a database's writer does not wait for them: a
+/// checkpoint syncs the WAL and then the database file, two fsyncs that would otherwise hold up every write queued
+/// behind the commit that crossed the threshold. A `PASSIVE` checkpoint takes no lock a writer needs, so commits go
+/// on meanwhile. The scheduler runs it on a thread of its own ([`PassiveCheckpoints`]).
+pub(crate) struct Checkpointer {
+    conn: Connection,
+    shared: Arc<Shared>,
+}
+
+impl Checkpointer {
+    /// Opens the checkpointer's connection to `path` with the writer's PRAGMAs (`synchronous` decides what a
+    /// checkpoint syncs).
+    pub(crate) fn open(path: &Path, config: &Config, shared: Arc<Shared>) -> Result<Checkpointer> {
+        let conn = open::open_read_write(path, config)?.into_inner();
+        // Never the last connection to close on purpose, but if it were, the writer's policy decides, not this.
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+        Ok(Checkpointer { conn, shared })
+    }
+
+    /// Runs one `PASSIVE` checkpoint and records it.
+    pub(crate) fn passive(&self) {
+        let _ = record(
+            &self.shared.metrics,
+            Mode::Passive,
+            run(&self.conn, Mode::Passive),
+        );
+    }
+}
+
+/// Where a writer hands its `PASSIVE` checkpoints when they run elsewhere ([`Checkpointer`] on a thread).
+pub(crate) trait PassiveCheckpoints: Send {
+    /// Asks for a `PASSIVE` checkpoint; one asked for and not started yet covers this one too.
+    fn request(&self);
+    /// Waits for a running `PASSIVE` checkpoint to end, and keeps the next from starting while held: the writer's
+    /// own checkpoints (`RESTART`, `TRUNCATE`) would fail as busy beside it.
+    fn hold(&self) -> MutexGuard<'_, ()>;
+}
+
+/// A writer's checkpoints under [`Checkpointing::Managed`]: the policy's decisions, carried out on the writer's
+/// connection or handed to [`PassiveCheckpoints`].
+pub(crate) struct Checkpoints {
+    /// `None` when the writer does not checkpoint by itself.
+    policy: Option<Policy>,
+    /// Where `PASSIVE` checkpoints go when they run on a thread of their own.
+    passive: Option<Box<dyn PassiveCheckpoints>>,
+    /// The writer connection's busy-wait limit, shortened while a checkpoint waits for readers.
+    busy: BusyLimit,
+    /// How long `RESTART` and `TRUNCATE` checkpoints wait for readers.
+    reader_wait: Duration,
+}
+
+impl Checkpoints {
+    pub(crate) fn new(checkpointing: Checkpointing, busy: BusyLimit) -> Checkpoints {
+        let reader_wait = match checkpointing {
+            Checkpointing::Managed { reader_wait, .. } => reader_wait,
+            Checkpointing::Sqlite | Checkpointing::External => Duration::ZERO,
+        };
+        Checkpoints {
+            policy: Policy::new(checkpointing),
+            passive: None,
+            busy,
+            reader_wait,
+        }
+    }
+
+    /// Whether the writer checkpoints by itself.
+    pub(crate) fn managed(&self) -> bool {
+        self.policy.is_some()
+    }
+
+    /// Hands `PASSIVE` checkpoints to `passive` from now on.
+    pub(crate) fn hand_passive_to(&mut self, passive: Box<dyn PassiveCheckpoints>) {
+        self.passive = Some(passive);
+    }
+
+    /// Stops handing `PASSIVE` checkpoints elsewhere (the checkpoint thread ends, after its checkpoint if one
+    /// runs).
+    pub(crate) fn stop_handing_off(&mut self) {
+        self.passive = None;
+    }
+
+    /// How long the writer may wait for a request before truncating the WAL, if it should.
+    pub(crate) fn idle_wait(&self) -> Option<Duration> {
+        self.policy.as_ref().and_then(Policy::idle_wait)
+    }
+
+    /// Runs (or hands off) the checkpoint the policy asks for after the last commit, if any. Callers have their
+    /// answers already.
+    pub(crate) fn after_commit(&mut self, conn: &GuardedConnection, shared: &Shared) {
+        let frames = shared.metrics.wal_frames.load(Ordering::Relaxed);
+        let frames = u32::try_from(frames).unwrap_or(u32::MAX);
+        let Some(policy) = self.policy.as_mut() else {
+            return;
+        };
+        match (policy.after_commit(frames), &self.passive) {
+            (Some(Mode::Passive), Some(passive)) => {
+                passive.request();
+                policy.passive_requested(frames);
+            }
+            (Some(mode), _) => self.run(conn, shared, mode),
+            (None, _) => {}
+        }
+    }
+
+    /// Runs one checkpoint on the writer's connection and records it (nothing unless managed).
+    pub(crate) fn run(&mut self, conn: &GuardedConnection, shared: &Shared, mode: Mode) {
+        if self.policy.is_none() {
+            return;
+        }
+        let _span = tracing::debug_span!("quicklite.checkpoint", ?mode).entered();
+        let metrics = &shared.metrics;
+        let outcome = {
+            // A checkpoint running elsewhere now would make this one fail as busy: let it end first.
+            let _passive = self.passive.as_ref().map(|p| p.hold());
+            if mode.waits_for_readers() {
+                self.busy.with(self.reader_wait, || run(conn.conn(), mode))
+            } else {
+                run(conn.conn(), mode)
+            }
+        };
+        let Some(policy) = self.policy.as_mut() else {
+            return;
+        };
+        match record(metrics, mode, outcome) {
+            Ok(outcome) => {
+                if !outcome.busy && mode.waits_for_readers() {
+                    // The WAL starts over (or is empty): the hook reports again at the next commit.
+                    metrics.wal_frames.store(0, Ordering::Relaxed);
+                }
+                policy.checkpointed(mode, &outcome);
+            }
+            Err(_) => {
+                let frames = metrics.wal_frames.load(Ordering::Relaxed);
+                let failed = Outcome {
+                    busy: true,
+                    log_frames: i64::try_from(frames).unwrap_or(i64::MAX),
+                    checkpointed_frames: 0,
+                    took: Duration::ZERO,
+                };
+                policy.checkpointed(mode, &failed);
+            }
+        }
+    }
+}

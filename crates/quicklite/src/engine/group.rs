@@ -1,0 +1,236 @@
+//! One write transaction: a group of writes committed together, or one write that runs alone.
+//!
+//! A group runs in one `BEGIN IMMEDIATE` … `COMMIT`, each write in its own `SAVEPOINT` (released on success,
+//! rolled back to on error, so a failing write takes only its own work with it). A commit (and, under
+//! `synchronous=FULL`, its fsync) is the expensive part of a small write; a group shares one. The functions here
+//! only run the transaction and say what happened to each write ([`Outcomes`]); nobody is answered before the
+//! `COMMIT` returned, so no write is ever reported as committed that is not.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use crate::Error;
+use crate::engine::Shared;
+use crate::engine::guard::GuardedConnection;
+use crate::request::{Ran, WriteKind, WriteRequest};
+
+/// Transaction-control statements, kept prepared in the statement cache.
+pub(crate) const BEGIN: &str = "BEGIN IMMEDIATE";
+pub(crate) const COMMIT: &str = "COMMIT";
+pub(crate) const ROLLBACK: &str = "ROLLBACK";
+const SAVEPOINT_SQL: &str = "SAVEPOINT quicklite_write";
+const RELEASE_SQL: &str = "RELEASE quicklite_write";
+const ROLLBACK_TO_SQL: &str = "ROLLBACK TO quicklite_write";
+
+/// What happened to each write of a transaction, in order: `None` if its work was committed — or if its own
+/// closure failed, which its own answer reports — and otherwise the failure that took its work with it (the
+/// group's `COMMIT` failed, SQLite rolled the transaction back, its savepoint could not begin).
+pub(crate) type Outcomes = Vec<Option<Error>>;
+
+/// Runs `group` (two or more grouped writes, or one) in one transaction; fills `outcomes`, one per write.
+/// Returns whether a `COMMIT` succeeded (and was published to read-your-writes).
+pub(crate) fn commit_group(
+    conn: &GuardedConnection,
+    shared: &Shared,
+    group: &mut [WriteRequest],
+    outcomes: &mut Outcomes,
+) -> bool {
+    let metrics = &shared.metrics;
+    let began = Instant::now();
+    outcomes.clear();
+    if let Err(e) = conn.control(BEGIN) {
+        outcomes.extend(group.iter().map(|_| Some(Error::copy_sqlite(&e))));
+        return false;
+    }
+    let single = group.len() == 1;
+    // Writes from `open_from` on have their work in the open transaction.
+    let mut open_from = 0;
+    for i in 0..group.len() {
+        let savepoint = !single && group[i].kind == WriteKind::Grouped;
+        if savepoint && let Err(e) = conn.control(SAVEPOINT_SQL) {
+            outcomes.push(Some(Error::copy_sqlite(&e)));
+            continue;
+        }
+        let ran = {
+            let request = &mut group[i];
+            let _span = tracing::debug_span!(parent: &request.span, "quicklite.write").entered();
+            request.job.run(conn.conn())
+        };
+        if ran == Ran::Panicked {
+            metrics.panics.fetch_add(1, Ordering::Relaxed);
+        }
+        if conn.conn().is_autocommit() {
+            // SQLite rolled the whole transaction back by itself (I/O error, full disk, out of memory):
+            // everything this group did so far is gone, including writes whose savepoints were released.
+            let reason = group[i]
+                .job
+                .error_message()
+                .unwrap_or_else(|| "the transaction was rolled back by SQLite".to_string());
+            metrics.rolled_back_groups.fetch_add(1, Ordering::Relaxed);
+            metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(%reason, "sqlite rolled back a write group");
+            for outcome in outcomes[open_from..].iter_mut() {
+                if outcome.is_none() {
+                    *outcome = Some(Error::RolledBack {
+                        reason: reason.clone(),
+                    });
+                }
+            }
+            outcomes.push(Some(Error::RolledBack { reason }));
+            open_from = i + 1;
+            if let Err(e) = conn.control(BEGIN) {
+                // Nothing more can run in this group; the rest get the error.
+                outcomes.extend((i + 1..group.len()).map(|_| Some(Error::copy_sqlite(&e))));
+                open_from = group.len();
+                break;
+            }
+            continue;
+        }
+        let undo = if single {
+            // No savepoint around a lone write: its failure rolls back the whole transaction.
+            (!ran.is_ok()).then(|| conn.control(ROLLBACK))
+        } else if !savepoint {
+            // A single statement: SQLite undid a failing one's changes itself.
+            None
+        } else if ran.is_ok() {
+            Some(conn.control(RELEASE_SQL))
+        } else {
+            Some(
+                conn.control(ROLLBACK_TO_SQL)
+                    .and_then(|_| conn.control(RELEASE_SQL)),
+            )
+        };
+        if !ran.is_ok() {
+            metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(Err(e)) = undo {
+            tracing::error!(error = %e, "could not end a write's savepoint");
+        }
+        outcomes.push(None);
+    }
+
+    if conn.conn().is_autocommit() {
+        return false;
+    }
+    let committing = Instant::now();
+    match conn.control(COMMIT) {
+        Ok(()) => {
+            metrics.commit_us.record_duration(committing.elapsed());
+            metrics.write_txn_us.record_duration(began.elapsed());
+            shared.publish_commit();
+            metrics.write_batch.record((group.len() - open_from) as u64);
+            true
+        }
+        Err(e) => {
+            metrics.failed_commits.fetch_add(1, Ordering::Relaxed);
+            metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+            if !conn.conn().is_autocommit() {
+                let _ = conn.control(ROLLBACK);
+            }
+            let (extended_code, message) = crate::error::sqlite_parts(&e);
+            let batch = group.len() - open_from;
+            tracing::error!(%message, batch, "group commit failed");
+            for outcome in outcomes[open_from..].iter_mut() {
+                if outcome.is_none() {
+                    *outcome = Some(Error::CommitFailed {
+                        extended_code,
+                        message: message.clone(),
+                        batch,
+                    });
+                }
+            }
+            false
+        }
+    }
+}
+
+/// Runs a write alone: one that asked for a transaction of its own or for none, or a single statement that
+/// nothing queued could share a commit with. Returns its outcome (see [`Outcomes`]).
+pub(crate) fn run_alone(
+    conn: &GuardedConnection,
+    shared: &Shared,
+    request: &mut WriteRequest,
+) -> Option<Error> {
+    let metrics = &shared.metrics;
+    let started = Instant::now();
+    let (ran, outcome) = match request.kind {
+        WriteKind::Grouped | WriteKind::Transaction => match conn.control(BEGIN) {
+            Err(e) => return Some(Error::copy_sqlite(&e)),
+            Ok(()) => {
+                let ran = request.job.run(conn.conn());
+                let outcome = if conn.conn().is_autocommit() {
+                    metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+                    Some(Error::RolledBack {
+                        reason: request
+                            .job
+                            .error_message()
+                            .unwrap_or_else(|| "rolled back by SQLite".into()),
+                    })
+                } else if !ran.is_ok() {
+                    let _ = conn.control(ROLLBACK);
+                    metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+                    None
+                } else {
+                    commit_alone(conn, shared, started)
+                };
+                (ran, outcome)
+            }
+        },
+        WriteKind::GroupedStatement => {
+            // One statement with nothing queued to share its commit: in autocommit mode it is a transaction by
+            // itself (a writing statement takes the write lock when it starts and commits when it ends, or undoes
+            // everything it did), which spares executing `BEGIN IMMEDIATE` and `COMMIT`. If the commit fails, the
+            // statement returns that error.
+            let ran = request.job.run(conn.conn());
+            if ran.is_ok() {
+                shared.publish_commit();
+                metrics.write_batch.record(1);
+                metrics.write_txn_us.record_duration(started.elapsed());
+            } else {
+                metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+            }
+            (ran, None)
+        }
+        WriteKind::Unmanaged => {
+            let ran = conn.allow_tx_control(|c| request.job.run(c));
+            let outcome = if conn.conn().is_autocommit() {
+                None
+            } else {
+                let _ = conn.control(ROLLBACK);
+                metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+                Some(Error::TransactionLeftOpen)
+            };
+            // It may have committed anything; readers must not serve older snapshots to later reads.
+            shared.publish_commit();
+            (ran, outcome)
+        }
+    };
+    if ran == Ran::Panicked {
+        metrics.panics.fetch_add(1, Ordering::Relaxed);
+    }
+    outcome
+}
+
+/// Commits a write's own transaction.
+fn commit_alone(conn: &GuardedConnection, shared: &Shared, started: Instant) -> Option<Error> {
+    let metrics = &shared.metrics;
+    match conn.control(COMMIT) {
+        Ok(()) => {
+            shared.publish_commit();
+            metrics.write_batch.record(1);
+            metrics.write_txn_us.record_duration(started.elapsed());
+            None
+        }
+        Err(e) => {
+            metrics.failed_commits.fetch_add(1, Ordering::Relaxed);
+            metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+            let _ = conn.control(ROLLBACK);
+            let (extended_code, message) = crate::error::sqlite_parts(&e);
+            Some(Error::CommitFailed {
+                extended_code,
+                message,
+                batch: 1,
+            })
+        }
+    }
+}

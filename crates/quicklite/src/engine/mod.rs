@@ -1,0 +1,15 @@
+//! The engine: the SQLite work of a database over its connections — opening them, one write transaction, one
+//! batch of reads, checkpoints. It runs no thread and waits for no work: a scheduler
+//! ([`sched`](crate::sched)) decides who serves a database and when.
+
+pub(crate) mod busy;
+pub(crate) mod checkpoint;
+pub(crate) mod group;
+pub(crate) mod guard;
+pub(crate) mod open;
+pub(crate) mod policy;
+pub(crate) mod read;
+mod shared;
+pub(crate) mod write;
+
+pub(crate) use shared::Shared;

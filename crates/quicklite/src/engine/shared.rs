@@ -1,0 +1,29 @@
+//! What a database's handle and every connection serving it share: the commit sequence and the live counters.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::metrics::Metrics;
+
+/// State shared by a database's handle, its writer and its readers.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    /// Number of transactions the writer has committed; readers compare it with a request's `min_seq`
+    /// (read-your-writes).
+    commit_seq: AtomicU64,
+    /// Live counters.
+    pub(crate) metrics: Metrics,
+}
+
+impl Shared {
+    /// The commit sequence now: a snapshot begun after this load contains every commit numbered up to it.
+    pub(crate) fn commit_seq(&self) -> u64 {
+        self.commit_seq.load(Ordering::Acquire)
+    }
+
+    /// Makes a commit visible to read-your-writes: readers serving requests made after this point start a new
+    /// snapshot if theirs is older. Called once the `COMMIT` has returned.
+    pub(crate) fn publish_commit(&self) {
+        self.commit_seq.fetch_add(1, Ordering::Release);
+        self.metrics.commits.fetch_add(1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,327 @@
+//! The writer: the one read-write connection of a database, serving its queue one transaction at a time.
+//!
+//! The writer takes what is queued (up to `write_batch_max`), commits the grouped writes together
+//! ([`group`](crate::engine::group)) and answers everyone once the `COMMIT` returned; a write that must run alone
+//! runs alone. Who runs the writer, and how it waits for work, is the scheduler's business: a thread of its own
+//! or turns on a registry's pool.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use rusqlite::config::DbConfig;
+
+use crate::Result;
+use crate::config::Config;
+use crate::engine::busy::BusyLimit;
+use crate::engine::checkpoint::{Checkpoints, Mode, PassiveCheckpoints};
+use crate::engine::group::{self, Outcomes, ROLLBACK};
+use crate::engine::guard::GuardedConnection;
+use crate::engine::{Shared, open};
+use crate::inbox::Inbox;
+use crate::queue::Receiver;
+use crate::reply::{Answers, Relays, Reply};
+use crate::request::{WriteKind, WriteRequest};
+
+/// WAL frames (4 KiB pages by default) below which a writer closed to be reopened later leaves the WAL as it is;
+/// a longer WAL is checkpointed at close ([`Writer::shut_down`]).
+const WAL_KEPT_AT_CLOSE: u64 = 256;
+
+/// Flag PRAGMAs that make the writer's connection read-only while it serves reads, and writable again.
+const QUERY_ONLY_ON: &str = "PRAGMA query_only = ON";
+const QUERY_ONLY_OFF: &str = "PRAGMA query_only = OFF";
+
+/// How a writer's connection is closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Close {
+    /// For good: `PRAGMA optimize`, and under managed checkpoints a `TRUNCATE` checkpoint, first.
+    ForGood,
+    /// To be reopened soon (a registry's database closed when idle or to make room): a short WAL stays for the
+    /// next open.
+    ToReopen,
+}
+
+/// A database's writer.
+pub(crate) struct Writer {
+    conn: GuardedConnection,
+    inbox: Inbox<WriteRequest>,
+    shared: Arc<Shared>,
+    config: Config,
+    checkpoints: Checkpoints,
+    /// The group being committed (kept to reuse its allocation).
+    group: Vec<WriteRequest>,
+    /// Answers handed to callers to pass on, delivered from here if they are not passed on in time.
+    relays: Relays,
+    /// What happened to each write of a group, and the decided answers (kept to reuse their allocations).
+    outcomes: Outcomes,
+    answers: Answers,
+}
+
+/// A writer just opened, with what its connection reported.
+pub(crate) struct OpenedWriter {
+    pub(crate) writer: Writer,
+    /// The PRAGMAs read back (only `busy_timeout` unless asked for).
+    pub(crate) pragmas: BTreeMap<String, String>,
+    /// The file SQLite opened, when it reports one.
+    pub(crate) file: Option<PathBuf>,
+}
+
+impl Writer {
+    /// Opens the read-write connection of `path` (applying the PRAGMAs, installing the hooks) for a writer serving
+    /// `rx`. `read_back` reads every PRAGMA back, a dozen statements: a registry's database does it on its first
+    /// open only.
+    pub(crate) fn open(
+        path: &Path,
+        config: &Config,
+        shared: &Arc<Shared>,
+        rx: Receiver<WriteRequest>,
+        read_back: bool,
+    ) -> Result<OpenedWriter> {
+        let busy = BusyLimit::new(config.busy_timeout);
+        let mut conn = open::open_read_write(path, config)?;
+        open::instrument(conn.conn_mut(), config, shared, "writer", &busy)?;
+        open::watch_wal(conn.conn_mut(), config, shared)?;
+        let mut pragmas = if read_back {
+            open::read_back_pragmas(conn.conn(), config)?
+        } else {
+            BTreeMap::new()
+        };
+        // The busy handler that counts retries replaced SQLite's timeout (which now reads 0); it enforces the
+        // configured timeout itself.
+        pragmas.insert(
+            "busy_timeout".into(),
+            config.busy_timeout.as_millis().to_string(),
+        );
+        let file = conn
+            .conn()
+            .path()
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from);
+        let writer = Writer {
+            conn,
+            inbox: Inbox::new(rx, config.write_batch_max),
+            shared: shared.clone(),
+            checkpoints: Checkpoints::new(config.checkpointing, busy),
+            group: Vec::with_capacity(config.write_batch_max),
+            relays: Relays::default(),
+            outcomes: Outcomes::with_capacity(config.write_batch_max),
+            answers: Answers::with_capacity(config.write_batch_max),
+            config: config.clone(),
+        };
+        Ok(OpenedWriter {
+            writer,
+            pragmas,
+            file,
+        })
+    }
+
+    /// The writer's queue and the requests it took from it.
+    pub(crate) fn inbox(&mut self) -> &mut Inbox<WriteRequest> {
+        &mut self.inbox
+    }
+
+    /// The relays this writer issued.
+    pub(crate) fn relays(&mut self) -> &mut Relays {
+        &mut self.relays
+    }
+
+    /// The file SQLite opened, if it reports one.
+    pub(crate) fn file(&self) -> Option<&str> {
+        self.conn.conn().path().filter(|p| !p.is_empty())
+    }
+
+    /// Whether the writer checkpoints by itself ([`Checkpointing::Managed`](crate::Checkpointing::Managed)).
+    pub(crate) fn manages_checkpoints(&self) -> bool {
+        self.checkpoints.managed()
+    }
+
+    /// Hands this writer's `PASSIVE` checkpoints to `passive` from now on.
+    pub(crate) fn hand_passive_checkpoints_to(&mut self, passive: Box<dyn PassiveCheckpoints>) {
+        self.checkpoints.hand_passive_to(passive);
+    }
+
+    /// How long the writer may wait for a request before truncating the WAL ([`Writer::truncate_wal`]), if it
+    /// should.
+    pub(crate) fn idle_truncate_after(&self) -> Option<Duration> {
+        self.checkpoints.idle_wait()
+    }
+
+    /// Truncates the WAL (a `TRUNCATE` checkpoint), once the writer has been idle.
+    pub(crate) fn truncate_wal(&mut self) {
+        self.checkpoints
+            .run(&self.conn, &self.shared, Mode::Truncate);
+    }
+
+    /// Serves what is queued now, one group (or one write that runs alone), without waiting for more, and
+    /// delivers the relays it issued; returns whether there was anything to serve (a turn on a pool's thread).
+    pub(crate) fn serve_turn(&mut self) -> bool {
+        let Some(first) = self.inbox.pop_now() else {
+            return false;
+        };
+        self.serve(first);
+        // Nothing here waits to deliver late relays: deliver them now (callers already passing them on get there
+        // first).
+        self.relays.deliver_all();
+        true
+    }
+
+    /// Serves `first` and, if it is a grouped write, the grouped writes queued behind it; then runs the
+    /// checkpoint that is due, if any.
+    pub(crate) fn serve(&mut self, first: WriteRequest) {
+        let mut group = std::mem::take(&mut self.group);
+        let alone = !first.kind.is_grouped();
+        group.push(first);
+        if !alone {
+            self.fill(&mut group);
+        }
+        match group.as_mut_slice() {
+            // A single statement with nothing queued to share its commit runs as a transaction by itself.
+            [lone] if alone || lone.kind == WriteKind::GroupedStatement => self.serve_alone(lone),
+            _ => self.serve_group(&mut group),
+        }
+        self.answer(&mut group);
+        self.group = group;
+        self.checkpoints.after_commit(&self.conn, &self.shared);
+    }
+
+    /// Adds queued grouped writes to `group`, up to the batch limit; stops at a write that must run alone (left
+    /// first in the inbox). With a linger time, waits up to that long for more writes to join.
+    fn fill(&mut self, group: &mut Vec<WriteRequest>) {
+        let deadline = (!self.config.write_linger.is_zero())
+            .then(|| Instant::now() + self.config.write_linger);
+        let max = self.config.write_batch_max;
+        while group.len() < max {
+            match self.inbox.pop_now_up_to(max - group.len()) {
+                Some(r) if r.kind.is_grouped() => group.push(r),
+                Some(r) => {
+                    self.inbox.push_front(r);
+                    return;
+                }
+                None => match deadline {
+                    Some(d) if Instant::now() < d => {
+                        std::thread::sleep((d - Instant::now()).min(Duration::from_micros(50)))
+                    }
+                    _ => break,
+                },
+            }
+        }
+    }
+
+    /// Runs a group of writes in one transaction; the outcomes wait in `self.outcomes`.
+    fn serve_group(&mut self, group: &mut [WriteRequest]) {
+        let _span = tracing::debug_span!("quicklite.write_group", writes = group.len()).entered();
+        self.record_waits(group);
+        group::commit_group(&self.conn, &self.shared, group, &mut self.outcomes);
+    }
+
+    /// Runs one write alone; its outcome waits in `self.outcomes`.
+    fn serve_alone(&mut self, request: &mut WriteRequest) {
+        let span =
+            tracing::debug_span!(parent: &request.span, "quicklite.write", kind = ?request.kind);
+        let _span = span.enter();
+        self.record_waits(std::slice::from_ref(request));
+        let outcome = group::run_alone(&self.conn, &self.shared, request);
+        self.outcomes.clear();
+        self.outcomes.push(outcome);
+    }
+
+    fn record_waits(&self, requests: &[WriteRequest]) {
+        let now = Instant::now();
+        for r in requests {
+            self.shared
+                .metrics
+                .write_wait_us
+                .record_duration(now - r.enqueued);
+        }
+    }
+
+    /// Answers the writes just served, emptying `served`.
+    fn answer(&mut self, served: &mut Vec<WriteRequest>) {
+        let metrics = &self.shared.metrics;
+        metrics
+            .writes
+            .fetch_add(served.len() as u64, Ordering::Relaxed);
+        let mut answers = std::mem::take(&mut self.answers);
+        for (mut r, outcome) in served.drain(..).zip(self.outcomes.drain(..)) {
+            if r.job.resolve(outcome) {
+                metrics.write_errors.fetch_add(1, Ordering::Relaxed);
+            }
+            answers.push((r.caller, r.job as Box<dyn Reply>));
+        }
+        self.relays.answer_all(&mut answers);
+        // Empty again; its room serves the next group.
+        self.answers = answers;
+    }
+
+    /// Lends the connection, made read-only (`query_only`, so a read closure that writes fails with
+    /// `SQLITE_READONLY` as on a reader connection), to `f`; `None` if it could not be made read-only. A
+    /// registry's database that is read rarely needs no reader connection of its own.
+    pub(crate) fn lend_read_only<T>(
+        &mut self,
+        f: impl FnOnce(&GuardedConnection) -> T,
+    ) -> Option<T> {
+        if let Err(e) = self.conn.control(QUERY_ONLY_ON) {
+            tracing::warn!(error = %e, "could not make the writer's connection read-only for reads");
+            return None;
+        }
+        let out = f(&self.conn);
+        if let Err(e) = self.conn.control(QUERY_ONLY_OFF) {
+            // Writes on this connection would now fail with SQLITE_READONLY, each with that clear error.
+            tracing::error!(error = %e, "could not make the writer's connection writable again");
+        }
+        Some(out)
+    }
+
+    /// Ends the writer: rolls back anything open and closes the connection (see [`Close`]).
+    pub(crate) fn shut_down(mut self, close: Close) {
+        // A checkpoint thread ends (its checkpoint, if one runs) and closes its connection first.
+        self.checkpoints.stop_handing_off();
+        if !self.conn.conn().is_autocommit() {
+            let _ = self.conn.control(ROLLBACK);
+        }
+        if close == Close::ToReopen {
+            // Likely to reopen soon: leave a short WAL for the next open instead of the checkpoint (and fsyncs)
+            // SQLite runs when the last connection closes. The next open reads the whole WAL to rebuild its index,
+            // so a long one is checkpointed now, once, rather than read again at every reopen.
+            let frames = self.shared.metrics.wal_frames.load(Ordering::Relaxed);
+            if self.checkpoints.managed()
+                && frames < WAL_KEPT_AT_CLOSE
+                && let Err(e) = self
+                    .conn
+                    .conn()
+                    .set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            {
+                tracing::debug!(error = %e, "could not skip the checkpoint at close");
+            }
+            match self.conn.close() {
+                Ok(()) if frames >= WAL_KEPT_AT_CLOSE => {
+                    // Checkpointed by SQLite as the last connection closed.
+                    self.shared.metrics.wal_frames.store(0, Ordering::Relaxed);
+                }
+                Ok(()) => {}
+                Err(e) => tracing::warn!(error = %e, "closing the writer connection failed"),
+            }
+            return;
+        }
+        // `PRAGMA optimize` before closing is what SQLite recommends for long-lived connections.
+        if let Err(e) = self.conn.conn().execute_batch("PRAGMA optimize") {
+            tracing::debug!(error = %e, "PRAGMA optimize at close failed");
+        }
+        let wal = self
+            .conn
+            .conn()
+            .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
+            .map(|m| m.eq_ignore_ascii_case("wal"))
+            .unwrap_or(false);
+        if wal && self.checkpoints.managed() {
+            // Fold the WAL back into the database so the file is complete on its own after close. (SQLite itself
+            // checkpoints when the last connection closes, unless checkpoints are external.)
+            self.truncate_wal();
+        }
+        if let Err(e) = self.conn.close() {
+            tracing::warn!(error = %e, "closing the writer connection failed");
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Options of a registry, and opening it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use crate::registry::housekeeping::housekeeping;
+use crate::registry::{Configure, Registry, RegistryInner};
+use crate::sched::pool::{Pool, run_pool_thread};
+use crate::util::{lock, spawn};
+use crate::{Builder, Error, Result};
+
+/// Options of a [`Registry`]. Made by [`Registry::builder`].
+#[must_use = "a builder does nothing until `open` is awaited"]
+pub struct RegistryBuilder {
+    dir: PathBuf,
+    threads: Option<usize>,
+    max_open: usize,
+    max_reader_connections: Option<usize>,
+    idle_timeout: Duration,
+    configure: Option<Configure>,
+}
+
+impl std::fmt::Debug for RegistryBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryBuilder")
+            .field("dir", &self.dir)
+            .field("threads", &self.threads)
+            .field("max_open", &self.max_open)
+            .field("max_reader_connections", &self.max_reader_connections)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RegistryBuilder {
+    pub(super) fn new(dir: &Path) -> RegistryBuilder {
+        RegistryBuilder {
+            dir: dir.to_path_buf(),
+            threads: None,
+            max_open: 128,
+            max_reader_connections: None,
+            idle_timeout: Duration::from_secs(30),
+            configure: None,
+        }
+    }
+
+    /// Threads serving every database of the registry: half serve writes, half reads (at least one each), so slow
+    /// writes cannot starve reads. By default, twice the available cores. The pool never grows: a thread is busy
+    /// for as long as one group of writes or one batch of reads takes.
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = Some(n);
+        self
+    }
+
+    /// Most databases with open connections at once. A database that must open when the cap is reached first
+    /// closes the least recently used idle one of 16 sampled at random (an approximate LRU); if none is idle, one
+    /// whose writes wait in the run queue (they reopen it when their turn comes, in order); only if every open
+    /// database is running a task does it wait — the cap holds, so file descriptors stay bounded.
+    /// By default, 128: an open database holds three file descriptors (its writer connection's database and WAL
+    /// files, and the shared-memory file) and two more per reader connection, which keeps the default under the
+    /// usual limit of 1024 per process.
+    ///
+    /// A larger cap is not free when more databases are in use than it holds: every open then costs time in
+    /// proportion to the files the process has open (SQLite's unix VFS looks for the file in a list of every open
+    /// one). Serving 10,000 databases in turn under a limit of 20,000 descriptors, a cap of 6,410 kept up with 0–6%
+    /// of the writes, 1,500 with 96%, 128 with all of them (the `multi-db` workload of `quicklite bench`). Raise
+    /// it to hold every database in use at once, or not at all.
+    pub fn max_open(mut self, n: usize) -> Self {
+        self.max_open = n;
+        self
+    }
+
+    /// Most reader connections open at once, over all databases. A database is read on its writer's connection
+    /// while no write is queued or running (made read-only for the batch), so a database that is not read and
+    /// written at the same moment holds one connection: its database and WAL files and the shared-memory file,
+    /// three file descriptors. A read that finds the writer busy opens a reader connection (two more) if this
+    /// budget allows, and otherwise waits for the writer's turn to end. With a budget, the file descriptors of a
+    /// registry stay under `3 × max_open + 2 × max_reader_connections`. By default, no budget: every open database
+    /// may open its reader connections.
+    pub fn max_reader_connections(mut self, n: usize) -> Self {
+        self.max_reader_connections = Some(n);
+        self
+    }
+
+    /// How long a database may go without requests before its connections are closed. By default, 30 s.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// Options for every database, as a function of its [`Builder`] (profile, PRAGMAs, queue sizes, checkpoints,
+    /// …). The registry's own defaults come first: one reader connection per database, queues of 64 writes and 256
+    /// reads. Symbolic links are refused whatever the open flags say.
+    pub fn configure(mut self, f: impl Fn(Builder) -> Builder + Send + Sync + 'static) -> Self {
+        self.configure = Some(Arc::new(f));
+        self
+    }
+
+    /// Opens the registry: creates the directory if needed and starts the pool. Opens no database yet.
+    pub async fn open(self) -> Result<Registry> {
+        crate::setup::sqlite_setup();
+        if self.max_open == 0 || self.threads == Some(0) {
+            return Err(Error::InvalidConfig(
+                "a registry needs at least one thread and one open database".into(),
+            ));
+        }
+        std::fs::create_dir_all(&self.dir)?;
+        let dir = std::fs::canonicalize(&self.dir)?;
+        if !dir.is_dir() {
+            return Err(Error::InvalidConfig(format!(
+                "{} is not a directory",
+                dir.display()
+            )));
+        }
+        let threads = self
+            .threads
+            .unwrap_or_else(|| 2 * std::thread::available_parallelism().map_or(1, |n| n.get()));
+        // Half the threads serve writes and half reads (at least one each), so that slow writes cannot take
+        // every thread from the reads.
+        let write_threads = (threads / 2).max(1);
+        let read_threads = threads.saturating_sub(write_threads).max(1);
+        let threads = write_threads + read_threads;
+        let (wake, wakes) = std::sync::mpsc::sync_channel(1);
+        let (pool, write_tasks, read_tasks) = Pool::new(
+            self.max_open,
+            self.max_reader_connections.unwrap_or(usize::MAX),
+            wake,
+        );
+        let inner = Arc::new(RegistryInner {
+            dir,
+            known: RwLock::new(HashMap::new()),
+            pool,
+            threads,
+            idle_timeout: self.idle_timeout,
+            configure: self.configure.unwrap_or_else(|| Arc::new(|b| b)),
+            closed: AtomicBool::new(false),
+            handles: Mutex::new(Vec::new()),
+        });
+        let mut handles = Vec::with_capacity(threads + 1);
+        let lanes = [
+            ("write", write_threads, write_tasks),
+            ("read", read_threads, read_tasks),
+        ];
+        for (lane, count, tasks) in lanes {
+            for i in 0..count {
+                let tasks = tasks.clone();
+                handles.push(spawn(format!("quicklite-{lane}-{i}"), move || {
+                    run_pool_thread(tasks)
+                })?);
+            }
+        }
+        let tick = (self.idle_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
+        let weak = Arc::downgrade(&inner);
+        handles.push(spawn("quicklite-registry", move || {
+            housekeeping(weak, wakes, tick)
+        })?);
+        *lock(&inner.handles) = handles;
+        Ok(Registry { inner })
+    }
+}

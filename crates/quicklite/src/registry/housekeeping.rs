@@ -1,0 +1,57 @@
+//! The registry's housekeeping thread.
+
+use std::sync::Weak;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+use crate::registry::RegistryInner;
+use crate::util::write;
+
+/// Tasks waiting for room that each housekeeping tick puts back on the run queues.
+const RESUMED_PER_TICK: usize = 16;
+
+/// The housekeeping thread: closes idle databases, enforces the open cap, forgets closed databases nobody holds.
+pub(super) fn housekeeping(registry: Weak<RegistryInner>, wakes: Receiver<()>, tick: Duration) {
+    loop {
+        match wakes.recv_timeout(tick) {
+            Ok(()) | Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+        let Some(registry) = registry.upgrade() else {
+            return;
+        };
+        if registry.closed.load(Ordering::Acquire) {
+            return;
+        }
+        // A failed sweep must not end housekeeping: the next tick tries again.
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| registry.sweep())).is_err() {
+            tracing::error!("registry housekeeping panicked; retrying at the next tick");
+        }
+    }
+}
+
+impl RegistryInner {
+    /// One round of housekeeping.
+    fn sweep(&self) {
+        let pool = &self.pool;
+        let now = pool.now_ms();
+        let idle_ms = u64::try_from(self.idle_timeout.as_millis()).unwrap_or(u64::MAX);
+        let open = pool.open_actors();
+        for actor in &open {
+            if now.saturating_sub(actor.last_used_ms()) >= idle_ms && actor.try_close() {
+                pool.idle_closes.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        // Back under the cap if opens overshot it while every database was busy (they wait, but a close may
+        // have been refused meanwhile): least recently used first, as an opening database does.
+        if pool.open_count() > pool.max_open {
+            pool.evict_for("", pool.max_open);
+        }
+        // Tasks waiting for room are resumed as databases go idle; a few more each tick cover a missed chance.
+        pool.resume_waiting(RESUMED_PER_TICK);
+        // Forget closed databases that only the registry holds; `get` recreates them on demand.
+        write(&self.known)
+            .retain(|_, db| db.handles() > 1 || db.backend().actor().is_none_or(|a| !a.is_quiet()));
+    }
+}

@@ -1,0 +1,256 @@
+//! Many databases — one SQLite file per tenant — on a bounded thread pool.
+
+mod builder;
+mod housekeeping;
+mod names;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::OpenFlags;
+
+use crate::engine::open::refuse_links;
+use crate::sched::pool::Pool;
+use crate::util::{read, spawn, write};
+use crate::{Builder, Database, Error, MetricsSnapshot, Result};
+
+pub use builder::RegistryBuilder;
+pub use names::MAX_NAME_LEN;
+use names::validate_name;
+
+/// A set of databases in one directory, served by a bounded pool of threads.
+///
+/// [`Registry::get`] returns the same [`Database`] type as [`Database::open`], with the same API, group commit and
+/// batched reads; the database `name` lives in `<dir>/<name>.db` and is created on first use. Instead of threads
+/// of its own, each database is an actor on the registry's pool: its writes stay serialized, different databases
+/// run in parallel, and a busy database yields the thread after each group or batch so that none starves the
+/// others. Connections open on first use and close after `idle_timeout`, or, past `max_open` open databases, least
+/// recently used first; a closed database reopens transparently on its next request.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> quicklite::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use quicklite::Registry;
+///
+/// let tenants = Registry::open(dir.path()).await?;
+/// let acme = tenants.get("acme").await?;
+/// acme.execute_batch("CREATE TABLE IF NOT EXISTS invoice (id INTEGER PRIMARY KEY, cents INTEGER)").await?;
+/// acme.execute("INSERT INTO invoice (cents) VALUES (?1)", (1999,)).await?;
+/// assert!(tenants.get("../etc/passwd").await.is_err());
+/// tenants.close().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Registry {
+    inner: Arc<RegistryInner>,
+}
+
+struct RegistryInner {
+    /// The directory, canonical.
+    dir: PathBuf,
+    known: RwLock<HashMap<String, Database>>,
+    pool: Arc<Pool>,
+    threads: usize,
+    idle_timeout: Duration,
+    configure: Configure,
+    closed: AtomicBool,
+    handles: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// Per-database options, applied to each database's [`Builder`].
+type Configure = Arc<dyn Fn(Builder) -> Builder + Send + Sync>;
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("dir", &self.inner.dir)
+            .field("threads", &self.inner.threads)
+            .field("max_open", &self.inner.pool.max_open)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Registry-wide figures ([`Registry::metrics`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RegistryMetrics {
+    /// Threads of the pool (fixed).
+    pub threads: usize,
+    /// Databases the registry holds a handle to (open or not).
+    pub known_databases: usize,
+    /// Databases with open connections.
+    pub open_databases: usize,
+    /// The cap on open databases.
+    pub max_open: usize,
+    /// Times a database's connections were opened (first use, or again after being closed).
+    pub opens: u64,
+    /// Databases closed because the open cap was passed.
+    pub evictions: u64,
+    /// Databases closed because they were idle.
+    pub idle_closes: u64,
+    /// Reader connections open (databases read while their writer was busy); the others read on their writer's.
+    pub reader_connections: usize,
+    /// Tasks waiting for a pool thread, or for room (under `max_open`) to open their database.
+    pub queued_tasks: usize,
+    /// Write requests queued, over all known databases.
+    pub write_queue_depth: usize,
+    /// Read requests queued, over all known databases.
+    pub read_queue_depth: usize,
+}
+
+impl Registry {
+    /// Opens a registry of databases in `dir` with the default options.
+    pub async fn open(dir: impl AsRef<Path>) -> Result<Registry> {
+        Registry::builder(dir).open().await
+    }
+
+    /// Starts a [`RegistryBuilder`] for `dir`.
+    pub fn builder(dir: impl AsRef<Path>) -> RegistryBuilder {
+        RegistryBuilder::new(dir.as_ref())
+    }
+
+    /// The database `name`, stored in `<dir>/<name>.db`, created if it does not exist.
+    ///
+    /// Names are 1 to [`MAX_NAME_LEN`] bytes of ASCII letters, digits, `_`, `-` and `.`, starting with a letter or
+    /// a digit, without `..`: nothing else (no `/`, `\`, NUL, space, absolute path or parent reference) can
+    /// reach outside the directory. A file or its `-wal` / `-journal` / `-shm` companion that is a symbolic link
+    /// is refused, and connections open with `SQLITE_OPEN_NOFOLLOW`. (On a case-insensitive file system, names
+    /// differing only in case are one file: use lower case.) The directory should be writable only by the
+    /// service.
+    ///
+    /// The first `get` of a name opens the database, so an unusable file is reported here; later calls return
+    /// the same handle at once.
+    pub async fn get(&self, name: &str) -> Result<Database> {
+        validate_name(name)?;
+        if let Some(db) = read(&self.inner.known).get(name) {
+            return Ok(db.clone());
+        }
+        let db = {
+            let mut known = write(&self.inner.known);
+            if let Some(db) = known.get(name) {
+                return Ok(db.clone());
+            }
+            if self.inner.closed.load(Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
+            let path = self.inner.dir.join(format!("{name}.db"));
+            refuse_links(&path)?;
+            let builder = Builder::new(&path)
+                .readers(1)
+                .write_queue_capacity(64)
+                .read_queue_capacity(256);
+            let mut config = (self.inner.configure)(builder).into_config()?;
+            config.open_flags |= OpenFlags::SQLITE_OPEN_NOFOLLOW;
+            let db =
+                Database::start_pooled(name.to_string(), path, config, self.inner.pool.clone());
+            known.insert(name.to_string(), db.clone());
+            db
+        };
+        if let Err(e) = open_now(&db).await {
+            let mut known = write(&self.inner.known);
+            if known.get(name).is_some_and(|d| d.same_as(&db)) {
+                known.remove(name);
+            }
+            return Err(e);
+        }
+        Ok(db)
+    }
+
+    /// The registry's directory (canonical).
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Registry-wide figures.
+    pub fn metrics(&self) -> RegistryMetrics {
+        let known = read(&self.inner.known);
+        let (mut writes, mut reads) = (0, 0);
+        for db in known.values() {
+            if let Some(actor) = db.backend().actor() {
+                let (w, r) = actor.queued();
+                writes += w;
+                reads += r;
+            }
+        }
+        let pool = &self.inner.pool;
+        RegistryMetrics {
+            threads: self.inner.threads,
+            known_databases: known.len(),
+            open_databases: pool.open_count(),
+            max_open: pool.max_open,
+            opens: pool.opens.load(Ordering::Relaxed),
+            evictions: pool.evictions.load(Ordering::Relaxed),
+            idle_closes: pool.idle_closes.load(Ordering::Relaxed),
+            reader_connections: pool.reader_connections(),
+            queued_tasks: pool.queued_tasks(),
+            write_queue_depth: writes,
+            read_queue_depth: reads,
+        }
+    }
+
+    /// Each known database's metrics, by name.
+    pub fn database_metrics(&self) -> Vec<(String, MetricsSnapshot)> {
+        let mut out: Vec<(String, MetricsSnapshot)> = read(&self.inner.known)
+            .iter()
+            .map(|(name, db)| (name.clone(), db.metrics()))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// Closes every database (serving what is queued, checkpointing) and stops the pool. Later `get`s fail with
+    /// [`Error::Closed`], and so do requests on handles obtained before.
+    pub async fn close(&self) -> Result<()> {
+        self.inner.closed.store(true, Ordering::Release);
+        let dbs: Vec<Database> = write(&self.inner.known).drain().map(|(_, db)| db).collect();
+        for db in &dbs {
+            db.close().await?;
+        }
+        self.inner.pool.stop();
+        self.inner.pool.wake_housekeeping();
+        Ok(())
+    }
+}
+
+impl Drop for RegistryInner {
+    fn drop(&mut self) {
+        // Without `close`: refuse new requests on every database (handles still held get `Closed`), stop the
+        // pool once its run queue is empty, and close what is still open in the background.
+        self.closed.store(true, Ordering::Release);
+        for db in self
+            .known
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+        {
+            db.close_queues();
+        }
+        self.pool.stop();
+        let pool = self.pool.clone();
+        let _ = spawn("quicklite-registry-close", move || {
+            for _ in 0..1000 {
+                let open = pool.open_actors();
+                if open.is_empty() {
+                    return;
+                }
+                for actor in open {
+                    actor.try_close();
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+    }
+}
+
+/// Opens `db`'s connections now (a registry's database opens lazily), so that an unusable file is reported here.
+async fn open_now(db: &Database) -> Result<()> {
+    match db.backend().actor() {
+        Some(actor) => actor.open_now().await.map_err(|_| Error::Closed)?,
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,518 @@
+//! One database on a registry's pool: its queues, its connections while open, and the tasks that serve them.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use tokio::sync::{Notify, oneshot};
+
+use crate::config::Config;
+use crate::engine::Shared;
+use crate::engine::open::refuse_links;
+use crate::engine::read::{BatchedReads, Reader};
+use crate::engine::write::{Close, Writer};
+use crate::queue;
+use crate::request::{ReadRequest, WriteRequest};
+use crate::sched::pool::roles::Roles;
+use crate::sched::pool::{Pool, Task};
+use crate::util::lock;
+use crate::{Error, Result};
+
+/// Read batches a database serves on its writer's connection, per open, before it opens a reader connection
+/// ([`Actor::reads_on`]).
+const READS_ON_WRITER: u32 = 8;
+
+/// Whether [`Actor::ensure_writer`] opened (or found open) the database, or must wait for room.
+enum Opened {
+    Yes,
+    Deferred,
+}
+
+/// Where a read task serves its batch ([`Actor::reads_on`]).
+enum ReadsOn {
+    /// A reader connection of the database's own.
+    Reader(Box<Reader>),
+    /// The writer's connection; the batch is served.
+    Writer,
+    /// Nowhere now: the writer is busy and the registry's budget of reader connections is spent.
+    NothingFree,
+}
+
+/// The writer of an open database, with the reads it serves on its connection while the database has no reader
+/// connection.
+struct OpenWriter {
+    writer: Writer,
+    reads: BatchedReads,
+}
+
+/// One database on the pool.
+pub(crate) struct Actor {
+    pub(crate) name: String,
+    path: PathBuf,
+    config: Config,
+    shared: Arc<Shared>,
+    pool: Arc<Pool>,
+    write_rx: queue::Receiver<WriteRequest>,
+    read_rx: queue::Receiver<ReadRequest>,
+    /// Filled once, when the writer first opens.
+    pragmas: Arc<OnceLock<BTreeMap<String, String>>>,
+    /// The writer, while the database is open.
+    writer: Mutex<Option<OpenWriter>>,
+    /// Requests a writer took from the queue and had not served when the database was closed with its write task
+    /// queued ([`Actor::try_close_queued`]): the next writer serves them first.
+    unserved: Mutex<VecDeque<WriteRequest>>,
+    /// Callers waiting for the database to open ([`Actor::open_now`]); `None` once it is closed for good.
+    open_waiters: Mutex<Option<Vec<oneshot::Sender<Result<()>>>>>,
+    /// Open reader connections not serving a task right now.
+    readers: Mutex<Vec<Reader>>,
+    /// Reader connections open (idle or serving), for the write task: with none, it serves queued reads too.
+    reader_connections: AtomicUsize,
+    /// Read batches served on the writer's connection since it opened.
+    writer_reads: AtomicU32,
+    /// Which tasks are scheduled, and whether the connections are being closed.
+    roles: Roles,
+    /// Whether the connections are open.
+    open: AtomicBool,
+    /// When a task last ran, on [`Pool::now_ms`]'s clock.
+    last_used_ms: AtomicU64,
+    /// Signalled whenever a task ends, for [`Actor::close`].
+    settled: Notify,
+}
+
+impl Actor {
+    /// A database of `pool` served from these queues; nothing opens before its first task.
+    pub(crate) fn new(
+        name: String,
+        path: PathBuf,
+        config: Config,
+        shared: Arc<Shared>,
+        pool: Arc<Pool>,
+        queues: (queue::Receiver<WriteRequest>, queue::Receiver<ReadRequest>),
+        pragmas: Arc<OnceLock<BTreeMap<String, String>>>,
+    ) -> Arc<Actor> {
+        let now = pool.now_ms();
+        let (write_rx, read_rx) = queues;
+        Arc::new(Actor {
+            name,
+            path,
+            config,
+            shared,
+            pool,
+            write_rx,
+            read_rx,
+            pragmas,
+            writer: Mutex::new(None),
+            unserved: Mutex::new(VecDeque::new()),
+            open_waiters: Mutex::new(Some(Vec::new())),
+            readers: Mutex::new(Vec::new()),
+            reader_connections: AtomicUsize::new(0),
+            writer_reads: AtomicU32::new(0),
+            roles: Roles::default(),
+            open: AtomicBool::new(false),
+            last_used_ms: AtomicU64::new(now),
+            settled: Notify::new(),
+        })
+    }
+
+    /// Schedules a write task unless one is queued or running.
+    pub(crate) fn wake_writer(self: &Arc<Self>) {
+        if self.roles.schedule_write() {
+            self.pool.push(Task::Write(self.clone()));
+        }
+    }
+
+    /// Schedules a read task unless `readers` of them are queued or running.
+    pub(crate) fn wake_reader(self: &Arc<Self>) {
+        if self.roles.schedule_read(self.config.readers) {
+            self.pool.push(Task::Read(self.clone()));
+        }
+    }
+
+    /// Opens the database's connections if they are not open (on a pool thread, by a write task); the answer says
+    /// whether the database could be opened.
+    pub(crate) fn open_now(self: &Arc<Self>) -> oneshot::Receiver<Result<()>> {
+        let (tx, rx) = oneshot::channel();
+        match lock(&self.open_waiters).as_mut() {
+            Some(waiters) => waiters.push(tx),
+            None => {
+                let _ = tx.send(Err(Error::Closed));
+                return rx;
+            }
+        }
+        self.wake_writer();
+        rx
+    }
+
+    /// Answers the callers waiting for the database to open.
+    fn answer_open_waiters(&self, result: impl Fn() -> Result<()>) {
+        let waiters = match lock(&self.open_waiters).as_mut() {
+            Some(waiters) if !waiters.is_empty() => std::mem::take(waiters),
+            _ => return,
+        };
+        for waiter in waiters {
+            let _ = waiter.send(result());
+        }
+    }
+
+    fn has_open_waiters(&self) -> bool {
+        lock(&self.open_waiters)
+            .as_ref()
+            .is_some_and(|w| !w.is_empty())
+    }
+
+    /// When a task last ran, on [`Pool::now_ms`]'s clock.
+    pub(crate) fn last_used_ms(&self) -> u64 {
+        self.last_used_ms.load(Ordering::Relaxed)
+    }
+
+    /// Whether the connections are open.
+    pub(crate) fn is_open(&self) -> bool {
+        self.open.load(Ordering::Acquire)
+    }
+
+    /// Closed, with nothing queued or scheduled: safe to forget.
+    pub(crate) fn is_quiet(&self) -> bool {
+        !self.is_open()
+            && self.roles.idle()
+            && self.write_rx.is_empty()
+            && self.read_rx.is_empty()
+            && !self.has_open_waiters()
+    }
+
+    /// Queued write and read requests.
+    pub(crate) fn queued(&self) -> (usize, usize) {
+        (
+            self.write_rx.len() + lock(&self.unserved).len(),
+            self.read_rx.len(),
+        )
+    }
+
+    /// A write task: one group on the writer connection, opening it first if needed.
+    pub(crate) fn run_write(self: &Arc<Self>) {
+        let more = {
+            let mut slot = lock(&self.writer);
+            match self.ensure_writer(&mut slot) {
+                Ok(Opened::Yes) => {}
+                Ok(Opened::Deferred) => {
+                    drop(slot);
+                    self.pool.wait_for_room(Task::Write(self.clone()));
+                    return;
+                }
+                Err(e) => {
+                    drop(slot);
+                    self.fail_queued(&e);
+                    self.release_write();
+                    return;
+                }
+            }
+            let open = slot.as_mut().expect("the writer was just opened");
+            open.writer.serve_turn();
+            if !self.read_rx.is_empty() && self.reader_connections.load(Ordering::SeqCst) == 0 {
+                // Reads that found this task queued or running (and no reader connection to open) ride along.
+                let OpenWriter { writer, reads } = open;
+                writer.lend_read_only(|conn| reads.serve_turn(conn));
+            }
+            open.writer.inbox().has_work()
+        };
+        self.touch();
+        if more {
+            // To the back of the run queue: every other database with work gets a turn first.
+            self.pool.push(Task::Write(self.clone()));
+        } else {
+            self.release_write();
+        }
+    }
+
+    /// A read task: one batch on a reader connection, opening the database first if needed.
+    pub(crate) fn run_read(self: &Arc<Self>) {
+        let opened = if self.is_open() {
+            Ok(Opened::Yes)
+        } else {
+            let mut slot = lock(&self.writer);
+            self.ensure_writer(&mut slot)
+        };
+        if let Ok(Opened::Deferred) = opened {
+            self.pool.wait_for_room(Task::Read(self.clone()));
+            return;
+        }
+        match opened.and_then(|_| self.reads_on()) {
+            Ok(ReadsOn::Reader(mut reader)) => {
+                // Kept until the database closes: SQLite keeps the descriptor of a connection closed while another
+                // is open on the same file (POSIX locks would be lost with it), so closing it alone frees nothing.
+                reader.serve_turn();
+                lock(&self.readers).push(*reader);
+            }
+            Ok(ReadsOn::Writer) => {}
+            Ok(ReadsOn::NothingFree) => {
+                // The write task using the writer's connection serves queued reads before it ends, and looks at the
+                // read queue when it ends (`release_write`), scheduling a read task then; if it ended meanwhile,
+                // schedule one here.
+                self.roles.end_read();
+                if !self.roles.write_scheduled() && !self.read_rx.is_empty() {
+                    self.wake_reader();
+                }
+                self.settled.notify_waiters();
+                return;
+            }
+            Err(e) => {
+                self.fail_queued(&e);
+                self.release_read();
+                return;
+            }
+        }
+        self.touch();
+        if self.read_rx.is_empty() {
+            self.release_read();
+        } else {
+            self.pool.push(Task::Read(self.clone()));
+        }
+    }
+
+    /// Where this read task serves its batch: an idle reader connection; else the writer's connection if it is
+    /// free (then already served); else a new reader connection if the registry's budget allows; else nowhere.
+    ///
+    /// A database read often gets a reader connection after [`READS_ON_WRITER`] batches on the writer's: each
+    /// batch there turns `query_only` on and off, and SQLite expires every prepared statement of the connection
+    /// when a flag PRAGMA changes, so the next reads and writes prepare their statements again. A database opened
+    /// for a read or two (most of them when thousands are opened and closed in turn) never pays for a second
+    /// connection.
+    fn reads_on(self: &Arc<Self>) -> Result<ReadsOn> {
+        if let Some(reader) = lock(&self.readers).pop() {
+            return Ok(ReadsOn::Reader(Box::new(reader)));
+        }
+        let frequent = self.writer_reads.load(Ordering::Relaxed) >= READS_ON_WRITER;
+        if !frequent && self.read_on_writer() {
+            self.writer_reads.fetch_add(1, Ordering::Relaxed);
+            return Ok(ReadsOn::Writer);
+        }
+        if !self.pool.reserve_reader() {
+            return Ok(if frequent && self.read_on_writer() {
+                ReadsOn::Writer
+            } else {
+                ReadsOn::NothingFree
+            });
+        }
+        match Reader::open(&self.path, &self.config, &self.shared, self.read_rx.clone()) {
+            Ok(reader) => {
+                self.reader_connections.fetch_add(1, Ordering::SeqCst);
+                Ok(ReadsOn::Reader(Box::new(reader)))
+            }
+            Err(e) => {
+                self.pool.release_readers(1);
+                Err(e)
+            }
+        }
+    }
+
+    /// Serves one batch of reads on the writer's connection, if no write task is running on it; returns whether
+    /// it did. A database whose reads find the writer's connection free needs no reader connection: opening one
+    /// costs as much again as opening the writer, and holds two more files. A write task that starts meanwhile
+    /// waits for the batch to end. Reads that find the writer's connection in use (a database written and read at
+    /// once) open a reader connection, which then serves its later reads.
+    fn read_on_writer(&self) -> bool {
+        let Ok(mut slot) = self.writer.try_lock() else {
+            return false;
+        };
+        match slot.as_mut() {
+            Some(OpenWriter { writer, reads }) => {
+                writer.lend_read_only(|conn| reads.serve_turn(conn));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Opens the writer connection into `slot` if it is not open — unless the registry is at its cap on open
+    /// databases and none can be closed now, in which case opening waits ([`Opened::Deferred`]).
+    fn ensure_writer(
+        self: &Arc<Self>,
+        slot: &mut MutexGuard<'_, Option<OpenWriter>>,
+    ) -> Result<Opened> {
+        if slot.is_some() {
+            self.answer_open_waiters(|| Ok(()));
+            return Ok(Opened::Yes);
+        }
+        if self.pool.open_count() >= self.pool.max_open
+            && !self.pool.evict_for(&self.name, self.pool.max_open - 1)
+        {
+            return Ok(Opened::Deferred);
+        }
+        refuse_links(&self.path)?;
+        let read_back = self.pragmas.get().is_none();
+        let opened = Writer::open(
+            &self.path,
+            &self.config,
+            &self.shared,
+            self.write_rx.clone(),
+            read_back,
+        )?;
+        if read_back {
+            let _ = self.pragmas.set(opened.pragmas);
+        }
+        let mut writer = opened.writer;
+        writer
+            .inbox()
+            .serve_first(std::mem::take(&mut *lock(&self.unserved)));
+        **slot = Some(OpenWriter {
+            writer,
+            reads: BatchedReads::new(self.read_rx.clone(), &self.config, &self.shared),
+        });
+        self.writer_reads.store(0, Ordering::Relaxed);
+        self.open.store(true, Ordering::Release);
+        self.pool.opens.fetch_add(1, Ordering::Relaxed);
+        lock(&self.pool.open).insert(self.clone());
+        self.answer_open_waiters(|| Ok(()));
+        Ok(Opened::Yes)
+    }
+
+    /// Open, with no task queued or running: a database that could be closed now.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.is_open() && self.roles.idle()
+    }
+
+    /// Answers every queued request with `error` (the database could not be opened, or the pool is stopped).
+    pub(crate) fn fail_queued(&self, error: &Error) {
+        if !matches!(error, Error::Closed) {
+            tracing::warn!(database = %self.name, %error, "could not open a registry database");
+        }
+        self.answer_open_waiters(|| Err(error.duplicate()));
+        let mut writes = std::mem::take(&mut *lock(&self.unserved));
+        loop {
+            for r in writes.drain(..) {
+                r.job.answer(Some(error.duplicate()));
+            }
+            if self.write_rx.try_take(usize::MAX, &mut writes).is_err() {
+                break;
+            }
+        }
+        let mut reads = VecDeque::new();
+        while self.read_rx.try_take(usize::MAX, &mut reads).is_ok() {
+            for r in reads.drain(..) {
+                r.job.fail(error.duplicate());
+            }
+        }
+    }
+
+    fn touch(&self) {
+        self.last_used_ms
+            .store(self.pool.now_ms(), Ordering::Relaxed);
+    }
+
+    fn release_write(self: &Arc<Self>) {
+        self.roles.end_write();
+        // A request queued after the last look but before the role was given back found it taken: look again.
+        if !self.write_rx.is_empty() || self.has_open_waiters() {
+            self.wake_writer();
+        }
+        // Reads that found the writer busy and no reader connection to open wait for this.
+        if !self.read_rx.is_empty() {
+            self.wake_reader();
+        }
+        self.made_room();
+        self.settled.notify_waiters();
+    }
+
+    fn release_read(self: &Arc<Self>) {
+        self.roles.end_read();
+        if !self.read_rx.is_empty() {
+            self.wake_reader();
+        }
+        self.made_room();
+        self.settled.notify_waiters();
+    }
+
+    /// Lets a task waiting for room try again if this database could now be closed for it.
+    fn made_room(&self) {
+        if self.is_idle() {
+            self.pool.resume_waiting(1);
+        }
+    }
+
+    /// Closes the connections if no task is queued or running, taking both roles meanwhile so none can start.
+    /// Returns whether it closed them. Requests that arrive meanwhile wait in their queues; they reopen the
+    /// database when the roles are released.
+    pub(crate) fn try_close(self: &Arc<Self>) -> bool {
+        if !self.is_open() {
+            return false;
+        }
+        if !self.roles.take_all() {
+            // A request that came while the write role was held for a moment found it taken: look again.
+            if !self.write_rx.is_empty() || self.has_open_waiters() {
+                self.wake_writer();
+            }
+            return false;
+        }
+        self.close_connections(&mut lock(&self.writer), Close::ToReopen);
+        self.roles.reopen_reads();
+        if !self.read_rx.is_empty() {
+            self.wake_reader();
+        }
+        self.release_write();
+        true
+    }
+
+    /// Closes the connections of a database whose write task waits in the run queue, if no task runs on it and no
+    /// read task is queued; returns whether it closed them. The queued write task reopens the database when its
+    /// turn comes (one whose turn comes meanwhile waits for the writer's slot, then finds it empty).
+    pub(crate) fn try_close_queued(self: &Arc<Self>) -> bool {
+        if !self.is_open() {
+            return false;
+        }
+        // Held by a running write task, or by reads on the writer's connection.
+        let Ok(mut slot) = self.writer.try_lock() else {
+            return false;
+        };
+        if slot.is_none() || !self.roles.shut_reads() {
+            return false;
+        }
+        self.close_connections(&mut slot, Close::ToReopen);
+        drop(slot);
+        self.roles.reopen_reads();
+        if !self.read_rx.is_empty() {
+            self.wake_reader();
+        }
+        true
+    }
+
+    /// Closes the connections (the caller holds both roles and the writer's slot): readers first, then the writer.
+    fn close_connections(&self, slot: &mut Option<OpenWriter>, close: Close) {
+        let readers = std::mem::take(&mut *lock(&self.readers));
+        let closed = readers.len();
+        drop(readers);
+        self.reader_connections.store(0, Ordering::SeqCst);
+        self.pool.release_readers(closed);
+        if let Some(OpenWriter { mut writer, .. }) = slot.take() {
+            lock(&self.unserved).extend(writer.inbox().take_unserved());
+            writer.shut_down(close);
+        }
+        if self.open.swap(false, Ordering::AcqRel) {
+            lock(&self.pool.open).remove(&self.name);
+            self.pool.resume_waiting(1);
+        }
+    }
+
+    /// Serves what is queued, then closes the connections for good (the queues are closed already).
+    pub(crate) async fn close(self: &Arc<Self>) {
+        loop {
+            let mut settled = std::pin::pin!(self.settled.notified());
+            settled.as_mut().enable();
+            let (writes, reads) = self.queued();
+            let opening = self.has_open_waiters();
+            if writes == 0 && reads == 0 && !opening && self.roles.take_all() {
+                // Both roles stay taken: the queues are closed, nothing may run any more.
+                self.close_connections(&mut lock(&self.writer), Close::ForGood);
+                // Callers asking to open from now on hear that the database is closed.
+                lock(&self.open_waiters).take();
+                return;
+            }
+            if writes > 0 || opening {
+                self.wake_writer();
+            }
+            if reads > 0 {
+                self.wake_reader();
+            }
+            settled.await;
+        }
+    }
+}

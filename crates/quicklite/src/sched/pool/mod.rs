@@ -1,0 +1,222 @@
+//! Databases as actors on a shared, bounded thread pool: the scheduler behind [`Registry`](crate::Registry).
+//!
+//! Each database keeps the queues and the group-commit / batched-read logic of a standalone [`Database`]; what
+//! changes is who runs them. Instead of a writer thread and reader threads of its own, a database with queued
+//! work puts a *task* on the pool's run queue: a write task serves one group (or one request that runs alone) on
+//! the database's writer connection, a read task one batch of reads on one of its reader connections. A database
+//! has at most one write task at a time, so its writes stay serialized, and at most `readers` read tasks. A task
+//! that leaves work behind goes to the back of the run queue instead of looping, so a busy database cannot starve
+//! the others: every database with work gets a turn per round.
+//!
+//! Connections open on a database's first task and close when it has been idle for a while, or when the number of
+//! open databases passes its cap (least recently used first). Closing takes both roles (no task may run), so a
+//! request that arrives meanwhile waits in its queue and reopens the database when the roles are released.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use async_channel::{Receiver, Sender};
+
+use crate::Error;
+use crate::util::lock;
+
+pub(crate) mod actor;
+mod evict;
+mod roles;
+
+use actor::Actor;
+use evict::OpenSet;
+
+/// A unit of work on the pool.
+pub(crate) enum Task {
+    Write(Arc<Actor>),
+    Read(Arc<Actor>),
+}
+
+/// A registry's pool: its run queues and threads' shared state, the open databases, the waiting room and the
+/// budget of reader connections.
+pub(crate) struct Pool {
+    /// The run queue of write tasks.
+    writes: Sender<Task>,
+    /// The run queue of read tasks: reads have threads of their own, so writes that hold their thread for long
+    /// (a slow closure, a commit waiting for the disk) never leave reads without one.
+    reads: Sender<Task>,
+    /// Databases with open connections.
+    pub(crate) open: Mutex<OpenSet>,
+    /// Cap on open databases, enforced by the registry's housekeeping thread.
+    pub(crate) max_open: usize,
+    /// Wakes the housekeeping thread (when the cap is passed); a full channel means a wake-up is pending already.
+    wake: SyncSender<()>,
+    pub(crate) opens: AtomicU64,
+    pub(crate) evictions: AtomicU64,
+    pub(crate) idle_closes: AtomicU64,
+    /// Samples drawn for eviction: the seed of the next one.
+    pub(crate) draws: AtomicU64,
+    /// Tasks of databases that could not open because every open one was busy, oldest first. They leave the run
+    /// queues, so that the tasks of open databases (whose ending makes room) are not stuck behind them, and come
+    /// back when a task ends or a database closes ([`Pool::resume_waiting`]).
+    waiting: Mutex<VecDeque<Task>>,
+    /// `waiting.len()`, readable without the lock.
+    waiting_len: AtomicUsize,
+    /// Cap on reader connections open at once, over all databases (each holds two file descriptors).
+    max_readers: usize,
+    /// Reader connections open now.
+    readers_open: AtomicUsize,
+    epoch: Instant,
+}
+
+impl Pool {
+    /// A pool state and the receiving ends of its write and read run queues, for the pool threads.
+    pub(crate) fn new(
+        max_open: usize,
+        max_readers: usize,
+        wake: SyncSender<()>,
+    ) -> (Arc<Pool>, Receiver<Task>, Receiver<Task>) {
+        let (writes, write_rx) = async_channel::unbounded();
+        let (reads, read_rx) = async_channel::unbounded();
+        let shared = Arc::new(Pool {
+            writes,
+            reads,
+            open: Mutex::new(OpenSet::default()),
+            max_open,
+            wake,
+            opens: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            idle_closes: AtomicU64::new(0),
+            draws: AtomicU64::new(0),
+            waiting: Mutex::new(VecDeque::new()),
+            waiting_len: AtomicUsize::new(0),
+            max_readers,
+            readers_open: AtomicUsize::new(0),
+            epoch: Instant::now(),
+        });
+        (shared, write_rx, read_rx)
+    }
+
+    pub(crate) fn push(&self, task: Task) {
+        // Refused only once the pool is stopped (the registry closed or dropped): nothing will serve the
+        // database any more, so whatever it has queued is answered `Closed` rather than left waiting.
+        let lane = match task {
+            Task::Write(_) => &self.writes,
+            Task::Read(_) => &self.reads,
+        };
+        if let Err(refused) = lane.try_send(task) {
+            let (Task::Write(actor) | Task::Read(actor)) = refused.into_inner();
+            actor.fail_queued(&Error::Closed);
+        }
+    }
+
+    /// Milliseconds since the pool started: the clock of `last_used`.
+    pub(crate) fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The databases open now.
+    pub(crate) fn open_actors(&self) -> Vec<Arc<Actor>> {
+        lock(&self.open).actors().to_vec()
+    }
+
+    pub(crate) fn open_count(&self) -> usize {
+        lock(&self.open).actors().len()
+    }
+
+    /// Tasks waiting for a pool thread, or for room to open their database.
+    pub(crate) fn queued_tasks(&self) -> usize {
+        self.writes.len() + self.reads.len() + self.waiting_tasks()
+    }
+
+    /// Asks the registry's housekeeping thread for a sweep now.
+    pub(crate) fn wake_housekeeping(&self) {
+        let _ = self.wake.try_send(());
+    }
+
+    /// Stops the pool threads once the run queue is empty; tasks waiting for room are answered `Closed`.
+    pub(crate) fn stop(&self) {
+        self.writes.close();
+        self.reads.close();
+        self.resume_waiting(usize::MAX);
+    }
+
+    /// Sets `task` aside until room is made for its database to open.
+    pub(crate) fn wait_for_room(&self, task: Task) {
+        {
+            let mut waiting = lock(&self.waiting);
+            waiting.push_back(task);
+            self.waiting_len.store(waiting.len(), Ordering::SeqCst);
+        }
+        // A database may have gone idle between the failed eviction and now, with nothing left to resume this
+        // task: look once more. (The housekeeping tick resumes every waiting task as well.)
+        if self.open_count() < self.max_open || self.open_actors_idle() {
+            self.resume_waiting(1);
+        }
+    }
+
+    /// Whether some open database has nothing queued or running (one could be closed to make room).
+    fn open_actors_idle(&self) -> bool {
+        lock(&self.open).actors().iter().any(|a| a.is_idle())
+    }
+
+    /// Puts up to `n` tasks waiting for room back on their run queues, oldest first.
+    pub(crate) fn resume_waiting(&self, n: usize) {
+        if self.waiting_len.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let resumed: Vec<Task> = {
+            let mut waiting = lock(&self.waiting);
+            let k = n.min(waiting.len());
+            let resumed = waiting.drain(..k).collect();
+            self.waiting_len.store(waiting.len(), Ordering::SeqCst);
+            resumed
+        };
+        for task in resumed {
+            self.push(task);
+        }
+    }
+
+    /// Takes one reader connection from the budget, if any is left.
+    pub(crate) fn reserve_reader(&self) -> bool {
+        let mut n = self.readers_open.load(Ordering::SeqCst);
+        while n < self.max_readers {
+            match self.readers_open.compare_exchange_weak(
+                n,
+                n + 1,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => return true,
+                Err(current) => n = current,
+            }
+        }
+        false
+    }
+
+    /// Gives `n` closed reader connections back to the budget.
+    pub(crate) fn release_readers(&self, n: usize) {
+        if n > 0 {
+            self.readers_open.fetch_sub(n, Ordering::SeqCst);
+        }
+    }
+
+    /// Reader connections open now.
+    pub(crate) fn reader_connections(&self) -> usize {
+        self.readers_open.load(Ordering::SeqCst)
+    }
+
+    /// Tasks waiting for room to open their database.
+    fn waiting_tasks(&self) -> usize {
+        self.waiting_len.load(Ordering::SeqCst)
+    }
+}
+
+/// The body of a pool thread: runs tasks until the run queue is closed and empty.
+pub(crate) fn run_pool_thread(tasks: Receiver<Task>) {
+    while let Ok(task) = tasks.recv_blocking() {
+        match task {
+            Task::Write(actor) => actor.run_write(),
+            Task::Read(actor) => actor.run_read(),
+        }
+    }
+}
