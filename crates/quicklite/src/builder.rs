@@ -45,6 +45,18 @@ pub struct Builder {
     stable_query_plans: Option<bool>,
 }
 
+impl Database {
+    /// Opens (creating if needed) the database at `path` with the [`Profile::Server`] PRAGMAs and default options.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Database> {
+        Builder::new(path.as_ref()).open().await
+    }
+
+    /// Starts a [`Builder`] for the database at `path`.
+    pub fn builder(path: impl AsRef<Path>) -> Builder {
+        Builder::new(path.as_ref())
+    }
+}
+
 impl Builder {
     pub(crate) fn new(path: &Path) -> Self {
         Builder {

@@ -104,7 +104,9 @@ pub use database::Database;
 pub use error::{Error, Result};
 pub use metrics::{Distribution, MetricsSnapshot};
 pub use profile::Profile;
-pub use registry::{MAX_NAME_LEN, Registry, RegistryBuilder, RegistryMetrics};
+pub use registry::builder::RegistryBuilder;
+pub use registry::names::MAX_NAME_LEN;
+pub use registry::{Registry, RegistryMetrics};
 pub use setup::{Setup, SetupReport, SqliteInfo, configure, sqlite_info, sqlite_setup};
 
 /// The rusqlite crate quicklite is built on, re-exported so closures use the same version.

@@ -12,9 +12,11 @@
 //! last receiver is dropped. Once closed, sends fail and receivers still get what was queued.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::PoisonError;
 use std::time::{Duration, Instant};
+
+use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
@@ -24,7 +26,57 @@ use tokio::sync::Notify;
 /// every read paid a wake-up (one task's reads 1.3–1.7× slower than tokio-rusqlite's; 1.05–1.3× faster with
 /// this, and two readers no longer both spinning). The price: a consumer whose queue goes quiet burns up to
 /// this much CPU, yielding, before it sleeps.
+#[cfg(not(feature = "model-check"))]
 const SPIN_FOR: Duration = Duration::from_micros(50);
+
+/// How long a consumer spins: crossbeam's backoff, then yielding the CPU until [`SPIN_FOR`] has passed.
+#[cfg(not(feature = "model-check"))]
+struct Spin {
+    backoff: crossbeam_utils::Backoff,
+    started: Option<Instant>,
+}
+
+#[cfg(not(feature = "model-check"))]
+impl Spin {
+    fn new() -> Spin {
+        Spin {
+            backoff: crossbeam_utils::Backoff::new(),
+            started: None,
+        }
+    }
+
+    /// Waits a little; `false` once the spin is over.
+    fn again(&mut self) -> bool {
+        if self.backoff.is_completed() {
+            let since = *self.started.get_or_insert_with(Instant::now);
+            if since.elapsed() >= SPIN_FOR {
+                return false;
+            }
+        }
+        self.backoff.snooze();
+        true
+    }
+}
+
+/// In a model check, a spin is two yields to the model's scheduler (time does not pass there).
+#[cfg(feature = "model-check")]
+struct Spin(usize);
+
+#[cfg(feature = "model-check")]
+impl Spin {
+    fn new() -> Spin {
+        Spin(2)
+    }
+
+    fn again(&mut self) -> bool {
+        if self.0 == 0 {
+            return false;
+        }
+        self.0 -= 1;
+        loom::thread::yield_now();
+        true
+    }
+}
 
 /// Creates a queue holding at most `capacity` requests (at least one).
 pub(crate) fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
@@ -338,8 +390,7 @@ impl<T> Receiver<T> {
             return look(into);
         }
         let _spinning = first.then(|| Spinning(&shared.spinning));
-        let backoff = crossbeam_utils::Backoff::new();
-        let mut started = None;
+        let mut spin = Spin::new();
         loop {
             if shared.len.load(Ordering::Relaxed) > 0 {
                 match look(into) {
@@ -347,13 +398,9 @@ impl<T> Receiver<T> {
                     found => return found,
                 }
             }
-            if backoff.is_completed() {
-                let since = *started.get_or_insert_with(Instant::now);
-                if since.elapsed() >= SPIN_FOR {
-                    return look(into);
-                }
+            if !spin.again() {
+                return look(into);
             }
-            backoff.snooze();
         }
     }
 
@@ -604,5 +651,77 @@ mod tests {
         let sent = tokio::time::timeout(Duration::from_secs(10), second).await;
         assert_eq!(sent, Ok(Ok(())), "the second sender got the room");
         assert_eq!(rx.try_recv(), Ok(2));
+    }
+}
+
+#[cfg(all(test, feature = "model-check"))]
+mod model {
+    use super::*;
+
+    /// A consumer that spins, then sleeps, while a producer pushes and closes: whatever the interleaving, the
+    /// consumer gets the request and then hears that the queue is closed (a lost wake-up would leave it asleep,
+    /// which the model reports as a deadlock).
+    #[test]
+    fn model_a_push_racing_a_consumer_going_to_sleep_wakes_it() {
+        loom::model(|| {
+            let (tx, rx) = bounded::<u32>(4);
+            let consumer = loom::thread::spawn(move || {
+                let mut got = VecDeque::new();
+                loop {
+                    let taken = match rx.spin_take(4, &mut got) {
+                        Taken::Empty => rx.take_timeout(4, &mut got, None),
+                        other => other,
+                    };
+                    if let Taken::Closed = taken {
+                        return got;
+                    }
+                }
+            });
+            tx.try_send(7).unwrap();
+            tx.close();
+            assert_eq!(consumer.join().unwrap(), [7]);
+        });
+    }
+
+    /// Two consumers asleep or spinning, one request, then closing: exactly one gets the request and both end.
+    #[test]
+    fn model_two_consumers_share_one_request_and_both_hear_the_close() {
+        loom::model(|| {
+            let (tx, rx) = bounded::<u32>(4);
+            let consumers: Vec<_> = (0..2)
+                .map(|_| {
+                    let rx = rx.clone();
+                    loom::thread::spawn(move || {
+                        let mut got = VecDeque::new();
+                        while !matches!(rx.take_timeout(1, &mut got, None), Taken::Closed) {}
+                        got.len()
+                    })
+                })
+                .collect();
+            drop(rx);
+            tx.try_send(1).unwrap();
+            tx.close();
+            let taken: usize = consumers.into_iter().map(|c| c.join().unwrap()).sum();
+            assert_eq!(taken, 1);
+        });
+    }
+
+    /// A request sent while the queue closes is either taken or refused, never lost.
+    #[test]
+    fn model_a_request_racing_the_close_is_taken_or_refused() {
+        loom::model(|| {
+            let (tx, rx) = bounded::<u32>(4);
+            let closer = {
+                let tx = tx.clone();
+                loom::thread::spawn(move || {
+                    tx.close();
+                })
+            };
+            let sent = tx.try_send(3).is_ok();
+            closer.join().unwrap();
+            let mut got = VecDeque::new();
+            let taken = rx.try_take(4, &mut got).is_ok();
+            assert_eq!(sent, taken, "sent {sent}, taken {taken}");
+        });
     }
 }

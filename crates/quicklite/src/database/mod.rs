@@ -11,7 +11,6 @@ use std::time::Instant;
 
 use rusqlite::Connection;
 
-use crate::builder::Builder;
 use crate::config::{Config, QueueFull};
 use crate::engine::Shared;
 use crate::metrics::MetricsSnapshot;
@@ -78,16 +77,6 @@ impl std::fmt::Debug for Database {
 }
 
 impl Database {
-    /// Opens (creating if needed) the database at `path` with the [`Profile::Server`] PRAGMAs and default options.
-    pub async fn open(path: impl AsRef<Path>) -> Result<Database> {
-        Builder::new(path.as_ref()).open().await
-    }
-
-    /// Starts a [`Builder`] for the database at `path`.
-    pub fn builder(path: impl AsRef<Path>) -> Builder {
-        Builder::new(path.as_ref())
-    }
-
     /// A database served by threads of its own, open once its writer and readers are.
     pub(crate) async fn start(path: PathBuf, config: Config) -> Result<Database> {
         crate::setup::sqlite_setup();
@@ -117,7 +106,7 @@ impl Database {
         name: String,
         path: PathBuf,
         config: Config,
-        pool: Arc<Pool>,
+        pool: Arc<Pool<Actor>>,
     ) -> Database {
         let shared = Arc::new(Shared::default());
         let (write_tx, write_rx) = queue::bounded(config.write_queue_capacity);

@@ -21,49 +21,24 @@ use crate::Result;
 use crate::config::{Checkpointing, Config};
 use crate::engine::busy::BusyLimit;
 use crate::engine::guard::GuardedConnection;
-use crate::engine::policy::Policy;
+use crate::engine::policy::{Mode, Outcome, Policy};
 use crate::engine::{Shared, open};
 use crate::metrics::Metrics;
 
-/// The checkpoint modes the writer uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
-    Passive,
-    Restart,
-    Truncate,
-}
-
-impl Mode {
-    fn sql(self) -> &'static str {
-        match self {
-            Mode::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
-            Mode::Restart => "PRAGMA wal_checkpoint(RESTART)",
-            Mode::Truncate => "PRAGMA wal_checkpoint(TRUNCATE)",
-        }
+/// The statement that runs a checkpoint in `mode`.
+fn pragma(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
+        Mode::Restart => "PRAGMA wal_checkpoint(RESTART)",
+        Mode::Truncate => "PRAGMA wal_checkpoint(TRUNCATE)",
     }
-
-    pub(crate) fn waits_for_readers(self) -> bool {
-        self != Mode::Passive
-    }
-}
-
-/// What a checkpoint did (the row `PRAGMA wal_checkpoint` answers).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Outcome {
-    /// The checkpoint could not finish: a reader still used frames it needed, or the wait for readers ran out.
-    pub(crate) busy: bool,
-    /// Frames in the WAL.
-    pub(crate) log_frames: i64,
-    /// Frames copied back into the database (in total, including earlier checkpoints of the same WAL).
-    pub(crate) checkpointed_frames: i64,
-    pub(crate) took: Duration,
 }
 
 /// Runs one checkpoint on the writer's connection.
 pub(crate) fn run(conn: &Connection, mode: Mode) -> rusqlite::Result<Outcome> {
     let started = Instant::now();
     let (busy, log_frames, checkpointed_frames) = conn
-        .prepare_cached(mode.sql())?
+        .prepare_cached(pragma(mode))?
         .query_row([], |r| Ok((r.get::<_, i64>(0)?, r.get(1)?, r.get(2)?)))?;
     Ok(Outcome {
         busy: busy != 0,

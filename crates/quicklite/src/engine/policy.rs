@@ -3,7 +3,32 @@
 use std::time::Duration;
 
 use crate::config::Checkpointing;
-use crate::engine::checkpoint::{Mode, Outcome};
+/// The checkpoint modes the writer uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Passive,
+    Restart,
+    Truncate,
+}
+
+impl Mode {
+    /// Whether a checkpoint in this mode waits for readers to leave the WAL.
+    pub(crate) fn waits_for_readers(self) -> bool {
+        self != Mode::Passive
+    }
+}
+
+/// What a checkpoint did (the row `PRAGMA wal_checkpoint` answers).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Outcome {
+    /// The checkpoint could not finish: a reader still used frames it needed, or the wait for readers ran out.
+    pub(crate) busy: bool,
+    /// Frames in the WAL.
+    pub(crate) log_frames: i64,
+    /// Frames copied back into the database (in total, including earlier checkpoints of the same WAL).
+    pub(crate) checkpointed_frames: i64,
+    pub(crate) took: Duration,
+}
 
 /// The writer's checkpoint decisions under [`Checkpointing::Managed`].
 #[derive(Debug)]

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::registry::housekeeping::housekeeping;
 use crate::registry::{Configure, Registry, RegistryInner};
+use crate::sched::pool::actor::Actor;
 use crate::sched::pool::{Pool, run_pool_thread};
 use crate::util::{lock, spawn};
 use crate::{Builder, Error, Result};
@@ -124,7 +125,7 @@ impl RegistryBuilder {
         let read_threads = threads.saturating_sub(write_threads).max(1);
         let threads = write_threads + read_threads;
         let (wake, wakes) = std::sync::mpsc::sync_channel(1);
-        let (pool, write_tasks, read_tasks) = Pool::new(
+        let (pool, write_tasks, read_tasks) = Pool::<Actor>::new(
             self.max_open,
             self.max_reader_connections.unwrap_or(usize::MAX),
             wake,
@@ -159,5 +160,17 @@ impl RegistryBuilder {
         })?);
         *lock(&inner.handles) = handles;
         Ok(Registry { inner })
+    }
+}
+
+impl Registry {
+    /// Opens a registry of databases in `dir` with the default options.
+    pub async fn open(dir: impl AsRef<Path>) -> Result<Registry> {
+        Registry::builder(dir).open().await
+    }
+
+    /// Starts a [`RegistryBuilder`] for `dir`.
+    pub fn builder(dir: impl AsRef<Path>) -> RegistryBuilder {
+        RegistryBuilder::new(dir.as_ref())
     }
 }

@@ -6,6 +6,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 use crate::registry::RegistryInner;
+use crate::sched::pool::task::PooledDatabase;
 use crate::util::write;
 
 /// Tasks waiting for room that each housekeeping tick puts back on the run queues.

@@ -1,8 +1,8 @@
 //! Many databases — one SQLite file per tenant — on a bounded thread pool.
 
-mod builder;
+pub(crate) mod builder;
 mod housekeeping;
-mod names;
+pub(crate) mod names;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -15,11 +15,11 @@ use rusqlite::OpenFlags;
 
 use crate::engine::open::refuse_links;
 use crate::sched::pool::Pool;
+use crate::sched::pool::actor::Actor;
+use crate::sched::pool::task::PooledDatabase;
 use crate::util::{read, spawn, write};
 use crate::{Builder, Database, Error, MetricsSnapshot, Result};
 
-pub use builder::RegistryBuilder;
-pub use names::MAX_NAME_LEN;
 use names::validate_name;
 
 /// A set of databases in one directory, served by a bounded pool of threads.
@@ -54,7 +54,7 @@ struct RegistryInner {
     /// The directory, canonical.
     dir: PathBuf,
     known: RwLock<HashMap<String, Database>>,
-    pool: Arc<Pool>,
+    pool: Arc<Pool<Actor>>,
     threads: usize,
     idle_timeout: Duration,
     configure: Configure,
@@ -104,19 +104,9 @@ pub struct RegistryMetrics {
 }
 
 impl Registry {
-    /// Opens a registry of databases in `dir` with the default options.
-    pub async fn open(dir: impl AsRef<Path>) -> Result<Registry> {
-        Registry::builder(dir).open().await
-    }
-
-    /// Starts a [`RegistryBuilder`] for `dir`.
-    pub fn builder(dir: impl AsRef<Path>) -> RegistryBuilder {
-        RegistryBuilder::new(dir.as_ref())
-    }
-
     /// The database `name`, stored in `<dir>/<name>.db`, created if it does not exist.
     ///
-    /// Names are 1 to [`MAX_NAME_LEN`] bytes of ASCII letters, digits, `_`, `-` and `.`, starting with a letter or
+    /// Names are 1 to [`MAX_NAME_LEN`](crate::MAX_NAME_LEN) bytes of ASCII letters, digits, `_`, `-` and `.`, starting with a letter or
     /// a digit, without `..`: nothing else (no `/`, `\`, NUL, space, absolute path or parent reference) can
     /// reach outside the directory. A file or its `-wal` / `-journal` / `-shm` companion that is a symbolic link
     /// is refused, and connections open with `SQLITE_OPEN_NOFOLLOW`. (On a case-insensitive file system, names

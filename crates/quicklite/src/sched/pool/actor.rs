@@ -14,8 +14,9 @@ use crate::engine::read::{BatchedReads, Reader};
 use crate::engine::write::{Close, Writer};
 use crate::queue;
 use crate::request::{ReadRequest, WriteRequest};
+use crate::sched::pool::Pool;
 use crate::sched::pool::roles::Roles;
-use crate::sched::pool::{Pool, Task};
+use crate::sched::pool::task::{PooledDatabase, Task};
 use crate::util::lock;
 use crate::{Error, Result};
 
@@ -52,7 +53,7 @@ pub(crate) struct Actor {
     path: PathBuf,
     config: Config,
     shared: Arc<Shared>,
-    pool: Arc<Pool>,
+    pool: Arc<Pool<Actor>>,
     write_rx: queue::Receiver<WriteRequest>,
     read_rx: queue::Receiver<ReadRequest>,
     /// Filled once, when the writer first opens.
@@ -87,7 +88,7 @@ impl Actor {
         path: PathBuf,
         config: Config,
         shared: Arc<Shared>,
-        pool: Arc<Pool>,
+        pool: Arc<Pool<Actor>>,
         queues: (queue::Receiver<WriteRequest>, queue::Receiver<ReadRequest>),
         pragmas: Arc<OnceLock<BTreeMap<String, String>>>,
     ) -> Arc<Actor> {
@@ -161,11 +162,6 @@ impl Actor {
             .is_some_and(|w| !w.is_empty())
     }
 
-    /// When a task last ran, on [`Pool::now_ms`]'s clock.
-    pub(crate) fn last_used_ms(&self) -> u64 {
-        self.last_used_ms.load(Ordering::Relaxed)
-    }
-
     /// Whether the connections are open.
     pub(crate) fn is_open(&self) -> bool {
         self.open.load(Ordering::Acquire)
@@ -186,87 +182,6 @@ impl Actor {
             self.write_rx.len() + lock(&self.unserved).len(),
             self.read_rx.len(),
         )
-    }
-
-    /// A write task: one group on the writer connection, opening it first if needed.
-    pub(crate) fn run_write(self: &Arc<Self>) {
-        let more = {
-            let mut slot = lock(&self.writer);
-            match self.ensure_writer(&mut slot) {
-                Ok(Opened::Yes) => {}
-                Ok(Opened::Deferred) => {
-                    drop(slot);
-                    self.pool.wait_for_room(Task::Write(self.clone()));
-                    return;
-                }
-                Err(e) => {
-                    drop(slot);
-                    self.fail_queued(&e);
-                    self.release_write();
-                    return;
-                }
-            }
-            let open = slot.as_mut().expect("the writer was just opened");
-            open.writer.serve_turn();
-            if !self.read_rx.is_empty() && self.reader_connections.load(Ordering::SeqCst) == 0 {
-                // Reads that found this task queued or running (and no reader connection to open) ride along.
-                let OpenWriter { writer, reads } = open;
-                writer.lend_read_only(|conn| reads.serve_turn(conn));
-            }
-            open.writer.inbox().has_work()
-        };
-        self.touch();
-        if more {
-            // To the back of the run queue: every other database with work gets a turn first.
-            self.pool.push(Task::Write(self.clone()));
-        } else {
-            self.release_write();
-        }
-    }
-
-    /// A read task: one batch on a reader connection, opening the database first if needed.
-    pub(crate) fn run_read(self: &Arc<Self>) {
-        let opened = if self.is_open() {
-            Ok(Opened::Yes)
-        } else {
-            let mut slot = lock(&self.writer);
-            self.ensure_writer(&mut slot)
-        };
-        if let Ok(Opened::Deferred) = opened {
-            self.pool.wait_for_room(Task::Read(self.clone()));
-            return;
-        }
-        match opened.and_then(|_| self.reads_on()) {
-            Ok(ReadsOn::Reader(mut reader)) => {
-                // Kept until the database closes: SQLite keeps the descriptor of a connection closed while another
-                // is open on the same file (POSIX locks would be lost with it), so closing it alone frees nothing.
-                reader.serve_turn();
-                lock(&self.readers).push(*reader);
-            }
-            Ok(ReadsOn::Writer) => {}
-            Ok(ReadsOn::NothingFree) => {
-                // The write task using the writer's connection serves queued reads before it ends, and looks at the
-                // read queue when it ends (`release_write`), scheduling a read task then; if it ended meanwhile,
-                // schedule one here.
-                self.roles.end_read();
-                if !self.roles.write_scheduled() && !self.read_rx.is_empty() {
-                    self.wake_reader();
-                }
-                self.settled.notify_waiters();
-                return;
-            }
-            Err(e) => {
-                self.fail_queued(&e);
-                self.release_read();
-                return;
-            }
-        }
-        self.touch();
-        if self.read_rx.is_empty() {
-            self.release_read();
-        } else {
-            self.pool.push(Task::Read(self.clone()));
-        }
     }
 
     /// Where this read task serves its batch: an idle reader connection; else the writer's connection if it is
@@ -366,34 +281,6 @@ impl Actor {
         Ok(Opened::Yes)
     }
 
-    /// Open, with no task queued or running: a database that could be closed now.
-    pub(crate) fn is_idle(&self) -> bool {
-        self.is_open() && self.roles.idle()
-    }
-
-    /// Answers every queued request with `error` (the database could not be opened, or the pool is stopped).
-    pub(crate) fn fail_queued(&self, error: &Error) {
-        if !matches!(error, Error::Closed) {
-            tracing::warn!(database = %self.name, %error, "could not open a registry database");
-        }
-        self.answer_open_waiters(|| Err(error.duplicate()));
-        let mut writes = std::mem::take(&mut *lock(&self.unserved));
-        loop {
-            for r in writes.drain(..) {
-                r.job.answer(Some(error.duplicate()));
-            }
-            if self.write_rx.try_take(usize::MAX, &mut writes).is_err() {
-                break;
-            }
-        }
-        let mut reads = VecDeque::new();
-        while self.read_rx.try_take(usize::MAX, &mut reads).is_ok() {
-            for r in reads.drain(..) {
-                r.job.fail(error.duplicate());
-            }
-        }
-    }
-
     fn touch(&self) {
         self.last_used_ms
             .store(self.pool.now_ms(), Ordering::Relaxed);
@@ -427,52 +314,6 @@ impl Actor {
         if self.is_idle() {
             self.pool.resume_waiting(1);
         }
-    }
-
-    /// Closes the connections if no task is queued or running, taking both roles meanwhile so none can start.
-    /// Returns whether it closed them. Requests that arrive meanwhile wait in their queues; they reopen the
-    /// database when the roles are released.
-    pub(crate) fn try_close(self: &Arc<Self>) -> bool {
-        if !self.is_open() {
-            return false;
-        }
-        if !self.roles.take_all() {
-            // A request that came while the write role was held for a moment found it taken: look again.
-            if !self.write_rx.is_empty() || self.has_open_waiters() {
-                self.wake_writer();
-            }
-            return false;
-        }
-        self.close_connections(&mut lock(&self.writer), Close::ToReopen);
-        self.roles.reopen_reads();
-        if !self.read_rx.is_empty() {
-            self.wake_reader();
-        }
-        self.release_write();
-        true
-    }
-
-    /// Closes the connections of a database whose write task waits in the run queue, if no task runs on it and no
-    /// read task is queued; returns whether it closed them. The queued write task reopens the database when its
-    /// turn comes (one whose turn comes meanwhile waits for the writer's slot, then finds it empty).
-    pub(crate) fn try_close_queued(self: &Arc<Self>) -> bool {
-        if !self.is_open() {
-            return false;
-        }
-        // Held by a running write task, or by reads on the writer's connection.
-        let Ok(mut slot) = self.writer.try_lock() else {
-            return false;
-        };
-        if slot.is_none() || !self.roles.shut_reads() {
-            return false;
-        }
-        self.close_connections(&mut slot, Close::ToReopen);
-        drop(slot);
-        self.roles.reopen_reads();
-        if !self.read_rx.is_empty() {
-            self.wake_reader();
-        }
-        true
     }
 
     /// Closes the connections (the caller holds both roles and the writer's slot): readers first, then the writer.
@@ -514,5 +355,171 @@ impl Actor {
             }
             settled.await;
         }
+    }
+}
+
+impl PooledDatabase for Actor {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// When a task last ran, on [`Pool::now_ms`]'s clock.
+    fn last_used_ms(&self) -> u64 {
+        self.last_used_ms.load(Ordering::Relaxed)
+    }
+
+    /// A write task: one group on the writer connection, opening it first if needed.
+    fn run_write(self: &Arc<Self>) {
+        let more = {
+            let mut slot = lock(&self.writer);
+            match self.ensure_writer(&mut slot) {
+                Ok(Opened::Yes) => {}
+                Ok(Opened::Deferred) => {
+                    drop(slot);
+                    self.pool.wait_for_room(Task::Write(self.clone()));
+                    return;
+                }
+                Err(e) => {
+                    drop(slot);
+                    self.fail_queued(&e);
+                    self.release_write();
+                    return;
+                }
+            }
+            let open = slot.as_mut().expect("the writer was just opened");
+            open.writer.serve_turn();
+            if !self.read_rx.is_empty() && self.reader_connections.load(Ordering::SeqCst) == 0 {
+                // Reads that found this task queued or running (and no reader connection to open) ride along.
+                let OpenWriter { writer, reads } = open;
+                writer.lend_read_only(|conn| reads.serve_turn(conn));
+            }
+            open.writer.inbox().has_work()
+        };
+        self.touch();
+        if more {
+            // To the back of the run queue: every other database with work gets a turn first.
+            self.pool.push(Task::Write(self.clone()));
+        } else {
+            self.release_write();
+        }
+    }
+
+    /// A read task: one batch on a reader connection, opening the database first if needed.
+    fn run_read(self: &Arc<Self>) {
+        let opened = if self.is_open() {
+            Ok(Opened::Yes)
+        } else {
+            let mut slot = lock(&self.writer);
+            self.ensure_writer(&mut slot)
+        };
+        if let Ok(Opened::Deferred) = opened {
+            self.pool.wait_for_room(Task::Read(self.clone()));
+            return;
+        }
+        match opened.and_then(|_| self.reads_on()) {
+            Ok(ReadsOn::Reader(mut reader)) => {
+                // Kept until the database closes: SQLite keeps the descriptor of a connection closed while another
+                // is open on the same file (POSIX locks would be lost with it), so closing it alone frees nothing.
+                reader.serve_turn();
+                lock(&self.readers).push(*reader);
+            }
+            Ok(ReadsOn::Writer) => {}
+            Ok(ReadsOn::NothingFree) => {
+                // The write task using the writer's connection serves queued reads before it ends, and looks at the
+                // read queue when it ends (`release_write`), scheduling a read task then; if it ended meanwhile,
+                // schedule one here.
+                self.roles.end_read();
+                if !self.roles.write_scheduled() && !self.read_rx.is_empty() {
+                    self.wake_reader();
+                }
+                self.settled.notify_waiters();
+                return;
+            }
+            Err(e) => {
+                self.fail_queued(&e);
+                self.release_read();
+                return;
+            }
+        }
+        self.touch();
+        if self.read_rx.is_empty() {
+            self.release_read();
+        } else {
+            self.pool.push(Task::Read(self.clone()));
+        }
+    }
+
+    /// Open, with no task queued or running: a database that could be closed now.
+    fn is_idle(&self) -> bool {
+        self.is_open() && self.roles.idle()
+    }
+
+    /// Answers every queued request with `error` (the database could not be opened, or the pool is stopped).
+    fn fail_queued(&self, error: &Error) {
+        if !matches!(error, Error::Closed) {
+            tracing::warn!(database = %self.name, %error, "could not open a registry database");
+        }
+        self.answer_open_waiters(|| Err(error.duplicate()));
+        let mut writes = std::mem::take(&mut *lock(&self.unserved));
+        loop {
+            for r in writes.drain(..) {
+                r.job.answer(Some(error.duplicate()));
+            }
+            if self.write_rx.try_take(usize::MAX, &mut writes).is_err() {
+                break;
+            }
+        }
+        let mut reads = VecDeque::new();
+        while self.read_rx.try_take(usize::MAX, &mut reads).is_ok() {
+            for r in reads.drain(..) {
+                r.job.fail(error.duplicate());
+            }
+        }
+    }
+
+    /// Closes the connections if no task is queued or running, taking both roles meanwhile so none can start.
+    /// Returns whether it closed them. Requests that arrive meanwhile wait in their queues; they reopen the
+    /// database when the roles are released.
+    fn try_close(self: &Arc<Self>) -> bool {
+        if !self.is_open() {
+            return false;
+        }
+        if !self.roles.take_all() {
+            // A request that came while the write role was held for a moment found it taken: look again.
+            if !self.write_rx.is_empty() || self.has_open_waiters() {
+                self.wake_writer();
+            }
+            return false;
+        }
+        self.close_connections(&mut lock(&self.writer), Close::ToReopen);
+        self.roles.reopen_reads();
+        if !self.read_rx.is_empty() {
+            self.wake_reader();
+        }
+        self.release_write();
+        true
+    }
+
+    /// Closes the connections of a database whose write task waits in the run queue, if no task runs on it and no
+    /// read task is queued; returns whether it closed them. The queued write task reopens the database when its
+    /// turn comes (one whose turn comes meanwhile waits for the writer's slot, then finds it empty).
+    fn try_close_queued(self: &Arc<Self>) -> bool {
+        if !self.is_open() {
+            return false;
+        }
+        // Held by a running write task, or by reads on the writer's connection.
+        let Ok(mut slot) = self.writer.try_lock() else {
+            return false;
+        };
+        if slot.is_none() || !self.roles.shut_reads() {
+            return false;
+        }
+        self.close_connections(&mut slot, Close::ToReopen);
+        drop(slot);
+        self.roles.reopen_reads();
+        if !self.read_rx.is_empty() {
+            self.wake_reader();
+        }
+        true
     }
 }

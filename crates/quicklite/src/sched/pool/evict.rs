@@ -2,29 +2,35 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
-use crate::sched::pool::Pool;
-use crate::sched::pool::actor::Actor;
-use crate::util::lock;
+use crate::sched::pool::task::PooledDatabase;
 
 /// Open databases sampled to choose one to close (see [`PoolShared::evict_for`]).
-const SAMPLED: usize = 16;
+pub(crate) const SAMPLED: usize = 16;
 
 /// Samples drawn before falling back to a scan of every open database, when all sampled ones are busy.
-const DRAWS: usize = 4;
+pub(crate) const DRAWS: usize = 4;
 
 /// The open databases, in a vector for sampling at random, with each one's place by name for removal.
-#[derive(Default)]
-pub(crate) struct OpenSet {
-    actors: Vec<Arc<Actor>>,
+pub(crate) struct OpenSet<D> {
+    actors: Vec<Arc<D>>,
     places: HashMap<String, usize>,
 }
 
-impl OpenSet {
-    pub(crate) fn insert(&mut self, actor: Arc<Actor>) {
-        if !self.places.contains_key(&actor.name) {
-            self.places.insert(actor.name.clone(), self.actors.len());
+impl<D> Default for OpenSet<D> {
+    fn default() -> Self {
+        OpenSet {
+            actors: Vec::new(),
+            places: HashMap::new(),
+        }
+    }
+}
+
+impl<D: PooledDatabase> OpenSet<D> {
+    pub(crate) fn insert(&mut self, actor: Arc<D>) {
+        if !self.places.contains_key(actor.name()) {
+            self.places
+                .insert(actor.name().to_string(), self.actors.len());
             self.actors.push(actor);
         }
     }
@@ -33,13 +39,13 @@ impl OpenSet {
         if let Some(place) = self.places.remove(name) {
             self.actors.swap_remove(place);
             if let Some(moved) = self.actors.get(place) {
-                self.places.insert(moved.name.clone(), place);
+                self.places.insert(moved.name().to_string(), place);
             }
         }
     }
 
     /// Up to `n` distinct open databases at pseudo-random places.
-    fn sample(&self, n: usize, seed: u64) -> Vec<Arc<Actor>> {
+    pub(crate) fn sample(&self, n: usize, seed: u64) -> Vec<Arc<D>> {
         sample_places(self.actors.len(), n, seed)
             .map(|place| self.actors[place].clone())
             .collect()
@@ -71,56 +77,16 @@ fn gcd(mut a: usize, mut b: usize) -> usize {
 
 /// Closes one of `candidates`: the least recently used idle one, else the most recently used one whose work
 /// waits in the run queue. Returns whether it closed one.
-fn close_one(candidates: &mut [Arc<Actor>]) -> bool {
+pub(crate) fn close_one<D: PooledDatabase>(candidates: &mut [Arc<D>]) -> bool {
     candidates.sort_by_key(|a| a.last_used_ms());
     candidates.iter().any(|a| a.try_close())
         || candidates.iter().rev().any(|a| a.try_close_queued())
 }
 
-impl OpenSet {
+impl<D> OpenSet<D> {
     /// The open databases.
-    pub(crate) fn actors(&self) -> &[Arc<Actor>] {
+    pub(crate) fn actors(&self) -> &[Arc<D>] {
         &self.actors
-    }
-}
-
-impl Pool {
-    /// Closes open databases (other than `opening`; `""` for none) until at most `target` are open — on the pool
-    /// thread that wants to open one, so that evictions keep pace with opens, and in the registry's housekeeping.
-    /// Returns whether it got there; if every open database is running a task, the housekeeping thread is asked to
-    /// retry and the opening waits.
-    ///
-    /// An idle database goes first, the least recently used of [`SAMPLED`] open databases picked at random (as
-    /// Redis approximates LRU): this runs once per open at the cap, up to thousands of times a second, where a
-    /// scan of every open database each time would cost time in proportion to the cap. When none of them is idle,
-    /// one whose write task waits in the run queue is closed ([`Actor::try_close_queued`]), the most recently used
-    /// first (its task, queued after it last ran, is furthest back): when every database has work queued (more
-    /// databases with writes due than the cap), waiting for one to go idle would stop every opening. Only after
-    /// [`DRAWS`] samples are all the others tried.
-    pub(crate) fn evict_for(&self, opening: &str, target: usize) -> bool {
-        while self.open_count() > target {
-            let mut closed = false;
-            for _ in 0..DRAWS {
-                let seed = self.draws.fetch_add(1, Ordering::Relaxed);
-                let mut sampled = lock(&self.open).sample(SAMPLED, seed);
-                sampled.retain(|a| a.name != opening);
-                closed = close_one(&mut sampled);
-                if closed {
-                    break;
-                }
-            }
-            if !closed {
-                let mut rest = self.open_actors();
-                rest.retain(|a| a.name != opening);
-                closed = close_one(&mut rest);
-            }
-            if !closed {
-                self.wake_housekeeping();
-                return false;
-            }
-            self.evictions.fetch_add(1, Ordering::Relaxed);
-        }
-        true
     }
 }
 

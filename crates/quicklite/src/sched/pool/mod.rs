@@ -26,26 +26,21 @@ use crate::util::lock;
 pub(crate) mod actor;
 mod evict;
 mod roles;
+pub(crate) mod task;
 
-use actor::Actor;
-use evict::OpenSet;
-
-/// A unit of work on the pool.
-pub(crate) enum Task {
-    Write(Arc<Actor>),
-    Read(Arc<Actor>),
-}
+use evict::{DRAWS, OpenSet, SAMPLED, close_one};
+use task::{PooledDatabase, Task};
 
 /// A registry's pool: its run queues and threads' shared state, the open databases, the waiting room and the
 /// budget of reader connections.
-pub(crate) struct Pool {
+pub(crate) struct Pool<D> {
     /// The run queue of write tasks.
-    writes: Sender<Task>,
+    writes: Sender<Task<D>>,
     /// The run queue of read tasks: reads have threads of their own, so writes that hold their thread for long
     /// (a slow closure, a commit waiting for the disk) never leave reads without one.
-    reads: Sender<Task>,
+    reads: Sender<Task<D>>,
     /// Databases with open connections.
-    pub(crate) open: Mutex<OpenSet>,
+    pub(crate) open: Mutex<OpenSet<D>>,
     /// Cap on open databases, enforced by the registry's housekeeping thread.
     pub(crate) max_open: usize,
     /// Wakes the housekeeping thread (when the cap is passed); a full channel means a wake-up is pending already.
@@ -58,7 +53,7 @@ pub(crate) struct Pool {
     /// Tasks of databases that could not open because every open one was busy, oldest first. They leave the run
     /// queues, so that the tasks of open databases (whose ending makes room) are not stuck behind them, and come
     /// back when a task ends or a database closes ([`Pool::resume_waiting`]).
-    waiting: Mutex<VecDeque<Task>>,
+    waiting: Mutex<VecDeque<Task<D>>>,
     /// `waiting.len()`, readable without the lock.
     waiting_len: AtomicUsize,
     /// Cap on reader connections open at once, over all databases (each holds two file descriptors).
@@ -68,13 +63,16 @@ pub(crate) struct Pool {
     epoch: Instant,
 }
 
-impl Pool {
+/// The receiving end of a run queue, for the pool's threads.
+pub(crate) type RunQueue<D> = Receiver<Task<D>>;
+
+impl<D: PooledDatabase> Pool<D> {
     /// A pool state and the receiving ends of its write and read run queues, for the pool threads.
     pub(crate) fn new(
         max_open: usize,
         max_readers: usize,
         wake: SyncSender<()>,
-    ) -> (Arc<Pool>, Receiver<Task>, Receiver<Task>) {
+    ) -> (Arc<Pool<D>>, RunQueue<D>, RunQueue<D>) {
         let (writes, write_rx) = async_channel::unbounded();
         let (reads, read_rx) = async_channel::unbounded();
         let shared = Arc::new(Pool {
@@ -96,7 +94,7 @@ impl Pool {
         (shared, write_rx, read_rx)
     }
 
-    pub(crate) fn push(&self, task: Task) {
+    pub(crate) fn push(&self, task: Task<D>) {
         // Refused only once the pool is stopped (the registry closed or dropped): nothing will serve the
         // database any more, so whatever it has queued is answered `Closed` rather than left waiting.
         let lane = match task {
@@ -115,7 +113,7 @@ impl Pool {
     }
 
     /// The databases open now.
-    pub(crate) fn open_actors(&self) -> Vec<Arc<Actor>> {
+    pub(crate) fn open_actors(&self) -> Vec<Arc<D>> {
         lock(&self.open).actors().to_vec()
     }
 
@@ -126,6 +124,44 @@ impl Pool {
     /// Tasks waiting for a pool thread, or for room to open their database.
     pub(crate) fn queued_tasks(&self) -> usize {
         self.writes.len() + self.reads.len() + self.waiting_tasks()
+    }
+
+    /// Closes open databases (other than `opening`; `""` for none) until at most `target` are open — on the pool
+    /// thread that wants to open one, so that evictions keep pace with opens, and in the registry's housekeeping.
+    /// Returns whether it got there; if every open database is running a task, the housekeeping thread is asked to
+    /// retry and the opening waits.
+    ///
+    /// An idle database goes first, the least recently used of [`SAMPLED`] open databases picked at random (as
+    /// Redis approximates LRU): this runs once per open at the cap, up to thousands of times a second, where a
+    /// scan of every open database each time would cost time in proportion to the cap. When none of them is idle,
+    /// one whose write task waits in the run queue is closed ([`Actor::try_close_queued`]), the most recently used
+    /// first (its task, queued after it last ran, is furthest back): when every database has work queued (more
+    /// databases with writes due than the cap), waiting for one to go idle would stop every opening. Only after
+    /// [`DRAWS`] samples are all the others tried.
+    pub(crate) fn evict_for(&self, opening: &str, target: usize) -> bool {
+        while self.open_count() > target {
+            let mut closed = false;
+            for _ in 0..DRAWS {
+                let seed = self.draws.fetch_add(1, Ordering::Relaxed);
+                let mut sampled = lock(&self.open).sample(SAMPLED, seed);
+                sampled.retain(|a| a.name() != opening);
+                closed = close_one(&mut sampled);
+                if closed {
+                    break;
+                }
+            }
+            if !closed {
+                let mut rest = self.open_actors();
+                rest.retain(|a| a.name() != opening);
+                closed = close_one(&mut rest);
+            }
+            if !closed {
+                self.wake_housekeeping();
+                return false;
+            }
+            self.evictions.fetch_add(1, Ordering::Relaxed);
+        }
+        true
     }
 
     /// Asks the registry's housekeeping thread for a sweep now.
@@ -141,7 +177,7 @@ impl Pool {
     }
 
     /// Sets `task` aside until room is made for its database to open.
-    pub(crate) fn wait_for_room(&self, task: Task) {
+    pub(crate) fn wait_for_room(&self, task: Task<D>) {
         {
             let mut waiting = lock(&self.waiting);
             waiting.push_back(task);
@@ -164,7 +200,7 @@ impl Pool {
         if self.waiting_len.load(Ordering::SeqCst) == 0 {
             return;
         }
-        let resumed: Vec<Task> = {
+        let resumed: Vec<Task<D>> = {
             let mut waiting = lock(&self.waiting);
             let k = n.min(waiting.len());
             let resumed = waiting.drain(..k).collect();
@@ -212,7 +248,7 @@ impl Pool {
 }
 
 /// The body of a pool thread: runs tasks until the run queue is closed and empty.
-pub(crate) fn run_pool_thread(tasks: Receiver<Task>) {
+pub(crate) fn run_pool_thread<D: PooledDatabase>(tasks: RunQueue<D>) {
     while let Ok(task) = tasks.recv_blocking() {
         match task {
             Task::Write(actor) => actor.run_write(),

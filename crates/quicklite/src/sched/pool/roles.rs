@@ -77,7 +77,8 @@ impl Roles {
         if self.shut_reads() {
             return true;
         }
-        self.write.store(false, Ordering::SeqCst);
+        // A swap, as in `end_write`: the caller looks at the write queue next.
+        self.write.swap(false, Ordering::SeqCst);
         false
     }
 
@@ -89,9 +90,11 @@ impl Roles {
             .is_ok()
     }
 
-    /// Lets read tasks be scheduled again after [`Roles::shut_reads`] (or [`Roles::take_all`]).
+    /// Lets read tasks be scheduled again after [`Roles::shut_reads`] (or [`Roles::take_all`]). A swap, not a
+    /// store: the caller then looks at the read queue for requests that found reads shut, and that look must not
+    /// move before this.
     pub(crate) fn reopen_reads(&self) {
-        self.reads.store(0, Ordering::SeqCst);
+        self.reads.swap(0, Ordering::SeqCst);
     }
 }
 
