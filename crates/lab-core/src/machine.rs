@@ -2,7 +2,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::Environment;
+use crate::result::Environment;
 
 impl Environment {
     /// An environment with the machine fields filled (CPU model and count, kernel, current UTC date) and
