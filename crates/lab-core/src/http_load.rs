@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::OpStats;
+use crate::result::OpStats;
 use crate::rng::Rng;
 use crate::stats::{OpKind, TaskStats};
 

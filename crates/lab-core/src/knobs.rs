@@ -5,7 +5,7 @@ use std::fmt;
 
 use anyhow::{Result, bail};
 
-use crate::Cell;
+use crate::cell::Cell;
 
 /// The PRAGMAs of the `server` profile, in the order they are applied.
 ///

@@ -37,15 +37,14 @@
 //! ```
 
 mod alloc;
+mod approach;
 mod cell;
-mod clients;
 mod data;
 mod driver;
-#[cfg(feature = "http")]
-mod http;
 pub mod http_load;
 mod knobs;
 mod machine;
+mod measurement;
 pub mod orm;
 mod pacing;
 pub mod process;
@@ -57,20 +56,23 @@ pub mod sql;
 mod stats;
 #[cfg(test)]
 mod test_support;
+mod timekeeper;
 
 #[cfg(feature = "runner-testing")]
 pub mod runner_testing;
 mod workload;
 
 pub use alloc::{AllocCount, CountingAllocator, allocations, start_counting, uncounted};
+pub use approach::Approach;
 pub use cell::{Cell, DEFAULT_BUILD_PROFILE, MultiDb, WriteMode};
 pub use data::{
     Block, JOB_PAYLOAD_LEN, LEDGER_ACCOUNTS, LEDGER_SEED_BLOCKS, LedgerGenerator, NewItem, NewJob,
     Param, Statement, TRANSACTIONS_PER_BLOCK,
 };
-pub use driver::{Approach, Measurement, QUEUE_PROBE_CYCLES, drive, failed_result};
+pub use driver::{QUEUE_PROBE_CYCLES, drive};
 pub use knobs::{Knobs, MutexMode, Pragma, Profile, REPORTED_PRAGMAS, SERVER_PRAGMAS};
 pub use machine::{cpu_model, rfc3339_utc};
+pub use measurement::{Measurement, failed_result};
 pub use orm::OrmOp;
 pub use pacing::Schedule;
 pub use result::{CellResult, Completion, Environment, NamedOp, OpStats};

@@ -2,7 +2,10 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::Environment;
+use time::OffsetDateTime;
+use time::macros::format_description;
+
+use crate::result::Environment;
 
 impl Environment {
     /// An environment with the machine fields filled (CPU model and count, kernel, current UTC date) and
@@ -40,31 +43,15 @@ fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
         })
 }
 
-/// `time` as RFC 3339 in UTC with second precision, e.g. `2026-11-21T23:05:00Z`.
+/// `time` as RFC 3339 in UTC with second precision, e.g. `2026-11-21T23:05:00Z`; the epoch for a time before it.
 pub fn rfc3339_utc(time: SystemTime) -> String {
-    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3_600,
-        rem % 3_600 / 60,
-        rem % 60
-    )
-}
-
-/// Gregorian date of a day count since 1970-01-01 (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let format = format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
+    i64::try_from(secs)
+        .ok()
+        .and_then(|secs| OffsetDateTime::from_unix_timestamp(secs).ok())
+        .and_then(|utc| utc.format(&format).ok())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Cell;
+use crate::cell::Cell;
 
 /// The outcome of one cell, printed by a runner as one JSON document on standard output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -10,8 +10,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use crate::driver::{Measurement, failed_result};
-use crate::{Cell, CellResult, Environment};
+use crate::cell::Cell;
+use crate::measurement::{Measurement, failed_result};
+use crate::result::{CellResult, Environment};
 
 /// A runner program: the approaches it implements and how it runs a cell.
 pub trait Runner {
@@ -83,7 +84,7 @@ fn run_cell(runner: &impl Runner, cell: Cell) -> CellResult {
         return failed_result(cell, env, message);
     }
     // The host's placement of the CPUs, on either side of the cell (see `core_round_trip_ns`).
-    env.core_round_trip_before_ns = crate::core_round_trip_ns();
+    env.core_round_trip_before_ns = crate::round_trip::core_round_trip_ns();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cell.worker_threads.max(1) as usize)
         .enable_all()
@@ -104,7 +105,7 @@ fn run_cell(runner: &impl Runner, cell: Cell) -> CellResult {
     // Operations still in flight (e.g. a writer inside its simulated delay) are not waited for: the window
     // is closed and the process is about to exit.
     runtime.shutdown_background();
-    env.core_round_trip_after_ns = crate::core_round_trip_ns();
+    env.core_round_trip_after_ns = crate::round_trip::core_round_trip_ns();
     match outcome {
         Ok(measurement) => measurement.into_result(cell, env),
         Err(e) => failed_result(cell, env, format!("{e:#}")),

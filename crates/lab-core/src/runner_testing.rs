@@ -194,7 +194,7 @@ pub fn assert_orm_measured(result: &Value) {
     let operations = result["operations"].as_array().expect("operations");
     assert_eq!(
         operations.len(),
-        2 * (crate::OrmOp::ALL.len() + crate::orm::ORM_THREADING.len()),
+        2 * (crate::orm::OrmOp::ALL.len() + crate::orm::ORM_THREADING.len()),
         "{result:#}"
     );
     assert_eq!(operations.last().unwrap()["name"], "heavy_threading (txn)");

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use hdrhistogram::Histogram;
 
-use crate::OpStats;
+use crate::result::OpStats;
 
 /// Distinct error messages kept for the report; more would only repeat the same failure.
 pub const MAX_ERROR_SAMPLES: usize = 5;

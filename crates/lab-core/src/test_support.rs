@@ -1,6 +1,17 @@
-//! Helpers shared by this crate's unit tests.
+//! Helpers shared by this crate's unit tests: a small cell, and in-memory approaches to drive it against.
 
-use crate::{Cell, MultiDb, WriteMode};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+
+use crate::approach::Approach;
+use crate::cell::{Cell, MultiDb, WriteMode};
+use crate::data::{self, Block, NewItem, NewJob};
+use crate::driver::drive;
+use crate::measurement::Measurement;
+use crate::orm::{ORM_ARTISTS, OrmOp};
 
 /// A small, valid cell for `workload` and `approach`.
 pub(crate) fn sample_cell(workload: &str, approach: &str) -> Cell {
@@ -28,4 +39,150 @@ pub(crate) fn sample_cell(workload: &str, approach: &str) -> Cell {
         build_profile: "tuned".into(),
         postgres_url: None,
     }
+}
+
+/// An in-memory approach: deterministic, no SQLite, records what it was asked to do.
+#[derive(Default)]
+pub(crate) struct Fake {
+    /// `items` rows by id.
+    pub(crate) items: Mutex<BTreeMap<i64, i64>>,
+    /// Databases that saw a JOIN read.
+    pub(crate) joined: Mutex<BTreeSet<usize>>,
+    /// Block indexes written, per database.
+    pub(crate) blocks: Mutex<BTreeMap<usize, Vec<i64>>>,
+    /// Fail every operation, alternating between two messages.
+    pub(crate) failing: bool,
+    /// The queue: job id → the worker that claimed it.
+    pub(crate) jobs: Mutex<BTreeMap<i64, Option<i64>>>,
+    /// `orm` calls per (operation, in a transaction).
+    pub(crate) orm_calls: Mutex<BTreeMap<(&'static str, bool), u64>>,
+}
+
+impl Fake {
+    /// A fake whose `items` table holds `rows` rows.
+    pub(crate) fn seeded(rows: i64) -> Self {
+        let fake = Fake::default();
+        fake.items
+            .lock()
+            .unwrap()
+            .extend((1..=rows).map(|id| (id, 0)));
+        fake
+    }
+
+    /// The injected failure, when the fake is failing.
+    fn check(&self, id: i64) -> Result<()> {
+        if self.failing {
+            bail!("injected failure {}", id % 2);
+        }
+        Ok(())
+    }
+}
+
+impl Approach for Fake {
+    async fn point_read(&self, id: i64) -> Result<()> {
+        self.check(id)?;
+        match self.items.lock().unwrap().get(&id) {
+            Some(_) => Ok(()),
+            None => bail!("no row {id}"),
+        }
+    }
+
+    async fn insert(&self, item: NewItem) -> Result<()> {
+        let mut items = self.items.lock().unwrap();
+        let id = items.len() as i64 + 1;
+        items.insert(id, item.value);
+        Ok(())
+    }
+
+    async fn update(&self, id: i64, delta: i64) -> Result<()> {
+        match self.items.lock().unwrap().get_mut(&id) {
+            Some(v) => *v += delta,
+            None => bail!("no row {id}"),
+        }
+        Ok(())
+    }
+
+    async fn join_read(&self, db: usize, account: i64) -> Result<()> {
+        assert!((1..=data::LEDGER_ACCOUNTS).contains(&account));
+        self.joined.lock().unwrap().insert(db);
+        Ok(())
+    }
+
+    async fn paced_write(&self, db: usize, block: Block, delay: Duration) -> Result<()> {
+        std::thread::sleep(delay);
+        self.blocks
+            .lock()
+            .unwrap()
+            .entry(db)
+            .or_default()
+            .push(block.idx);
+        Ok(())
+    }
+
+    async fn publish(&self, job: NewJob) -> Result<()> {
+        assert_eq!(job.payload.len(), data::JOB_PAYLOAD_LEN);
+        let mut jobs = self.jobs.lock().unwrap();
+        let id = jobs.keys().next_back().map_or(1, |last| last + 1);
+        jobs.insert(id, None);
+        Ok(())
+    }
+
+    async fn claim(&self, owner: i64, _now_ms: i64) -> Result<Option<i64>> {
+        let mut jobs = self.jobs.lock().unwrap();
+        let oldest = jobs.iter_mut().find(|(_, claimed)| claimed.is_none());
+        Ok(oldest.map(|(id, claimed)| {
+            *claimed = Some(owner);
+            *id
+        }))
+    }
+
+    async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
+        assert!((1..=ORM_ARTISTS).contains(&key));
+        *self
+            .orm_calls
+            .lock()
+            .unwrap()
+            .entry((op.name(), txn))
+            .or_default() += 1;
+        Ok(())
+    }
+
+    async fn ack(&self, id: i64, owner: i64) -> Result<()> {
+        let mut jobs = self.jobs.lock().unwrap();
+        match jobs.get(&id) {
+            Some(Some(by)) if *by == owner => {
+                jobs.remove(&id);
+                Ok(())
+            }
+            _ => bail!("job {id} is not claimed by {owner}"),
+        }
+    }
+}
+
+/// An approach with only the operations every approach must have: no queue, no `orm` suite (the trait's defaults).
+pub(crate) struct RequiredOnly;
+
+impl Approach for RequiredOnly {
+    async fn point_read(&self, _: i64) -> Result<()> {
+        Ok(())
+    }
+    async fn insert(&self, _: NewItem) -> Result<()> {
+        Ok(())
+    }
+    async fn update(&self, _: i64, _: i64) -> Result<()> {
+        Ok(())
+    }
+    async fn join_read(&self, _: usize, _: i64) -> Result<()> {
+        Ok(())
+    }
+    async fn paced_write(&self, _: usize, _: Block, _: Duration) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Drives `cell` against `fake`; what was measured, and the fake to look into.
+pub(crate) async fn run(cell: &Cell, fake: Fake) -> (Measurement, Arc<Fake>) {
+    let fake = Arc::new(fake);
+    let m = drive(cell, fake.clone()).await.unwrap();
+    (m, fake)
 }

@@ -9,8 +9,9 @@ use std::str::FromStr;
 
 use anyhow::{Context, Result, bail};
 
+use crate::cell::{Cell, MultiDb, WriteMode};
 use crate::data::{self, Statement};
-use crate::{Cell, MultiDb, WriteMode, sql};
+use crate::sql;
 
 /// Share of reads in the `mixed` workload, in percent; the rest are updates by primary key.
 pub const MIXED_READ_PERCENT: u64 = 90;

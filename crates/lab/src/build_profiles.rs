@@ -1,7 +1,7 @@
 //! SQLite build profiles: the `LIBSQLITE3_FLAGS` a runner is compiled with, listed in one file
 //! (`crates/lab/build-profiles.txt`, compiled into the lab).
 //!
-//! A library cannot set its dependents' build flags (DESIGN.md), so the lab measures what they are worth: each
+//! A library cannot set its dependents' build flags (docs/design.md), so the lab measures what they are worth: each
 //! profile's runners are built with its flags into a target directory of their own and the cells name the
 //! profile they ran under. `tuned` is the workspace's own build and needs no extra compile.
 

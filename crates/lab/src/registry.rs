@@ -2,7 +2,7 @@
 //!
 //! The approaches live in three runner programs because cargo allows one `links = "sqlite3"` crate per
 //! workspace: the main workspace's `quicklite-runner` (rusqlite 0.41), and two peer workspaces under `runners/`
-//! for the crates that pin other SQLite bindings (see DESIGN.md, "Lab architecture"). Every runner answers
+//! for the crates that pin other SQLite bindings (see docs/design.md, "Lab architecture"). Every runner answers
 //! `--approaches` with the JSON array of approaches it supports, which is checked before anything runs.
 //!
 //! Each build profile ([`crate::build_profiles`]) other than the workspace's own gets its runners built with the

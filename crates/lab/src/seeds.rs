@@ -1,7 +1,7 @@
 //! The "seeds" section of the reports: each seed document's claim, its published figure and machine, and what
 //! this run measured of it, computed from the results present — never a stored figure passed off as measured.
 //!
-//! The seeds are the five write-ups the project started from (DESIGN.md): 000 memory statistics, 001 threading
+//! The seeds are the five write-ups the project started from (docs/design.md): 000 memory statistics, 001 threading
 //! mode, 002 the job queue, 003 PRAGMA and compile tuning, 004 async approaches over many databases. For each,
 //! [`findings`] looks for the pairs of cells that test the claim (the same cell with one knob changed) and states
 //! the direction and size of the effect here; without them it says "not measured in this run" and which cells

@@ -16,9 +16,11 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::Cell;
-use crate::driver::{Approach, Measurement, spawn_timekeeper};
+use crate::approach::Approach;
+use crate::cell::Cell;
 use crate::http_load::{LoadReport, LoadSpec};
+use crate::measurement::Measurement;
+use crate::timekeeper::spawn_timekeeper;
 
 /// The endpoint: one row by primary key.
 async fn item<A: Approach>(State(approach): State<Arc<A>>, Path(id): Path<i64>) -> Response {
@@ -33,7 +35,7 @@ async fn item<A: Approach>(State(approach): State<Arc<A>>, Path(id): Path<i64>) 
 }
 
 /// Serves `approach` over HTTP, runs the load generator against it, and returns what was measured.
-pub(crate) async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measurement> {
+pub(super) async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measurement> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .context("cannot listen on a loopback port")?;

@@ -1,0 +1,93 @@
+//! The contract between the driver and an approach: the [`Approach`] trait, one method per kind of operation.
+//!
+//! The driver chooses the operations (which row, which database, when); an approach only knows how to run each
+//! kind, so every approach is measured through the same workload code.
+
+use std::future::Future;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::data::{Block, NewItem, NewJob};
+use crate::orm::OrmOp;
+
+/// The error of an approach that has no queue operations.
+fn no_queue() -> anyhow::Error {
+    anyhow::anyhow!("this approach does not implement the queue workload")
+}
+
+/// One way of using SQLite from async Rust, as measured by the lab.
+///
+/// A runner opens the approach's connections (after seeding, before the warm-up) and hands it to
+/// [`crate::drive`]. Single-database workloads use database 0; `multi-db` passes the database index.
+/// Implementations run exactly the statements in [`crate::sql`].
+pub trait Approach: Send + Sync + 'static {
+    /// `point-read`: [`crate::sql::POINT_READ`] for `id`, reading every column.
+    fn point_read(&self, id: i64) -> impl Future<Output = Result<()>> + Send;
+
+    /// `insert`: [`crate::sql::INSERT_ITEM`], one logical write.
+    fn insert(&self, item: NewItem) -> impl Future<Output = Result<()>> + Send;
+
+    /// `mixed`'s write: [`crate::sql::UPDATE_ITEM`] for `id`.
+    fn update(&self, id: i64, delta: i64) -> impl Future<Output = Result<()>> + Send;
+
+    /// `multi-db`'s read: [`crate::sql::ACCOUNT_HISTORY`] for `account` in database `db`, reading every row.
+    fn join_read(&self, db: usize, account: i64) -> impl Future<Output = Result<()>> + Send;
+
+    /// `multi-db`'s write: append `block` to database `db` in one transaction, and before committing block
+    /// the calling thread for `delay` with `std::thread::sleep` *inside* the database operation (inside the
+    /// closure the approach sends to its thread, or directly on the caller's thread for approaches that have
+    /// none) — the slow writer of seed 004. In the `paced` write mode `delay` is zero and nothing sleeps.
+    fn paced_write(
+        &self,
+        db: usize,
+        block: Block,
+        delay: Duration,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// `queue`'s publish: [`crate::sql::PUBLISH`] with `job`, one logical write. By default, an error: the
+    /// approach does not implement the queue.
+    fn publish(&self, job: NewJob) -> impl Future<Output = Result<()>> + Send {
+        drop(job);
+        async { Err(no_queue()) }
+    }
+
+    /// `queue`'s claim: [`crate::sql::CLAIM`] for worker `owner` at `now_ms`, one logical write; the claimed job's
+    /// id, or `None` when no job is waiting. By default, an error.
+    fn claim(&self, owner: i64, now_ms: i64) -> impl Future<Output = Result<Option<i64>>> + Send {
+        let _ = (owner, now_ms);
+        async { Err(no_queue()) }
+    }
+
+    /// `queue`'s ack: [`crate::sql::ACK`] for job `id` claimed by `owner`, one logical write; an error if no row
+    /// was deleted. By default, an error.
+    fn ack(&self, id: i64, owner: i64) -> impl Future<Output = Result<()>> + Send {
+        let _ = (id, owner);
+        async { Err(no_queue()) }
+    }
+
+    /// `orm`: operation `op` of the suite on the artist `key` (in `1..=ORM_ARTISTS`), wrapped in a transaction of
+    /// its own when `txn` is set. By default, an error: the approach does not implement the suite.
+    fn orm(&self, op: OrmOp, key: i64, txn: bool) -> impl Future<Output = Result<()>> + Send {
+        let _ = (op, key, txn);
+        async {
+            Err(anyhow::anyhow!(
+                "this approach does not implement the orm workload"
+            ))
+        }
+    }
+
+    /// Databases with open connections right now, if the approach knows: all of them for approaches that open
+    /// every database up front; fewer for one that closes idle databases (quicklite's registry). By default,
+    /// unknown.
+    fn open_databases(&self) -> Option<u64> {
+        None
+    }
+
+    /// Times databases were opened (connections set up) since the approach started: once per database for
+    /// approaches that open everything up front and keep it open — the default, [`Approach::open_databases`] —
+    /// and more when a capped registry closes databases and reopens them on demand.
+    fn database_opens(&self) -> Option<u64> {
+        self.open_databases()
+    }
+}

@@ -1,0 +1,130 @@
+//! `point-read`, `insert` and `mixed`: `concurrency` client tasks running single-row operations back to back.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Result;
+
+use super::client_loop::{observe, record, yield_if_never_pending};
+use super::window::{Window, WindowedRun};
+use crate::approach::Approach;
+use crate::cell::Cell;
+use crate::data::NewItem;
+use crate::measurement::Measurement;
+use crate::rng::Rng;
+use crate::stats::{OpKind, StatsSink};
+use crate::workload::{MIXED_READ_PERCENT, Workload};
+
+/// Runs a `point-read`, `insert` or `mixed` cell: one client task per `concurrency`, each with its own random
+/// stream, until the window closes.
+pub(super) async fn drive<A: Approach>(
+    cell: &Cell,
+    workload: Workload,
+    approach: Arc<A>,
+) -> Result<Measurement> {
+    let run = WindowedRun::begin(cell)?;
+    for task in 0..cell.concurrency {
+        let rng = Rng::derive(cell.seed, u64::from(task));
+        tokio::spawn(client(
+            approach.clone(),
+            workload,
+            cell.rows,
+            rng,
+            run.window,
+            run.stats.clone(),
+        ));
+    }
+    let (measurement, _) = run.finish(&*approach).await?;
+    Ok(measurement)
+}
+
+/// A client of `point-read`, `insert` or `mixed`: operations back to back until the window ends.
+async fn client<A: Approach>(
+    approach: Arc<A>,
+    workload: Workload,
+    rows: u64,
+    mut rng: Rng,
+    window: Window,
+    stats: Arc<StatsSink>,
+) {
+    let rows = rows.max(1) as i64;
+    let mut ready = false;
+    loop {
+        let started = Instant::now();
+        if started >= window.end {
+            return;
+        }
+        // Waiting for the worker is part of this operation's latency, as a request waits for one.
+        yield_if_never_pending(ready).await;
+        let ((outcome, ready_now), kind) = match workload {
+            Workload::PointRead => (
+                observe(approach.point_read(rng.between(1, rows))).await,
+                OpKind::Read,
+            ),
+            Workload::Insert => (
+                observe(approach.insert(NewItem::random(&mut rng))).await,
+                OpKind::Write,
+            ),
+            _ if rng.percent(MIXED_READ_PERCENT) => (
+                observe(approach.point_read(rng.between(1, rows))).await,
+                OpKind::Read,
+            ),
+            _ => {
+                let (id, delta) = (rng.between(1, rows), rng.between(-100, 100));
+                (observe(approach.update(id, delta)).await, OpKind::Write)
+            }
+        };
+        record(&stats, &window, kind, started, outcome);
+        ready = ready_now;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_support::{Fake, run, sample_cell};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn point_read_counts_only_reads() {
+        let cell = sample_cell("point-read", "fake");
+        let (m, _) = run(&cell, Fake::seeded(200)).await;
+        assert!(m.reads.ops > 0);
+        assert_eq!(m.writes.ops, 0);
+        assert_eq!(m.errors, 0, "{:?}", m.error_samples);
+        assert_eq!(m.wall_secs, 0.06);
+        assert!(m.reads.p50_us <= m.reads.p99_us && m.reads.p99_us <= m.reads.max_us);
+        assert!(m.write_completion.is_none());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn mixed_does_mostly_reads_and_some_updates() {
+        let cell = sample_cell("mixed", "fake");
+        let (m, _) = run(&cell, Fake::seeded(200)).await;
+        assert!(m.writes.ops > 0);
+        assert!(m.reads.ops > m.writes.ops);
+        assert_eq!(m.errors, 0, "{:?}", m.error_samples);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn insert_adds_rows() {
+        let cell = sample_cell("insert", "fake");
+        let (m, fake) = run(&cell, Fake::seeded(200)).await;
+        assert!(m.writes.ops > 0);
+        assert_eq!(m.reads.ops, 0);
+        assert!(fake.items.lock().unwrap().len() as u64 >= 200 + m.writes.ops);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn errors_are_counted_with_distinct_samples() {
+        let cell = sample_cell("point-read", "fake");
+        let fake = Fake {
+            failing: true,
+            ..Fake::seeded(200)
+        };
+        let (m, _) = run(&cell, fake).await;
+        assert_eq!(m.reads.ops, 0);
+        assert!(m.errors > 0);
+        let mut samples = m.error_samples.clone();
+        samples.sort();
+        assert_eq!(samples, vec!["injected failure 0", "injected failure 1"]);
+    }
+}

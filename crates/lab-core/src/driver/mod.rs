@@ -1,0 +1,64 @@
+//! The driver: runs a cell's workload against an [`Approach`] and measures it.
+//!
+//! Every approach is measured through this one piece of code, so differences in the results come from the
+//! approaches, not from how each was driven. Clients are closed-loop: each task issues its next operation
+//! when the previous one returns. Operations that *complete* inside the measured window count; the warm-up
+//! before it warms caches, connections and thread pools. The window is kept by the [`crate::timekeeper`].
+//!
+//! One file per workload: [`closed_loop`] (`point-read`, `insert`, `mixed`), [`multi_db`], [`queue`], [`orm`] and
+//! `http`; the ones driven by client tasks share their [`window`] and the way a [`client_loop`] times an operation.
+
+mod client_loop;
+mod closed_loop;
+#[cfg(feature = "http")]
+mod http;
+mod multi_db;
+mod orm;
+mod queue;
+mod window;
+
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use crate::approach::Approach;
+use crate::cell::Cell;
+use crate::measurement::Measurement;
+use crate::workload::Workload;
+
+pub use queue::QUEUE_PROBE_CYCLES;
+
+/// Runs `cell` against `approach`: spawns the client tasks, waits out the warm-up and the window, and returns
+/// what was measured. Tasks still inside an operation at the end are left to finish on their own; the runner
+/// exits without waiting for them.
+pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measurement> {
+    match Workload::of_cell(cell)? {
+        workload @ (Workload::PointRead | Workload::Insert | Workload::Mixed) => {
+            closed_loop::drive(cell, workload, approach).await
+        }
+        Workload::MultiDb => multi_db::drive(cell, approach).await,
+        Workload::Queue => queue::drive(cell, approach).await,
+        Workload::Orm => orm::drive(cell, &*approach).await,
+        #[cfg(feature = "http")]
+        Workload::Http => http::drive(cell, approach).await,
+        #[cfg(not(feature = "http"))]
+        Workload::Http => anyhow::bail!(
+            "this runner was built without the http workload (lab-core's `http` feature)"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::drive;
+    use crate::test_support::{Fake, sample_cell};
+
+    #[tokio::test]
+    async fn unknown_workload_is_an_error() {
+        let cell = sample_cell("point-reads", "fake");
+        let err = drive(&cell, Arc::new(Fake::default())).await.unwrap_err();
+        assert!(err.to_string().contains("unknown workload"), "{err}");
+    }
+}
