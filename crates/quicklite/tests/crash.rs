@@ -14,11 +14,13 @@ use std::time::Duration;
 
 mod common;
 
-use common::{PAIRED_TABLES, whole_writes, write_pair};
-use quicklite::{Database, Profile};
+use common::{Backend, PAIRED_TABLES, both_backends, whole_writes, write_pair};
+use quicklite::Profile;
 
-/// Set in the child's environment: the database to write to, and the round (ids are unique per round).
-const CHILD_DB: &str = "QUICKLITE_CRASH_CHILD_DB";
+/// Set in the child's environment: the directory of the database to write to, the backend to open it through,
+/// and the round (ids are unique per round).
+const CHILD_DIR: &str = "QUICKLITE_CRASH_CHILD_DIR";
+const CHILD_BACKEND: &str = "QUICKLITE_CRASH_CHILD_BACKEND";
 const CHILD_ROUND: &str = "QUICKLITE_CRASH_CHILD_ROUND";
 const CHILD_PROFILE: &str = "QUICKLITE_CRASH_CHILD_PROFILE";
 
@@ -30,18 +32,18 @@ const TASKS: i64 = 16;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "the child process of `acknowledged_writes_survive_sigkill`, which runs it"]
 async fn crash_child() {
-    let path = std::env::var(CHILD_DB).expect("run by acknowledged_writes_survive_sigkill");
+    let dir = std::env::var(CHILD_DIR).expect("run by acknowledged_writes_survive_sigkill");
+    let backend = Backend::from_name(&std::env::var(CHILD_BACKEND).unwrap());
     let round: i64 = std::env::var(CHILD_ROUND).unwrap().parse().unwrap();
     let profile = match std::env::var(CHILD_PROFILE).unwrap().as_str() {
         "durable" => Profile::Durable,
         _ => Profile::Server,
     };
-    let db = Database::builder(&path)
-        .profile(profile)
-        .open()
-        .await
-        .unwrap();
+    let db = common::open_in(backend, Path::new(&dir), move |b| b.profile(profile)).await;
     db.execute_batch(PAIRED_TABLES).await.unwrap();
+    // Registry: the neighbour keeps closing the database's connections until the kill, which may come in the
+    // middle of a close or an open.
+    let _churn = db.churn();
     println!("ready");
     let mut tasks = Vec::new();
     for t in 0..TASKS {
@@ -61,7 +63,13 @@ async fn crash_child() {
 }
 
 /// Runs one child until it is killed `after` its first acknowledged write; returns the ids it acknowledged.
-fn crash_round(path: &Path, round: i64, profile: &str, after: Duration) -> BTreeSet<i64> {
+fn crash_round(
+    backend: Backend,
+    dir: &Path,
+    round: i64,
+    profile: &str,
+    after: Duration,
+) -> BTreeSet<i64> {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -70,7 +78,8 @@ fn crash_round(path: &Path, round: i64, profile: &str, after: Duration) -> BTree
             "--nocapture",
             "--test-threads=1",
         ])
-        .env(CHILD_DB, path)
+        .env(CHILD_DIR, dir)
+        .env(CHILD_BACKEND, backend.name())
         .env(CHILD_ROUND, round.to_string())
         .env(CHILD_PROFILE, profile)
         .stdout(Stdio::piped())
@@ -118,9 +127,9 @@ fn check_after_crash(path: &Path, acked: &BTreeSet<i64>) -> usize {
     stored.len()
 }
 
-fn rounds(profile: &str, rounds: i64) {
+fn rounds(backend: Backend, profile: &str, rounds: i64) {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("crash.db");
+    let path = dir.path().join(format!("{}.db", common::NAME));
     // A fixed pseudo-random schedule of kill times (10–250 ms), so a failure can be replayed.
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut total_acked = 0;
@@ -130,18 +139,20 @@ fn rounds(profile: &str, rounds: i64) {
         x ^= x >> 7;
         x ^= x << 17;
         let after = Duration::from_millis(10 + x % 240);
-        let acked = crash_round(&path, round, profile, after);
+        let acked = crash_round(backend, dir.path(), round, profile, after);
         total_acked += acked.len();
         rows = check_after_crash(&path, &acked);
     }
     println!(
-        "{profile}: {rounds} SIGKILL rounds, {total_acked} acknowledged writes, none lost; {rows} rows"
+        "{backend:?}, {profile}: {rounds} SIGKILL rounds, {total_acked} acknowledged writes, none lost; {rows} rows"
     );
     assert!(total_acked > 0, "the children acknowledged writes");
 }
 
-#[test]
-fn acknowledged_writes_survive_sigkill() {
-    rounds("server", 20);
-    rounds("durable", 10);
+both_backends! {
+    #[test]
+    fn acknowledged_writes_survive_sigkill(backend) {
+        rounds(backend, "server", 20);
+        rounds(backend, "durable", 10);
+    }
 }

@@ -8,8 +8,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::temp_db;
-use quicklite::{Database, Error, Registry, rusqlite};
+use common::{both_backends, temp_db};
+use quicklite::{Error, Registry, rusqlite};
 
 /// A small xorshift generator: deterministic, no dependency.
 struct Rng(u64);
@@ -175,120 +175,122 @@ fn random_value(rng: &mut Rng) -> rusqlite::types::Value {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn random_sql_and_parameters_never_panic_and_leave_the_database_intact() {
-    let t = temp_db();
-    let db = Database::builder(&t.path)
-        .busy_timeout(Duration::from_millis(100))
-        .open()
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn random_sql_and_parameters_never_panic_and_leave_the_database_intact(backend) {
+        let db = common::open(backend, |b| b.busy_timeout(Duration::from_millis(100))).await;
+        db.execute_batch(
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, x, y); CREATE TABLE keep (v INTEGER NOT NULL);
+             INSERT INTO keep VALUES (42);",
+        )
         .await
         .unwrap();
-    db.execute_batch(
-        "CREATE TABLE t (id INTEGER PRIMARY KEY, x, y); CREATE TABLE keep (v INTEGER NOT NULL);
-         INSERT INTO keep VALUES (42);",
-    )
-    .await
-    .unwrap();
-    let mut rng = Rng(0x5eed_0001);
-    let n = iterations(1500);
-    let (mut ok, mut err) = (0_u64, 0_u64);
-    let mut rss_early = 0;
-    for i in 0..n {
-        if i == n / 10 {
-            rss_early = rss_bytes();
-        }
-        let sql = random_sql(&mut rng);
-        let params: Vec<rusqlite::types::Value> =
-            (0..rng.below(4)).map(|_| random_value(&mut rng)).collect();
-        let outcome = match rng.below(4) {
-            0 => db
-                .execute(sql, rusqlite::params_from_iter(params))
-                .await
-                .map(|_| ()),
-            1 => db.execute_batch(sql).await,
-            2 => db
-                .query_all(sql, rusqlite::params_from_iter(params), |r| {
-                    r.get::<_, rusqlite::types::Value>(0)
-                })
-                .await
-                .map(|_| ()),
-            _ => {
-                db.read(move |c| {
-                    let mut stmt = c.prepare(&sql)?;
-                    let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
-                    while rows.next()?.is_some() {}
-                    Ok(())
-                })
-                .await
+        // Registry: the neighbour keeps closing the database's connections between (and during) the statements.
+        let churn = db.churn();
+        let mut rng = Rng(0x5eed_0001);
+        let n = iterations(1500);
+        let (mut ok, mut err) = (0_u64, 0_u64);
+        let mut rss_early = 0;
+        for i in 0..n {
+            if i == n / 10 {
+                rss_early = rss_bytes();
             }
-        };
-        match outcome {
-            Ok(()) => ok += 1,
-            Err(e) => {
-                // Every failure is an error value with a message, never a panic or a poisoned handle.
-                assert!(!e.to_string().is_empty());
-                assert!(!matches!(e, Error::Panic { .. } | Error::Closed), "{e}");
-                err += 1;
+            let sql = random_sql(&mut rng);
+            let params: Vec<rusqlite::types::Value> =
+                (0..rng.below(4)).map(|_| random_value(&mut rng)).collect();
+            let outcome = match rng.below(4) {
+                0 => db
+                    .execute(sql, rusqlite::params_from_iter(params))
+                    .await
+                    .map(|_| ()),
+                1 => db.execute_batch(sql).await,
+                2 => db
+                    .query_all(sql, rusqlite::params_from_iter(params), |r| {
+                        r.get::<_, rusqlite::types::Value>(0)
+                    })
+                    .await
+                    .map(|_| ()),
+                _ => {
+                    db.read(move |c| {
+                        let mut stmt = c.prepare(&sql)?;
+                        let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+                        while rows.next()?.is_some() {}
+                        Ok(())
+                    })
+                    .await
+                }
+            };
+            match outcome {
+                Ok(()) => ok += 1,
+                Err(e) => {
+                    // Every failure is an error value with a message, never a panic or a poisoned handle.
+                    assert!(!e.to_string().is_empty());
+                    assert!(!matches!(e, Error::Panic { .. } | Error::Closed), "{e}");
+                    err += 1;
+                }
             }
         }
+        churn.stop().await;
+        println!(
+            "{n} random statements: {ok} ran, {err} refused with an error; resident memory {:.1} MiB after a tenth, \
+             {:.1} MiB at the end",
+            rss_early as f64 / 1048576.0,
+            rss_bytes() as f64 / 1048576.0
+        );
+        // The handle serves on; the database is intact. (`keep` may have been dropped by a random DROP TABLE, which
+        // is the SQL doing what it says; integrity is what must hold.)
+        let integrity: String = db
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .await
+            .unwrap();
+        assert_eq!(integrity, "ok");
+        db.execute_batch("CREATE TABLE IF NOT EXISTS after (v)")
+            .await
+            .unwrap();
+        db.execute("INSERT INTO after VALUES (1)", ())
+            .await
+            .unwrap();
+        assert_eq!(db.metrics().panics, 0);
+        db.close().await;
     }
-    println!(
-        "{n} random statements: {ok} ran, {err} refused with an error; resident memory {:.1} MiB after a tenth, \
-         {:.1} MiB at the end",
-        rss_early as f64 / 1048576.0,
-        rss_bytes() as f64 / 1048576.0
-    );
-    // The handle serves on; the database is intact. (`keep` may have been dropped by a random DROP TABLE, which
-    // is the SQL doing what it says; integrity is what must hold.)
-    let integrity: String = db
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .await
-        .unwrap();
-    assert_eq!(integrity, "ok");
-    db.execute_batch("CREATE TABLE IF NOT EXISTS after (v)")
-        .await
-        .unwrap();
-    db.execute("INSERT INTO after VALUES (1)", ())
-        .await
-        .unwrap();
-    assert_eq!(db.metrics().panics, 0);
-    db.close().await.unwrap();
 }
 
-#[tokio::test]
-async fn random_pragma_overrides_are_applied_or_refused_never_injected() {
-    let mut rng = Rng(0x5eed_0002);
-    let names = [
-        "cache_size",
-        "synchronous",
-        "journal_mode",
-        "x; DROP TABLE t",
-        "",
-        "mmap_size",
-        "a.b.c",
-    ];
-    let values = [
-        "-64000",
-        "FULL",
-        "WAL",
-        "1; DROP TABLE t",
-        "'x'",
-        "",
-        "9999999999999999999999",
-        "OFF",
-    ];
-    for _ in 0..iterations(60) {
-        let t = temp_db();
-        let (name, value) = (*rng.pick(&names), *rng.pick(&values));
-        match Database::builder(&t.path).pragma(name, value).open().await {
-            Ok(db) => {
-                db.execute_batch("CREATE TABLE t (x)").await.unwrap();
-                db.close().await.unwrap();
+both_backends! {
+    #[tokio::test]
+    async fn random_pragma_overrides_are_applied_or_refused_never_injected(backend) {
+        let mut rng = Rng(0x5eed_0002);
+        let names = [
+            "cache_size",
+            "synchronous",
+            "journal_mode",
+            "x; DROP TABLE t",
+            "",
+            "mmap_size",
+            "a.b.c",
+        ];
+        let values = [
+            "-64000",
+            "FULL",
+            "WAL",
+            "1; DROP TABLE t",
+            "'x'",
+            "",
+            "9999999999999999999999",
+            "OFF",
+        ];
+        for _ in 0..iterations(60) {
+            let dir = tempfile::tempdir().unwrap();
+            let (name, value) = (*rng.pick(&names), *rng.pick(&values));
+            match common::try_open_in(backend, dir.path(), move |b| b.pragma(name, value)).await {
+                Ok(db) => {
+                    db.execute_batch("CREATE TABLE t (x)").await.unwrap();
+                    db.close().await;
+                }
+                Err(e) => assert!(
+                    matches!(e, Error::InvalidConfig(_) | Error::Sqlite(_)),
+                    "{name}={value}: {e}"
+                ),
             }
-            Err(e) => assert!(
-                matches!(e, Error::InvalidConfig(_) | Error::Sqlite(_)),
-                "{name}={value}: {e}"
-            ),
         }
     }
 }
@@ -336,62 +338,64 @@ async fn random_tenant_names_never_reach_outside_the_registry() {
     assert!(created > 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn corrupted_database_files_give_errors_not_panics() {
-    let mut rng = Rng(0x5eed_0004);
-    // A real database to damage.
-    let template = temp_db();
-    {
-        let conn = rusqlite::Connection::open(&template.path).unwrap();
-        conn.execute_batch(
-            "CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT); CREATE INDEX t_body ON t (body);
-             WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 3000)
-             INSERT INTO t SELECT n, printf('row %d %s', n, hex(randomblob(20))) FROM c;",
-        )
-        .unwrap();
-    }
-    let original = std::fs::read(&template.path).unwrap();
-    let (mut opened, mut refused) = (0, 0);
-    for _ in 0..iterations(40) {
-        let mut bytes = original.clone();
-        for _ in 0..1 + rng.below(20) {
-            // A third of the damage in the 100-byte header, the rest anywhere.
-            let span = if rng.below(3) == 0 {
-                100
-            } else {
-                bytes.len() as u64
-            };
-            let at = rng.below(span) as usize;
-            bytes[at] = rng.next() as u8;
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn corrupted_database_files_give_errors_not_panics(backend) {
+        let mut rng = Rng(0x5eed_0004);
+        // A real database to damage.
+        let template = temp_db();
+        {
+            let conn = rusqlite::Connection::open(&template.path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT); CREATE INDEX t_body ON t (body);
+                 WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 3000)
+                 INSERT INTO t SELECT n, printf('row %d %s', n, hex(randomblob(20))) FROM c;",
+            )
+            .unwrap();
         }
-        let t = temp_db();
-        std::fs::write(&t.path, &bytes).unwrap();
-        let db = match Database::open(&t.path).await {
-            Ok(db) => db,
-            Err(e) => {
-                assert!(!matches!(e, Error::Panic { .. }), "{e}");
-                refused += 1;
-                continue;
+        let original = std::fs::read(&template.path).unwrap();
+        let (mut opened, mut refused) = (0, 0);
+        for _ in 0..iterations(40) {
+            let mut bytes = original.clone();
+            for _ in 0..1 + rng.below(20) {
+                // A third of the damage in the 100-byte header, the rest anywhere.
+                let span = if rng.below(3) == 0 {
+                    100
+                } else {
+                    bytes.len() as u64
+                };
+                let at = rng.below(span) as usize;
+                bytes[at] = rng.next() as u8;
             }
-        };
-        opened += 1;
-        // Reads, writes and the integrity check each answer, whatever the damage.
-        let _ = db
-            .query_row("SELECT count(*), sum(length(body)) FROM t", [], |r| {
-                r.get::<_, i64>(0)
-            })
-            .await;
-        let _ = db
-            .query_row("SELECT body FROM t WHERE body > 'row 5'", [], |r| {
-                r.get::<_, String>(0)
-            })
-            .await;
-        let _ = db.execute("INSERT INTO t (body) VALUES ('new')", ()).await;
-        let _ = db
-            .query_all("PRAGMA integrity_check", [], |r| r.get::<_, String>(0))
-            .await;
-        assert_eq!(db.metrics().panics, 0);
-        db.close().await.unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join(format!("{}.db", common::NAME)), &bytes).unwrap();
+            let db = match common::try_open_in(backend, dir.path(), |b| b).await {
+                Ok(db) => db,
+                Err(e) => {
+                    assert!(!matches!(e, Error::Panic { .. }), "{e}");
+                    refused += 1;
+                    continue;
+                }
+            };
+            opened += 1;
+            // Reads, writes and the integrity check each answer, whatever the damage.
+            let _ = db
+                .query_row("SELECT count(*), sum(length(body)) FROM t", [], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .await;
+            let _ = db
+                .query_row("SELECT body FROM t WHERE body > 'row 5'", [], |r| {
+                    r.get::<_, String>(0)
+                })
+                .await;
+            let _ = db.execute("INSERT INTO t (body) VALUES ('new')", ()).await;
+            let _ = db
+                .query_all("PRAGMA integrity_check", [], |r| r.get::<_, String>(0))
+                .await;
+            assert_eq!(db.metrics().panics, 0);
+            db.close().await;
+        }
+        println!("corrupted files: {opened} opened (errors or data on use), {refused} refused at open");
     }
-    println!("corrupted files: {opened} opened (errors or data on use), {refused} refused at open");
 }

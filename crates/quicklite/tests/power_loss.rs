@@ -5,6 +5,9 @@
 //! Under `Durable` (`synchronous=FULL`) every acknowledged write survives. Under `Server` (`synchronous=NORMAL`)
 //! the database is consistent and loses at most the commits acknowledged since the last sync: every write
 //! acknowledged before the last `fsync` began is there.
+//!
+//! The VFS is registered as the process's default, so that a registry's databases (opened by name, without a URI
+//! to choose a VFS) go through it as well as standalone ones.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,8 +17,8 @@ use std::time::Duration;
 
 mod common;
 
-use common::{PAIRED_TABLES, whole_writes, write_pair};
-use quicklite::{Database, Profile, rusqlite};
+use common::{Backend, PAIRED_TABLES, both_backends, whole_writes, write_pair};
+use quicklite::{Profile, rusqlite};
 
 mod vfs {
     //! The power-cut VFS. Files are tracked by path; the main database, journal and WAL all go through
@@ -29,9 +32,6 @@ mod vfs {
     use std::sync::{LazyLock, Mutex, OnceLock};
 
     use quicklite::rusqlite::ffi;
-
-    /// The VFS's name, for `file:…?vfs=powercut` URIs.
-    pub const NAME: &str = "powercut";
 
     /// Set by [`cut`]: every write, truncate, sync and delete fails from then on.
     static CUT: AtomicBool = AtomicBool::new(false);
@@ -68,7 +68,7 @@ mod vfs {
         *BASE.get().expect("registered") as *mut ffi::sqlite3_vfs
     }
 
-    /// Registers the VFS (once per process).
+    /// Registers the VFS as the default one (once per process).
     pub fn register() {
         static DONE: OnceLock<()> = OnceLock::new();
         DONE.get_or_init(|| unsafe {
@@ -81,7 +81,7 @@ mod vfs {
             vfs.szOsFile = (REAL_OFFSET + (*base).szOsFile as usize) as c_int;
             vfs.xOpen = Some(open);
             vfs.xDelete = Some(delete);
-            let rc = ffi::sqlite3_vfs_register(Box::leak(Box::new(vfs)), 0);
+            let rc = ffi::sqlite3_vfs_register(Box::leak(Box::new(vfs)), 1);
             assert_eq!(rc, ffi::SQLITE_OK);
         });
     }
@@ -320,17 +320,15 @@ mod vfs {
 /// One round: 8 tasks write (each write puts its id in two tables) until the power is cut `after` the start;
 /// returns each acknowledged id with its acknowledgement number, and the acknowledgements synced at the cut.
 async fn power_cut_round(
-    path: &Path,
+    backend: Backend,
+    dir: &Path,
     profile: Profile,
     after: Duration,
 ) -> (BTreeMap<i64, u64>, u64) {
-    let uri = format!("file:{}?vfs={}", path.display(), vfs::NAME);
-    let db = Database::builder(&uri)
-        .profile(profile)
-        .open()
-        .await
-        .unwrap();
+    let db = common::open_in(backend, dir, move |b| b.profile(profile)).await;
     db.execute_batch(PAIRED_TABLES).await.unwrap();
+    // Registry: the neighbour keeps closing the database's connections, until and after the cut.
+    let churn = db.churn();
     let acked = Arc::new(std::sync::Mutex::new(BTreeMap::new()));
     let mut tasks = Vec::new();
     for t in 0..8_i64 {
@@ -354,8 +352,9 @@ async fn power_cut_round(
     for t in tasks {
         t.await.unwrap();
     }
+    churn.stop().await;
     // Closing fails to checkpoint (the disk is gone) but closes every connection.
-    db.close().await.unwrap();
+    db.close().await;
     vfs::restore();
     let acked = acked.lock().unwrap().clone();
     (acked, synced)
@@ -364,8 +363,9 @@ async fn power_cut_round(
 /// The VFS's state is process-wide: its tests take turns.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+both_backends! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn power_cuts_lose_nothing_durable_and_only_unsynced_commits_otherwise() {
+async fn power_cuts_lose_nothing_durable_and_only_unsynced_commits_otherwise(backend) {
     let _turn = ONE_AT_A_TIME.lock().await;
     quicklite::sqlite_setup();
     vfs::register();
@@ -378,9 +378,11 @@ async fn power_cuts_lose_nothing_durable_and_only_unsynced_commits_otherwise() {
             x ^= x << 17;
             let after = Duration::from_millis(30 + x % 300);
             let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("power.db");
-            let (acked, synced) = power_cut_round(&path, profile, after).await;
+            let path = dir.path().join(format!("{}.db", common::NAME));
+            let (acked, synced) = power_cut_round(backend, dir.path(), profile, after).await;
             let stored = whole_writes(&path);
+            // The check's own connection went through the VFS too: its files are not the next round's.
+            vfs::forget();
             let lost: Vec<(i64, u64)> = acked
                 .iter()
                 .filter(|(id, _)| !stored.contains(id))
@@ -411,21 +413,19 @@ async fn power_cuts_lose_nothing_durable_and_only_unsynced_commits_otherwise() {
         assert!(acked_total > 0);
     }
 }
+}
 
+both_backends! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn injected_io_errors_fail_writes_clearly_and_the_handle_recovers() {
+async fn injected_io_errors_fail_writes_clearly_and_the_handle_recovers(backend) {
     let _turn = ONE_AT_A_TIME.lock().await;
     quicklite::sqlite_setup();
     vfs::register();
     let dir = tempfile::tempdir().unwrap();
     for profile in [Profile::Server, Profile::Durable] {
-        let path = dir.path().join(format!("ioerr-{profile:?}.db"));
-        let uri = format!("file:{}?vfs={}", path.display(), vfs::NAME);
-        let db = Database::builder(&uri)
-            .profile(profile)
-            .open()
-            .await
-            .unwrap();
+        let sub = dir.path().join(format!("ioerr-{profile:?}"));
+        std::fs::create_dir(&sub).unwrap();
+        let db = common::open_in(backend, &sub, move |b| b.profile(profile)).await;
         db.execute_batch(
             "CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)",
         )
@@ -446,6 +446,8 @@ async fn injected_io_errors_fail_writes_clearly_and_the_handle_recovers() {
         // Every write and fsync fails for a while. Under Durable each commit syncs, so it must fail; under Server
         // a commit that fits in the WAL's page cache may still need to write: the writes fail either way.
         vfs::cut();
+        // Registry: the neighbour asks for the connections while the disk fails (its own writes fail too).
+        let churn = db.churn();
         let mut failures = 0;
         for id in 50..60_i64 {
             match db
@@ -473,9 +475,12 @@ async fn injected_io_errors_fail_writes_clearly_and_the_handle_recovers() {
         );
         // The disk works again: the same handle writes, reads see everything written before the errors.
         vfs::resume();
+        churn.stop().await;
         db.execute("INSERT INTO t VALUES (?1 + 1000, randomblob(10))", (base,))
             .await
             .unwrap();
+        // Registry: and the connections close and reopen once the disk works again.
+        db.evict().await;
         let present: i64 = db
             .query_row("SELECT count(*) FROM t WHERE id - ?1 < 50", (base,), |r| {
                 r.get(0)
@@ -494,7 +499,8 @@ async fn injected_io_errors_fail_writes_clearly_and_the_handle_recovers() {
         println!(
             "{profile:?}: {failures} of 10 writes failed with I/O errors; the handle then served again"
         );
-        db.close().await.unwrap();
+        db.close().await;
     }
     vfs::forget();
+}
 }

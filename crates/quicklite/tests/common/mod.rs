@@ -140,3 +140,397 @@ pub fn entries(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect()
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Backends: every contract test runs on a standalone database and on a database served by a registry.
+// ---------------------------------------------------------------------------------------------------------------
+
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use quicklite::{Builder, Registry, RegistryMetrics};
+
+/// What serves the database a test runs against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// `Database::builder(path)…open()`: a writer thread and reader threads of its own.
+    Standalone,
+    /// `Registry::get`: an actor on a registry's pool, whose connections close and reopen under the test.
+    Registry,
+}
+
+impl Backend {
+    /// The name passed to a child process (see [`Backend::from_name`]).
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Standalone => "standalone",
+            Backend::Registry => "registry",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Backend {
+        match name {
+            "standalone" => Backend::Standalone,
+            "registry" => Backend::Registry,
+            other => panic!("unknown backend {other:?}"),
+        }
+    }
+}
+
+/// Expands one test body into two tests, `<name>::standalone` and `<name>::registry`, each running the body with
+/// its [`Backend`]. The attributes (`#[tokio::test(…)]`, or `#[test]` for a plain `fn`, docs) go to both.
+/// `#[ignore_on_registry = "reason"]` among them ignores the registry's variant only.
+///
+/// ```ignore
+/// both_backends! {
+///     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+///     async fn a_write_is_read_back(backend) {
+///         let db = common::open(backend, |b| b).await;
+///         …
+///     }
+/// }
+/// ```
+#[allow(unused_macros)]
+macro_rules! both_backends {
+    (@collect [$($attrs:tt)*] [$($ignore:tt)*] #[ignore_on_registry = $reason:literal] $($rest:tt)*) => {
+        $crate::common::both_backends!(@collect [$($attrs)*] [#[ignore = $reason]] $($rest)*);
+    };
+    (@collect [$($attrs:tt)*] [$($ignore:tt)*] #[$attr:meta] $($rest:tt)*) => {
+        $crate::common::both_backends!(@collect [$($attrs)* #[$attr]] [$($ignore)*] $($rest)*);
+    };
+    (@collect [$($attrs:tt)*] [$($ignore:tt)*] async fn $name:ident($backend:ident) $body:block) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            async fn body($backend: $crate::common::Backend) $body
+
+            $($attrs)*
+            async fn standalone() {
+                body($crate::common::Backend::Standalone).await
+            }
+
+            $($attrs)*
+            $($ignore)*
+            async fn registry() {
+                body($crate::common::Backend::Registry).await
+            }
+        }
+    };
+    (@collect [$($attrs:tt)*] [$($ignore:tt)*] fn $name:ident($backend:ident) $body:block) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            fn body($backend: $crate::common::Backend) $body
+
+            $($attrs)*
+            fn standalone() {
+                body($crate::common::Backend::Standalone)
+            }
+
+            $($attrs)*
+            $($ignore)*
+            fn registry() {
+                body($crate::common::Backend::Registry)
+            }
+        }
+    };
+    ($($test:tt)*) => {
+        $crate::common::both_backends!(@collect [] [] $($test)*);
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use both_backends;
+
+/// Options of the test's database, applied to a [`Builder`] on either backend.
+pub type Configure = Arc<dyn Fn(Builder) -> Builder + Send + Sync>;
+
+/// The test's database in a registry: `<dir>/db.db`, the same file a standalone test opens.
+pub const NAME: &str = "db";
+
+/// The other database of the registry: at `max_open(1)` each request of one closes the other's connections.
+pub const NEIGHBOUR: &str = "neighbour";
+
+/// Pool threads of the test registry: two serve writes and two reads, so the neighbour can be served while a test
+/// holds the test database's writer.
+const REGISTRY_THREADS: usize = 4;
+
+/// A database opened for a test, through one backend. Derefs to the [`Database`]; `env` reopens, evicts and
+/// closes it.
+pub struct TestDb {
+    pub db: Database,
+    pub env: Env,
+}
+
+impl Deref for TestDb {
+    type Target = Database;
+    fn deref(&self) -> &Database {
+        &self.db
+    }
+}
+
+/// Everything of a [`TestDb`] but the handle: the backend, the file, and (registry) the registry and the
+/// neighbour.
+pub struct Env {
+    pub backend: Backend,
+    /// The directory holding the database (a registry's directory).
+    pub dir: PathBuf,
+    /// The database file, `<dir>/db.db` on either backend.
+    pub path: PathBuf,
+    configure: Configure,
+    registry: Option<Registry>,
+    neighbour: Option<Database>,
+    /// Kept alive while any handle opened in it is.
+    _tmp: Option<Arc<tempfile::TempDir>>,
+}
+
+/// Opens a database for a test in a new temporary directory; `configure` sets its options on either backend.
+pub async fn open(
+    backend: Backend,
+    configure: impl Fn(Builder) -> Builder + Send + Sync + 'static,
+) -> TestDb {
+    let tmp = Arc::new(tempfile::tempdir().expect("temp dir"));
+    let dir = tmp.path().to_path_buf();
+    try_open_with(backend, &dir, Arc::new(configure), Some(tmp))
+        .await
+        .expect("open the test database")
+}
+
+/// Opens a database for a test in `dir` (which the caller keeps): `<dir>/db.db`.
+pub async fn open_in(
+    backend: Backend,
+    dir: &Path,
+    configure: impl Fn(Builder) -> Builder + Send + Sync + 'static,
+) -> TestDb {
+    try_open_in(backend, dir, configure)
+        .await
+        .expect("open the test database")
+}
+
+/// [`open_in`], returning the error of an open that fails (on a registry, that of its `get`).
+pub async fn try_open_in(
+    backend: Backend,
+    dir: &Path,
+    configure: impl Fn(Builder) -> Builder + Send + Sync + 'static,
+) -> quicklite::Result<TestDb> {
+    try_open_with(backend, dir, Arc::new(configure), None).await
+}
+
+async fn try_open_with(
+    backend: Backend,
+    dir: &Path,
+    configure: Configure,
+    tmp: Option<Arc<tempfile::TempDir>>,
+) -> quicklite::Result<TestDb> {
+    let path = dir.join(format!("{NAME}.db"));
+    let (db, registry, neighbour) = match backend {
+        Backend::Standalone => {
+            let db = configure(Database::builder(&path)).open().await?;
+            (db, None, None)
+        }
+        Backend::Registry => {
+            let f = configure.clone();
+            let registry = Registry::builder(dir)
+                .threads(REGISTRY_THREADS)
+                // One open database: every request to the neighbour closes the test database's connections, and
+                // its next request reopens them.
+                .max_open(1)
+                // A registry's own defaults (one reader, shorter queues) put back to a standalone database's, so
+                // that a test's options mean the same on both backends.
+                .configure(move |b| {
+                    f(b.readers(standalone_readers())
+                        .write_queue_capacity(1024)
+                        .read_queue_capacity(4096))
+                })
+                .open()
+                .await?;
+            let db = match registry.get(NAME).await {
+                Ok(db) => db,
+                Err(e) => {
+                    registry.close().await.expect("close the registry");
+                    return Err(e);
+                }
+            };
+            // Opening the neighbour closes the test database at once: the test's first request reopens it.
+            let neighbour = registry.get(NEIGHBOUR).await?;
+            let m = registry.metrics();
+            assert_eq!((m.opens, m.evictions), (2, 1), "{m:?}");
+            (db, Some(registry), Some(neighbour))
+        }
+    };
+    Ok(TestDb {
+        db,
+        env: Env {
+            backend,
+            dir: dir.to_path_buf(),
+            path,
+            configure,
+            registry,
+            neighbour,
+            _tmp: tmp,
+        },
+    })
+}
+
+/// Reader threads of a standalone database by default.
+fn standalone_readers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+impl TestDb {
+    pub fn backend(&self) -> Backend {
+        self.env.backend
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.env.path
+    }
+
+    /// See [`Env::evict`].
+    pub async fn evict(&self) {
+        self.env.evict().await
+    }
+
+    /// See [`Env::churn`].
+    pub fn churn(&self) -> Churn {
+        self.env.churn()
+    }
+
+    /// See [`Env::close`].
+    pub async fn close(&self) {
+        self.env.close(&self.db).await
+    }
+
+    /// See [`Env::reopen`].
+    pub async fn reopen(&self) -> TestDb {
+        self.env.reopen().await
+    }
+}
+
+impl Env {
+    /// Registry: closes the test database's connections (the neighbour opens, and at `max_open(1)` evicts it) so
+    /// that its next request reopens them, and checks that it did. Call it after the test database served a
+    /// request, with nothing else opening databases meanwhile. Standalone: nothing to do.
+    pub async fn evict(&self) {
+        let (Some(registry), Some(neighbour)) = (&self.registry, &self.neighbour) else {
+            return;
+        };
+        // Two databases may both be open for a while although the cap is one (see FINDINGS: concurrent opens
+        // overshoot it until the registry's next housekeeping tick): wait for the registry to get back under it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while registry.metrics().open_databases > 1 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the registry stayed over its cap: {:?}",
+                registry.metrics()
+            );
+            tokio::task::yield_now().await;
+        }
+        let before = registry.metrics();
+        neighbour
+            .write(|_| Ok(()))
+            .await
+            .expect("a write to the neighbour");
+        let after = registry.metrics();
+        assert_eq!(
+            (after.opens, after.evictions),
+            (before.opens + 1, before.evictions + 1),
+            "the neighbour opened and evicted the test database: before {before:?}, after {after:?}"
+        );
+    }
+
+    /// Registry: a task that writes to the neighbour again and again until [`Churn::stop`], each write closing the
+    /// test database's connections if they are open (when it can: a busy database is closed between its tasks).
+    /// Standalone: nothing.
+    pub fn churn(&self) -> Churn {
+        let stop = Arc::new(AtomicBool::new(false));
+        let task = self.neighbour.clone().map(|neighbour| {
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                let mut writes = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    // Its result does not matter (under an injected disk failure it fails too): the open does.
+                    let _ = neighbour.write(|_| Ok(())).await;
+                    writes += 1;
+                    tokio::task::yield_now().await;
+                }
+                writes
+            })
+        });
+        Churn {
+            stop,
+            task,
+            registry: self.registry.clone(),
+        }
+    }
+
+    /// The registry's figures (registry backend).
+    pub fn registry_metrics(&self) -> Option<RegistryMetrics> {
+        self.registry.as_ref().map(Registry::metrics)
+    }
+
+    /// A second handle to the database: another `get` of the registry, or another standalone open of the file.
+    pub async fn handle(&self) -> Database {
+        match &self.registry {
+            Some(registry) => registry.get(NAME).await.expect("get the test database"),
+            None => (self.configure)(Database::builder(&self.path))
+                .open()
+                .await
+                .expect("open the test database again"),
+        }
+    }
+
+    /// Closes the database for good (registry: the whole registry, which closes it), and checks, on a registry,
+    /// that the test database was reopened at least once after the neighbour closed it.
+    pub async fn close(&self, db: &Database) {
+        match &self.registry {
+            None => db.close().await.expect("close the database"),
+            Some(registry) => {
+                let m = registry.metrics();
+                println!("registry: {m:?}");
+                // The test database and the neighbour opened, then the test database again (its first request
+                // after the neighbour evicted it).
+                assert!(m.opens >= 3, "the test database never reopened: {m:?}");
+                registry.close().await.expect("close the registry");
+            }
+        }
+    }
+
+    /// Opens the same database again, through the same backend with the same options (after [`Env::close`]).
+    pub async fn reopen(&self) -> TestDb {
+        try_open_with(
+            self.backend,
+            &self.dir,
+            self.configure.clone(),
+            self._tmp.clone(),
+        )
+        .await
+        .expect("reopen the test database")
+    }
+}
+
+/// The neighbour's writes of [`Env::churn`].
+pub struct Churn {
+    stop: Arc<AtomicBool>,
+    task: Option<tokio::task::JoinHandle<u64>>,
+    registry: Option<Registry>,
+}
+
+impl Churn {
+    /// Stops the neighbour's writes; returns how many there were (0 on a standalone database).
+    pub async fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::SeqCst);
+        let writes = match self.task {
+            Some(task) => task.await.expect("churn task"),
+            None => 0,
+        };
+        if let Some(registry) = &self.registry {
+            println!("churn: {writes} neighbour writes; {:?}", registry.metrics());
+        }
+        writes
+    }
+}
