@@ -243,7 +243,6 @@ both_backends! {
 }
 
 both_backends! {
-    #[ignore_on_registry = "registry backend: a read on the writer's connection can turn query_only off and write, see FINDINGS"]
     #[tokio::test]
     async fn a_write_through_read_is_refused(backend) {
         let db = common::open(backend, |b| b).await;
@@ -484,7 +483,6 @@ both_backends! {
 }
 
 both_backends! {
-    #[ignore_on_registry = "registry backend: close of an evicted database leaves its WAL, see FINDINGS"]
     #[tokio::test]
     async fn close_folds_the_wal_into_the_file_even_after_the_connections_closed(backend) {
         let t = common::open(backend, |b| b).await;
@@ -650,7 +648,6 @@ both_backends! {
 }
 
 both_backends! {
-    #[ignore_on_registry = "registry backend: a second close of a closed database never returns, see FINDINGS"]
     #[tokio::test]
     async fn closing_a_database_twice_returns_both_times(backend) {
         let db = common::open(backend, |b| b).await;
@@ -667,7 +664,6 @@ both_backends! {
 }
 
 both_backends! {
-    #[ignore_on_registry = "registry backend: get after close returns the closed handle for good, see FINDINGS"]
     #[tokio::test]
     async fn a_database_closed_through_its_handle_can_be_opened_again(backend) {
         let db = common::open(backend, |b| b).await;

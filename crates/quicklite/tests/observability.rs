@@ -215,7 +215,6 @@ both_backends! {
 }
 
 both_backends! {
-    #[ignore_on_registry = "registry backend: a pooled database never truncates its WAL when idle, see FINDINGS"]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_wal_is_truncated_when_idle(backend) {
         let db = common::open(backend, |b| b.checkpointing(small_checkpoints())).await;

@@ -15,10 +15,16 @@ pub(crate) const SAVEPOINT: &str = "quicklite_write";
 /// neighbours' work early, and one that ran `ROLLBACK` would silently undo writes the handle is about to report as
 /// committed. SQLite asks the authorizer when a statement is prepared (and re-prepared after a schema change), so
 /// the handle opens the gate only around its own statements.
+///
+/// While the writer's connection is lent to reads ([`GuardedConnection::lend_read_only`]), it also keeps
+/// `query_only` on: a read closure's `PRAGMA query_only = OFF` is ignored, as if the connection were read-only
+/// like a reader's.
 #[derive(Clone, Default)]
 pub(crate) struct TxGuard {
     /// True while the handle itself runs (or re-prepares) a transaction-control statement.
     open: Arc<AtomicBool>,
+    /// True while the connection is lent to reads.
+    lent: Arc<AtomicBool>,
 }
 
 impl TxGuard {
@@ -31,19 +37,27 @@ impl TxGuard {
     }
 
     fn install(&self, conn: &mut Connection) -> rusqlite::Result<()> {
-        let open = self.open.clone();
+        let (open, lent) = (self.open.clone(), self.lent.clone());
         conn.authorizer(Some(move |ctx: AuthContext<'_>| {
-            let controls_tx = match ctx.action {
-                AuthAction::Transaction { .. } => true,
-                AuthAction::Savepoint { savepoint_name, .. } => {
-                    savepoint_name.eq_ignore_ascii_case(SAVEPOINT)
+            if open.load(Ordering::Relaxed) {
+                return Authorization::Allow;
+            }
+            match ctx.action {
+                AuthAction::Transaction { .. } => Authorization::Deny,
+                AuthAction::Savepoint { savepoint_name, .. }
+                    if savepoint_name.eq_ignore_ascii_case(SAVEPOINT) =>
+                {
+                    Authorization::Deny
                 }
-                _ => false,
-            };
-            if controls_tx && !open.load(Ordering::Relaxed) {
-                Authorization::Deny
-            } else {
-                Authorization::Allow
+                AuthAction::Pragma {
+                    pragma_name,
+                    pragma_value: Some(_),
+                } if pragma_name.eq_ignore_ascii_case("query_only")
+                    && lent.load(Ordering::Relaxed) =>
+                {
+                    Authorization::Ignore
+                }
+                _ => Authorization::Allow,
             }
         }))
     }
@@ -85,6 +99,31 @@ impl GuardedConnection {
     /// Runs `f` with transaction control allowed: for closures that manage their own transactions.
     pub(crate) fn allow_tx_control<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
         self.guard.allow_tx_control(|| f(&self.conn))
+    }
+
+    /// Lends the connection to `f` made read-only (`query_only`, which read closures cannot turn off), so that a
+    /// write attempted there fails with `SQLITE_READONLY` as on a reader's connection; `None` if it could not be
+    /// made read-only. The two PRAGMAs are prepared each time rather than cached, so a closure cannot find the
+    /// handle's own statement in the cache.
+    pub(crate) fn lend_read_only<T>(&self, f: impl FnOnce(&GuardedConnection) -> T) -> Option<T> {
+        let on = self
+            .guard
+            .allow_tx_control(|| self.conn.execute_batch("PRAGMA query_only = ON"));
+        if let Err(e) = on {
+            tracing::warn!(error = %e, "could not make the writer's connection read-only for reads");
+            return None;
+        }
+        self.guard.lent.store(true, Ordering::Relaxed);
+        let out = f(self);
+        self.guard.lent.store(false, Ordering::Relaxed);
+        let off = self
+            .guard
+            .allow_tx_control(|| self.conn.execute_batch("PRAGMA query_only = OFF"));
+        if let Err(e) = off {
+            // Writes on this connection would now fail with SQLITE_READONLY, each with that clear error.
+            tracing::error!(error = %e, "could not make the writer's connection writable again");
+        }
+        Some(out)
     }
 
     /// The connection without its guard (for a connection that runs no user closure).

@@ -30,10 +30,6 @@ use crate::request::{WriteKind, WriteRequest};
 /// a longer WAL is checkpointed at close ([`Writer::shut_down`]).
 const WAL_KEPT_AT_CLOSE: u64 = 256;
 
-/// Flag PRAGMAs that make the writer's connection read-only while it serves reads, and writable again.
-const QUERY_ONLY_ON: &str = "PRAGMA query_only = ON";
-const QUERY_ONLY_OFF: &str = "PRAGMA query_only = OFF";
-
 /// How a writer's connection is closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Close {
@@ -256,23 +252,13 @@ impl Writer {
         self.answers = answers;
     }
 
-    /// Lends the connection, made read-only (`query_only`, so a read closure that writes fails with
-    /// `SQLITE_READONLY` as on a reader connection), to `f`; `None` if it could not be made read-only. A
-    /// registry's database that is read rarely needs no reader connection of its own.
+    /// Lends the connection, made read-only, to `f` ([`GuardedConnection::lend_read_only`]): a registry's
+    /// database that is read rarely needs no reader connection of its own.
     pub(crate) fn lend_read_only<T>(
         &mut self,
         f: impl FnOnce(&GuardedConnection) -> T,
     ) -> Option<T> {
-        if let Err(e) = self.conn.control(QUERY_ONLY_ON) {
-            tracing::warn!(error = %e, "could not make the writer's connection read-only for reads");
-            return None;
-        }
-        let out = f(&self.conn);
-        if let Err(e) = self.conn.control(QUERY_ONLY_OFF) {
-            // Writes on this connection would now fail with SQLITE_READONLY, each with that clear error.
-            tracing::error!(error = %e, "could not make the writer's connection writable again");
-        }
-        Some(out)
+        self.conn.lend_read_only(f)
     }
 
     /// Ends the writer: rolls back anything open and closes the connection (see [`Close`]).

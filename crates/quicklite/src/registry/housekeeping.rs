@@ -40,14 +40,12 @@ impl RegistryInner {
         let idle_ms = u64::try_from(self.idle_timeout.as_millis()).unwrap_or(u64::MAX);
         let open = pool.open_actors();
         for actor in &open {
-            if now.saturating_sub(actor.last_used_ms()) >= idle_ms && actor.try_close() {
+            let idle_for = now.saturating_sub(actor.last_used_ms());
+            if idle_for >= idle_ms && actor.try_close() {
                 pool.idle_closes.fetch_add(1, Ordering::Relaxed);
+            } else {
+                actor.truncate_wal_if_idle(idle_for);
             }
-        }
-        // Back under the cap if opens overshot it while every database was busy (they wait, but a close may
-        // have been refused meanwhile): least recently used first, as an opening database does.
-        if pool.open_count() > pool.max_open {
-            pool.evict_for("", pool.max_open);
         }
         // Tasks waiting for room are resumed as databases go idle; a few more each tick cover a missed chance.
         pool.resume_waiting(RESUMED_PER_TICK);

@@ -114,15 +114,17 @@ impl Registry {
     /// service.
     ///
     /// The first `get` of a name opens the database, so an unusable file is reported here; later calls return
-    /// the same handle at once.
+    /// the same handle at once. After [`Database::close`] on a handle, the next `get` opens the database again
+    /// and returns a new handle (the old ones stay closed).
     pub async fn get(&self, name: &str) -> Result<Database> {
         validate_name(name)?;
-        if let Some(db) = read(&self.inner.known).get(name) {
+        if let Some(db) = read(&self.inner.known).get(name).filter(|db| !closed(db)) {
             return Ok(db.clone());
         }
         let db = {
             let mut known = write(&self.inner.known);
-            if let Some(db) = known.get(name) {
+            // A database closed through a handle ([`Database::close`]) is replaced by a new one.
+            if let Some(db) = known.get(name).filter(|db| !closed(db)) {
                 return Ok(db.clone());
             }
             if self.inner.closed.load(Ordering::Acquire) {
@@ -235,6 +237,11 @@ impl Drop for RegistryInner {
             }
         });
     }
+}
+
+/// Whether `db` was closed for good through one of its handles.
+fn closed(db: &Database) -> bool {
+    db.backend().actor().is_some_and(|actor| actor.is_closed())
 }
 
 /// Opens `db`'s connections now (a registry's database opens lazily), so that an unusable file is reported here.

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use tokio::sync::{Notify, oneshot};
 
-use crate::config::Config;
+use crate::config::{Checkpointing, Config};
 use crate::engine::Shared;
 use crate::engine::open::refuse_links;
 use crate::engine::read::{BatchedReads, Reader};
@@ -17,7 +17,7 @@ use crate::request::{ReadRequest, WriteRequest};
 use crate::sched::pool::Pool;
 use crate::sched::pool::roles::Roles;
 use crate::sched::pool::task::{PooledDatabase, Task};
-use crate::util::lock;
+use crate::util::{companion, lock};
 use crate::{Error, Result};
 
 /// Read batches a database serves on its writer's connection, per open, before it opens a reader connection
@@ -75,8 +75,12 @@ pub(crate) struct Actor {
     roles: Roles,
     /// Whether the connections are open.
     open: AtomicBool,
-    /// When a task last ran, on [`Pool::now_ms`]'s clock.
+    /// When a task last served a request, on [`Pool::now_ms`]'s clock.
     last_used_ms: AtomicU64,
+    /// Whether writes were committed since the WAL was last truncated.
+    wal_dirty: AtomicBool,
+    /// Whether the next write task should truncate the WAL if it finds nothing to serve.
+    truncate_asked: AtomicBool,
     /// Signalled whenever a task ends, for [`Actor::close`].
     settled: Notify,
 }
@@ -112,6 +116,8 @@ impl Actor {
             roles: Roles::default(),
             open: AtomicBool::new(false),
             last_used_ms: AtomicU64::new(now),
+            wal_dirty: AtomicBool::new(false),
+            truncate_asked: AtomicBool::new(false),
             settled: Notify::new(),
         })
     }
@@ -167,8 +173,16 @@ impl Actor {
         self.open.load(Ordering::Acquire)
     }
 
+    /// Whether the database was closed for good ([`Actor::close`]).
+    pub(crate) fn is_closed(&self) -> bool {
+        lock(&self.open_waiters).is_none()
+    }
+
     /// Closed, with nothing queued or scheduled: safe to forget.
     pub(crate) fn is_quiet(&self) -> bool {
+        if self.is_closed() {
+            return true;
+        }
         !self.is_open()
             && self.roles.idle()
             && self.write_rx.is_empty()
@@ -248,20 +262,26 @@ impl Actor {
             self.answer_open_waiters(|| Ok(()));
             return Ok(Opened::Yes);
         }
-        if self.pool.open_count() >= self.pool.max_open
-            && !self.pool.evict_for(&self.name, self.pool.max_open - 1)
-        {
+        if !self.pool.reserve_open(&self.name) {
             return Ok(Opened::Deferred);
         }
-        refuse_links(&self.path)?;
         let read_back = self.pragmas.get().is_none();
-        let opened = Writer::open(
-            &self.path,
-            &self.config,
-            &self.shared,
-            self.write_rx.clone(),
-            read_back,
-        )?;
+        let opened = refuse_links(&self.path).and_then(|()| {
+            Writer::open(
+                &self.path,
+                &self.config,
+                &self.shared,
+                self.write_rx.clone(),
+                read_back,
+            )
+        });
+        let opened = match opened {
+            Ok(opened) => opened,
+            Err(e) => {
+                self.pool.release_open();
+                return Err(e);
+            }
+        };
         if read_back {
             let _ = self.pragmas.set(opened.pragmas);
         }
@@ -276,6 +296,7 @@ impl Actor {
         self.writer_reads.store(0, Ordering::Relaxed);
         self.open.store(true, Ordering::Release);
         self.pool.opens.fetch_add(1, Ordering::Relaxed);
+        self.touch();
         lock(&self.pool.open).insert(self.clone());
         self.answer_open_waiters(|| Ok(()));
         Ok(Opened::Yes)
@@ -329,22 +350,31 @@ impl Actor {
         }
         if self.open.swap(false, Ordering::AcqRel) {
             lock(&self.pool.open).remove(&self.name);
+            self.pool.release_open();
             self.pool.resume_waiting(1);
         }
     }
 
-    /// Serves what is queued, then closes the connections for good (the queues are closed already).
+    /// Serves what is queued, then closes the connections for good (the queues are closed already). Closing a
+    /// closed database returns at once.
     pub(crate) async fn close(self: &Arc<Self>) {
         loop {
+            if self.is_closed() {
+                return;
+            }
             let mut settled = std::pin::pin!(self.settled.notified());
             settled.as_mut().enable();
             let (writes, reads) = self.queued();
             let opening = self.has_open_waiters();
             if writes == 0 && reads == 0 && !opening && self.roles.take_all() {
                 // Both roles stay taken: the queues are closed, nothing may run any more.
-                self.close_connections(&mut lock(&self.writer), Close::ForGood);
+                let mut slot = lock(&self.writer);
+                self.open_to_fold_the_wal(&mut slot);
+                self.close_connections(&mut slot, Close::ForGood);
+                drop(slot);
                 // Callers asking to open from now on hear that the database is closed.
                 lock(&self.open_waiters).take();
+                self.settled.notify_waiters();
                 return;
             }
             if writes > 0 || opening {
@@ -354,6 +384,53 @@ impl Actor {
                 self.wake_reader();
             }
             settled.await;
+        }
+    }
+
+    /// Opens the writer of a database closed to make room (or when idle) whose WAL still holds commits, so that
+    /// closing it for good folds them into the database file, as closing an open one does.
+    fn open_to_fold_the_wal(&self, slot: &mut Option<OpenWriter>) {
+        let managed = matches!(self.config.checkpointing, Checkpointing::Managed { .. });
+        let wal = std::fs::metadata(companion(&self.path, "-wal")).map_or(0, |m| m.len());
+        if slot.is_some() || !managed || wal == 0 {
+            return;
+        }
+        let opened = refuse_links(&self.path).and_then(|()| {
+            Writer::open(
+                &self.path,
+                &self.config,
+                &self.shared,
+                self.write_rx.clone(),
+                false,
+            )
+        });
+        match opened {
+            Ok(opened) => {
+                *slot = Some(OpenWriter {
+                    writer: opened.writer,
+                    reads: BatchedReads::new(self.read_rx.clone(), &self.config, &self.shared),
+                });
+            }
+            Err(e) => {
+                tracing::warn!(database = %self.name, error = %e, "could not open to checkpoint at close")
+            }
+        }
+    }
+
+    /// Asks for the WAL to be truncated if the database has been idle for `idle_for_ms` and its checkpoints are
+    /// managed, as a standalone database's writer does when no write arrives for `truncate_when_idle`.
+    pub(crate) fn truncate_wal_if_idle(self: &Arc<Self>, idle_for_ms: u64) {
+        let Checkpointing::Managed {
+            truncate_when_idle: Some(after),
+            ..
+        } = self.config.checkpointing
+        else {
+            return;
+        };
+        let due = u128::from(idle_for_ms) >= after.as_millis();
+        if due && self.wal_dirty.load(Ordering::Relaxed) && self.is_idle() {
+            self.truncate_asked.store(true, Ordering::Relaxed);
+            self.wake_writer();
         }
     }
 }
@@ -387,15 +464,27 @@ impl PooledDatabase for Actor {
                 }
             }
             let open = slot.as_mut().expect("the writer was just opened");
-            open.writer.serve_turn();
+            let mut served = open.writer.serve_turn();
+            if served {
+                self.wal_dirty.store(true, Ordering::Relaxed);
+            } else if self.truncate_asked.swap(false, Ordering::Relaxed)
+                && open.writer.idle_truncate_after().is_some()
+            {
+                open.writer.truncate_wal();
+                self.wal_dirty.store(false, Ordering::Relaxed);
+            }
             if !self.read_rx.is_empty() && self.reader_connections.load(Ordering::SeqCst) == 0 {
                 // Reads that found this task queued or running (and no reader connection to open) ride along.
                 let OpenWriter { writer, reads } = open;
-                writer.lend_read_only(|conn| reads.serve_turn(conn));
+                served |= writer
+                    .lend_read_only(|conn| reads.serve_turn(conn))
+                    .unwrap_or(false);
+            }
+            if served {
+                self.touch();
             }
             open.writer.inbox().has_work()
         };
-        self.touch();
         if more {
             // To the back of the run queue: every other database with work gets a turn first.
             self.pool.push(Task::Write(self.clone()));

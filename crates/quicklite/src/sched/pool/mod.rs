@@ -41,8 +41,10 @@ pub(crate) struct Pool<D> {
     reads: Sender<Task<D>>,
     /// Databases with open connections.
     pub(crate) open: Mutex<OpenSet<D>>,
-    /// Cap on open databases, enforced by the registry's housekeeping thread.
+    /// Cap on open databases: a database reserves a place ([`Pool::reserve_open`]) before it opens.
     pub(crate) max_open: usize,
+    /// Places taken under `max_open`: databases open, or opening.
+    reserved: AtomicUsize,
     /// Wakes the housekeeping thread (when the cap is passed); a full channel means a wake-up is pending already.
     wake: SyncSender<()>,
     pub(crate) opens: AtomicU64,
@@ -80,6 +82,7 @@ impl<D: PooledDatabase> Pool<D> {
             reads,
             open: Mutex::new(OpenSet::default()),
             max_open,
+            reserved: AtomicUsize::new(0),
             wake,
             opens: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
@@ -117,6 +120,36 @@ impl<D: PooledDatabase> Pool<D> {
         lock(&self.open).actors().to_vec()
     }
 
+    /// Reserves a place under `max_open` for `opening`, closing another database first when the cap is reached;
+    /// `false` if none could be closed now (every open database runs a task): the opening waits for room. Checking
+    /// the count and taking the place are one step, so databases opening at once cannot pass the cap together.
+    pub(crate) fn reserve_open(&self, opening: &str) -> bool {
+        loop {
+            let n = self.reserved.load(Ordering::SeqCst);
+            if n < self.max_open {
+                if self
+                    .reserved
+                    .compare_exchange(n, n + 1, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+                {
+                    return true;
+                }
+            } else if !self.evict_for(opening, self.max_open - 1) {
+                return false;
+            }
+        }
+    }
+
+    /// Gives back the place of a database that closed, or failed to open.
+    pub(crate) fn release_open(&self) {
+        self.reserved.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Databases open, or opening.
+    pub(crate) fn reserved(&self) -> usize {
+        self.reserved.load(Ordering::SeqCst)
+    }
+
     pub(crate) fn open_count(&self) -> usize {
         lock(&self.open).actors().len()
     }
@@ -139,7 +172,7 @@ impl<D: PooledDatabase> Pool<D> {
     /// databases with writes due than the cap), waiting for one to go idle would stop every opening. Only after
     /// [`DRAWS`] samples are all the others tried.
     pub(crate) fn evict_for(&self, opening: &str, target: usize) -> bool {
-        while self.open_count() > target {
+        while self.reserved() > target {
             let mut closed = false;
             for _ in 0..DRAWS {
                 let seed = self.draws.fetch_add(1, Ordering::Relaxed);
@@ -185,7 +218,7 @@ impl<D: PooledDatabase> Pool<D> {
         }
         // A database may have gone idle between the failed eviction and now, with nothing left to resume this
         // task: look once more. (The housekeeping tick resumes every waiting task as well.)
-        if self.open_count() < self.max_open || self.open_actors_idle() {
+        if self.reserved() < self.max_open || self.open_actors_idle() {
             self.resume_waiting(1);
         }
     }
