@@ -4,3 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-test-deps.sh
 cargo test --workspace "$@"
+# Model checks of the hand-written concurrency (the request queue, a pooled database's roles) under loom.
+cargo test -p quicklite --features model-check --lib -- model_

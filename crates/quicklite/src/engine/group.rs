@@ -234,3 +234,269 @@ fn commit_alone(conn: &GuardedConnection, shared: &Shared, started: Instant) -> 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The group-commit engine alone: no threads, no queue; each write's outcome and answer checked directly.
+
+    use std::time::Instant;
+
+    use rusqlite::Connection;
+    use tokio::sync::oneshot;
+
+    use super::*;
+    use crate::reply::{Answer, CallerThread};
+    use crate::request::Job;
+
+    fn connection() -> GuardedConnection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "PRAGMA foreign_keys = ON;
+             CREATE TABLE t (a INTEGER PRIMARY KEY);
+             CREATE TABLE parent (id INTEGER PRIMARY KEY);
+             CREATE TABLE child (parent INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED);
+             CREATE TABLE undo (a);
+             CREATE TRIGGER undo_all BEFORE INSERT ON undo BEGIN SELECT RAISE(ROLLBACK, 'undone'); END;",
+        )
+        .unwrap();
+        GuardedConnection::new(conn).unwrap()
+    }
+
+    type Reply = oneshot::Receiver<Answer<usize>>;
+
+    fn request(
+        kind: WriteKind,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<usize> + Send + 'static,
+    ) -> (WriteRequest, Reply) {
+        let (job, rx) = Job::new(f);
+        let request = WriteRequest {
+            kind,
+            caller: CallerThread::current(),
+            enqueued: Instant::now(),
+            span: tracing::Span::none(),
+            job,
+        };
+        (request, rx)
+    }
+
+    fn insert(a: i64) -> (WriteRequest, Reply) {
+        request(WriteKind::Grouped, move |c| {
+            c.execute("INSERT INTO t VALUES (?1)", [a])
+        })
+    }
+
+    /// Answers every request with its outcome, as the writer does; returns the answers in order.
+    fn answer(
+        group: Vec<WriteRequest>,
+        outcomes: Outcomes,
+        replies: Vec<Reply>,
+    ) -> Vec<crate::Result<usize>> {
+        for (r, outcome) in group.into_iter().zip(outcomes) {
+            r.job.answer(outcome);
+        }
+        replies
+            .into_iter()
+            .map(|mut rx| rx.try_recv().expect("answered").result)
+            .collect()
+    }
+
+    fn rows(conn: &GuardedConnection) -> Vec<i64> {
+        let mut stmt = conn.conn().prepare("SELECT a FROM t ORDER BY a").unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    fn split(requests: Vec<(WriteRequest, Reply)>) -> (Vec<WriteRequest>, Vec<Reply>) {
+        requests.into_iter().unzip()
+    }
+
+    #[test]
+    fn a_failing_write_rolls_back_alone_and_the_group_commits() {
+        let conn = connection();
+        let shared = Shared::default();
+        let (mut group, replies) = split(vec![
+            insert(1),
+            request(WriteKind::Grouped, |c| {
+                c.execute("INSERT INTO t VALUES (2)", [])?;
+                c.execute("INSERT INTO nowhere VALUES (1)", [])
+            }),
+            insert(3),
+        ]);
+        let mut outcomes = Outcomes::new();
+        assert!(commit_group(&conn, &shared, &mut group, &mut outcomes));
+        assert!(outcomes.iter().all(Option::is_none), "{outcomes:?}");
+        let answers = answer(group, outcomes, replies);
+        assert!(matches!(answers[0], Ok(1)));
+        assert!(matches!(&answers[1], Err(Error::Sqlite(e)) if e.to_string().contains("nowhere")));
+        assert!(matches!(answers[2], Ok(1)));
+        // The failing write's first insert went with its savepoint.
+        assert_eq!(rows(&conn), [1, 3]);
+        assert_eq!(shared.commit_seq(), 1);
+        assert_eq!(shared.metrics.rollbacks.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_panicking_write_rolls_back_alone() {
+        let conn = connection();
+        let shared = Shared::default();
+        let (mut group, replies) = split(vec![
+            insert(1),
+            request(WriteKind::Grouped, |c| {
+                c.execute("INSERT INTO t VALUES (2)", [])?;
+                panic!("boom")
+            }),
+            insert(3),
+        ]);
+        let mut outcomes = Outcomes::new();
+        assert!(commit_group(&conn, &shared, &mut group, &mut outcomes));
+        let answers = answer(group, outcomes, replies);
+        assert!(matches!(&answers[1], Err(Error::Panic { message }) if message == "boom"));
+        assert_eq!(rows(&conn), [1, 3]);
+        assert_eq!(shared.metrics.panics.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_failed_commit_fails_every_write_of_the_group() {
+        let conn = connection();
+        let shared = Shared::default();
+        // The orphan passes its own statement (the key is checked at COMMIT), so only the COMMIT fails.
+        let (mut group, replies) = split(vec![
+            insert(1),
+            request(WriteKind::Grouped, |c| {
+                c.execute("INSERT INTO child VALUES (42)", [])
+            }),
+            request(WriteKind::GroupedStatement, |c| {
+                c.execute("INSERT INTO t VALUES (3)", [])
+            }),
+        ]);
+        let mut outcomes = Outcomes::new();
+        assert!(!commit_group(&conn, &shared, &mut group, &mut outcomes));
+        for outcome in &outcomes {
+            assert!(
+                matches!(outcome, Some(Error::CommitFailed { batch: 3, .. })),
+                "{outcome:?}"
+            );
+        }
+        let answers = answer(group, outcomes, replies);
+        assert!(
+            answers
+                .iter()
+                .all(|a| matches!(a, Err(Error::CommitFailed { .. })))
+        );
+        assert!(rows(&conn).is_empty(), "nothing of the group was committed");
+        assert!(conn.conn().is_autocommit(), "the transaction is over");
+        assert_eq!(shared.commit_seq(), 0, "no commit is published");
+        assert_eq!(shared.metrics.failed_commits.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_transaction_sqlite_rolls_back_fails_the_writes_before_and_the_group_goes_on() {
+        let conn = connection();
+        let shared = Shared::default();
+        let (mut group, replies) = split(vec![
+            insert(1),
+            request(WriteKind::Grouped, |c| {
+                c.execute("INSERT INTO undo VALUES (1)", [])
+            }),
+            insert(3),
+        ]);
+        let mut outcomes = Outcomes::new();
+        assert!(commit_group(&conn, &shared, &mut group, &mut outcomes));
+        assert!(
+            matches!(&outcomes[0], Some(Error::RolledBack { reason }) if reason.contains("undone"))
+        );
+        assert!(matches!(&outcomes[1], Some(Error::RolledBack { .. })));
+        assert!(outcomes[2].is_none(), "the rest ran in a new transaction");
+        let answers = answer(group, outcomes, replies);
+        // The write that caused it reports its own error; the one before it hears that it was rolled back.
+        assert!(matches!(answers[0], Err(Error::RolledBack { .. })));
+        assert!(
+            matches!(&answers[1], Err(Error::Sqlite(_))),
+            "{:?}",
+            answers[1]
+        );
+        assert!(matches!(answers[2], Ok(1)));
+        assert_eq!(rows(&conn), [3]);
+        assert_eq!(shared.metrics.rolled_back_groups.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn transaction_control_in_a_write_is_refused_and_rolls_back_alone() {
+        let conn = connection();
+        let shared = Shared::default();
+        let (mut group, replies) = split(vec![
+            insert(1),
+            request(WriteKind::Grouped, |c| {
+                c.execute("INSERT INTO t VALUES (2)", [])?;
+                c.execute_batch("COMMIT").map(|()| 0)
+            }),
+            insert(3),
+        ]);
+        let mut outcomes = Outcomes::new();
+        assert!(commit_group(&conn, &shared, &mut group, &mut outcomes));
+        let answers = answer(group, outcomes, replies);
+        assert!(
+            matches!(&answers[1], Err(e) if e.sqlite_code() == Some(rusqlite::ErrorCode::AuthorizationForStatementDenied)),
+            "{:?}",
+            answers[1]
+        );
+        assert_eq!(rows(&conn), [1, 3]);
+    }
+
+    #[test]
+    fn a_write_that_needs_its_own_transaction_runs_alone() {
+        let conn = connection();
+        let shared = Shared::default();
+        // Committed: its own BEGIN … COMMIT, published.
+        let (mut ok, ok_rx) = request(WriteKind::Transaction, |c| {
+            c.execute("INSERT INTO t VALUES (1)", [])?;
+            c.execute("INSERT INTO t VALUES (2)", [])
+        });
+        assert!(run_alone(&conn, &shared, &mut ok).is_none());
+        assert_eq!(shared.commit_seq(), 1);
+        // Failing: rolled back whole; its own error is its answer.
+        let (mut failing, failing_rx) = request(WriteKind::Transaction, |c| {
+            c.execute("INSERT INTO t VALUES (3)", [])?;
+            c.execute("INSERT INTO t VALUES (1)", [])
+        });
+        assert!(run_alone(&conn, &shared, &mut failing).is_none());
+        // Managing its own transactions, and leaving one open: rolled back and reported.
+        let (mut unmanaged, unmanaged_rx) = request(WriteKind::Unmanaged, |c| {
+            c.execute_batch("BEGIN; INSERT INTO t VALUES (4);")?;
+            Ok(0)
+        });
+        let left_open = run_alone(&conn, &shared, &mut unmanaged);
+        assert!(
+            matches!(left_open, Some(Error::TransactionLeftOpen)),
+            "{left_open:?}"
+        );
+        let answers = answer(
+            vec![ok, failing, unmanaged],
+            vec![None, None, left_open],
+            vec![ok_rx, failing_rx, unmanaged_rx],
+        );
+        assert!(matches!(answers[0], Ok(1)));
+        assert!(
+            matches!(&answers[1], Err(Error::Sqlite(_))),
+            "{:?}",
+            answers[1]
+        );
+        assert!(matches!(answers[2], Err(Error::TransactionLeftOpen)));
+        assert_eq!(rows(&conn), [1, 2]);
+        assert!(conn.conn().is_autocommit());
+    }
+
+    #[test]
+    fn a_lone_statement_commits_without_begin() {
+        let conn = connection();
+        let shared = Shared::default();
+        let (mut lone, rx) = request(WriteKind::GroupedStatement, |c| {
+            c.execute("INSERT INTO t VALUES (7)", [])
+        });
+        assert!(run_alone(&conn, &shared, &mut lone).is_none());
+        assert!(matches!(answer(vec![lone], vec![None], vec![rx])[0], Ok(1)));
+        assert_eq!((rows(&conn), shared.commit_seq()), (vec![7], 1));
+    }
+}

@@ -1,23 +1,15 @@
-//! One database on a registry's pool: its queues, its connections while open, and the tasks that serve them.
+//! A pooled database's turns on the pool: a write task, a read task, and opening the connections they need.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard};
 
-use tokio::sync::{Notify, oneshot};
-
-use crate::config::{Checkpointing, Config};
-use crate::engine::Shared;
 use crate::engine::open::refuse_links;
 use crate::engine::read::{BatchedReads, Reader};
 use crate::engine::write::{Close, Writer};
-use crate::queue;
-use crate::request::{ReadRequest, WriteRequest};
-use crate::sched::pool::Pool;
-use crate::sched::pool::roles::Roles;
+use crate::sched::pool::actor::{Actor, OpenWriter};
 use crate::sched::pool::task::{PooledDatabase, Task};
-use crate::util::{companion, lock};
+use crate::util::lock;
 use crate::{Error, Result};
 
 /// Read batches a database serves on its writer's connection, per open, before it opens a reader connection
@@ -40,164 +32,7 @@ enum ReadsOn {
     NothingFree,
 }
 
-/// The writer of an open database, with the reads it serves on its connection while the database has no reader
-/// connection.
-struct OpenWriter {
-    writer: Writer,
-    reads: BatchedReads,
-}
-
-/// One database on the pool.
-pub(crate) struct Actor {
-    pub(crate) name: String,
-    path: PathBuf,
-    config: Config,
-    shared: Arc<Shared>,
-    pool: Arc<Pool<Actor>>,
-    write_rx: queue::Receiver<WriteRequest>,
-    read_rx: queue::Receiver<ReadRequest>,
-    /// Filled once, when the writer first opens.
-    pragmas: Arc<OnceLock<BTreeMap<String, String>>>,
-    /// The writer, while the database is open.
-    writer: Mutex<Option<OpenWriter>>,
-    /// Requests a writer took from the queue and had not served when the database was closed with its write task
-    /// queued ([`Actor::try_close_queued`]): the next writer serves them first.
-    unserved: Mutex<VecDeque<WriteRequest>>,
-    /// Callers waiting for the database to open ([`Actor::open_now`]); `None` once it is closed for good.
-    open_waiters: Mutex<Option<Vec<oneshot::Sender<Result<()>>>>>,
-    /// Open reader connections not serving a task right now.
-    readers: Mutex<Vec<Reader>>,
-    /// Reader connections open (idle or serving), for the write task: with none, it serves queued reads too.
-    reader_connections: AtomicUsize,
-    /// Read batches served on the writer's connection since it opened.
-    writer_reads: AtomicU32,
-    /// Which tasks are scheduled, and whether the connections are being closed.
-    roles: Roles,
-    /// Whether the connections are open.
-    open: AtomicBool,
-    /// When a task last served a request, on [`Pool::now_ms`]'s clock.
-    last_used_ms: AtomicU64,
-    /// Whether writes were committed since the WAL was last truncated.
-    wal_dirty: AtomicBool,
-    /// Whether the next write task should truncate the WAL if it finds nothing to serve.
-    truncate_asked: AtomicBool,
-    /// Signalled whenever a task ends, for [`Actor::close`].
-    settled: Notify,
-}
-
 impl Actor {
-    /// A database of `pool` served from these queues; nothing opens before its first task.
-    pub(crate) fn new(
-        name: String,
-        path: PathBuf,
-        config: Config,
-        shared: Arc<Shared>,
-        pool: Arc<Pool<Actor>>,
-        queues: (queue::Receiver<WriteRequest>, queue::Receiver<ReadRequest>),
-        pragmas: Arc<OnceLock<BTreeMap<String, String>>>,
-    ) -> Arc<Actor> {
-        let now = pool.now_ms();
-        let (write_rx, read_rx) = queues;
-        Arc::new(Actor {
-            name,
-            path,
-            config,
-            shared,
-            pool,
-            write_rx,
-            read_rx,
-            pragmas,
-            writer: Mutex::new(None),
-            unserved: Mutex::new(VecDeque::new()),
-            open_waiters: Mutex::new(Some(Vec::new())),
-            readers: Mutex::new(Vec::new()),
-            reader_connections: AtomicUsize::new(0),
-            writer_reads: AtomicU32::new(0),
-            roles: Roles::default(),
-            open: AtomicBool::new(false),
-            last_used_ms: AtomicU64::new(now),
-            wal_dirty: AtomicBool::new(false),
-            truncate_asked: AtomicBool::new(false),
-            settled: Notify::new(),
-        })
-    }
-
-    /// Schedules a write task unless one is queued or running.
-    pub(crate) fn wake_writer(self: &Arc<Self>) {
-        if self.roles.schedule_write() {
-            self.pool.push(Task::Write(self.clone()));
-        }
-    }
-
-    /// Schedules a read task unless `readers` of them are queued or running.
-    pub(crate) fn wake_reader(self: &Arc<Self>) {
-        if self.roles.schedule_read(self.config.readers) {
-            self.pool.push(Task::Read(self.clone()));
-        }
-    }
-
-    /// Opens the database's connections if they are not open (on a pool thread, by a write task); the answer says
-    /// whether the database could be opened.
-    pub(crate) fn open_now(self: &Arc<Self>) -> oneshot::Receiver<Result<()>> {
-        let (tx, rx) = oneshot::channel();
-        match lock(&self.open_waiters).as_mut() {
-            Some(waiters) => waiters.push(tx),
-            None => {
-                let _ = tx.send(Err(Error::Closed));
-                return rx;
-            }
-        }
-        self.wake_writer();
-        rx
-    }
-
-    /// Answers the callers waiting for the database to open.
-    fn answer_open_waiters(&self, result: impl Fn() -> Result<()>) {
-        let waiters = match lock(&self.open_waiters).as_mut() {
-            Some(waiters) if !waiters.is_empty() => std::mem::take(waiters),
-            _ => return,
-        };
-        for waiter in waiters {
-            let _ = waiter.send(result());
-        }
-    }
-
-    fn has_open_waiters(&self) -> bool {
-        lock(&self.open_waiters)
-            .as_ref()
-            .is_some_and(|w| !w.is_empty())
-    }
-
-    /// Whether the connections are open.
-    pub(crate) fn is_open(&self) -> bool {
-        self.open.load(Ordering::Acquire)
-    }
-
-    /// Whether the database was closed for good ([`Actor::close`]).
-    pub(crate) fn is_closed(&self) -> bool {
-        lock(&self.open_waiters).is_none()
-    }
-
-    /// Closed, with nothing queued or scheduled: safe to forget.
-    pub(crate) fn is_quiet(&self) -> bool {
-        if self.is_closed() {
-            return true;
-        }
-        !self.is_open()
-            && self.roles.idle()
-            && self.write_rx.is_empty()
-            && self.read_rx.is_empty()
-            && !self.has_open_waiters()
-    }
-
-    /// Queued write and read requests.
-    pub(crate) fn queued(&self) -> (usize, usize) {
-        (
-            self.write_rx.len() + lock(&self.unserved).len(),
-            self.read_rx.len(),
-        )
-    }
-
     /// Where this read task serves its batch: an idle reader connection; else the writer's connection if it is
     /// free (then already served); else a new reader connection if the registry's budget allows; else nowhere.
     ///
@@ -301,138 +136,6 @@ impl Actor {
         self.answer_open_waiters(|| Ok(()));
         Ok(Opened::Yes)
     }
-
-    fn touch(&self) {
-        self.last_used_ms
-            .store(self.pool.now_ms(), Ordering::Relaxed);
-    }
-
-    fn release_write(self: &Arc<Self>) {
-        self.roles.end_write();
-        // A request queued after the last look but before the role was given back found it taken: look again.
-        if !self.write_rx.is_empty() || self.has_open_waiters() {
-            self.wake_writer();
-        }
-        // Reads that found the writer busy and no reader connection to open wait for this.
-        if !self.read_rx.is_empty() {
-            self.wake_reader();
-        }
-        self.made_room();
-        self.settled.notify_waiters();
-    }
-
-    fn release_read(self: &Arc<Self>) {
-        self.roles.end_read();
-        if !self.read_rx.is_empty() {
-            self.wake_reader();
-        }
-        self.made_room();
-        self.settled.notify_waiters();
-    }
-
-    /// Lets a task waiting for room try again if this database could now be closed for it.
-    fn made_room(&self) {
-        if self.is_idle() {
-            self.pool.resume_waiting(1);
-        }
-    }
-
-    /// Closes the connections (the caller holds both roles and the writer's slot): readers first, then the writer.
-    fn close_connections(&self, slot: &mut Option<OpenWriter>, close: Close) {
-        let readers = std::mem::take(&mut *lock(&self.readers));
-        let closed = readers.len();
-        drop(readers);
-        self.reader_connections.store(0, Ordering::SeqCst);
-        self.pool.release_readers(closed);
-        if let Some(OpenWriter { mut writer, .. }) = slot.take() {
-            lock(&self.unserved).extend(writer.inbox().take_unserved());
-            writer.shut_down(close);
-        }
-        if self.open.swap(false, Ordering::AcqRel) {
-            lock(&self.pool.open).remove(&self.name);
-            self.pool.release_open();
-            self.pool.resume_waiting(1);
-        }
-    }
-
-    /// Serves what is queued, then closes the connections for good (the queues are closed already). Closing a
-    /// closed database returns at once.
-    pub(crate) async fn close(self: &Arc<Self>) {
-        loop {
-            if self.is_closed() {
-                return;
-            }
-            let mut settled = std::pin::pin!(self.settled.notified());
-            settled.as_mut().enable();
-            let (writes, reads) = self.queued();
-            let opening = self.has_open_waiters();
-            if writes == 0 && reads == 0 && !opening && self.roles.take_all() {
-                // Both roles stay taken: the queues are closed, nothing may run any more.
-                let mut slot = lock(&self.writer);
-                self.open_to_fold_the_wal(&mut slot);
-                self.close_connections(&mut slot, Close::ForGood);
-                drop(slot);
-                // Callers asking to open from now on hear that the database is closed.
-                lock(&self.open_waiters).take();
-                self.settled.notify_waiters();
-                return;
-            }
-            if writes > 0 || opening {
-                self.wake_writer();
-            }
-            if reads > 0 {
-                self.wake_reader();
-            }
-            settled.await;
-        }
-    }
-
-    /// Opens the writer of a database closed to make room (or when idle) whose WAL still holds commits, so that
-    /// closing it for good folds them into the database file, as closing an open one does.
-    fn open_to_fold_the_wal(&self, slot: &mut Option<OpenWriter>) {
-        let managed = matches!(self.config.checkpointing, Checkpointing::Managed { .. });
-        let wal = std::fs::metadata(companion(&self.path, "-wal")).map_or(0, |m| m.len());
-        if slot.is_some() || !managed || wal == 0 {
-            return;
-        }
-        let opened = refuse_links(&self.path).and_then(|()| {
-            Writer::open(
-                &self.path,
-                &self.config,
-                &self.shared,
-                self.write_rx.clone(),
-                false,
-            )
-        });
-        match opened {
-            Ok(opened) => {
-                *slot = Some(OpenWriter {
-                    writer: opened.writer,
-                    reads: BatchedReads::new(self.read_rx.clone(), &self.config, &self.shared),
-                });
-            }
-            Err(e) => {
-                tracing::warn!(database = %self.name, error = %e, "could not open to checkpoint at close")
-            }
-        }
-    }
-
-    /// Asks for the WAL to be truncated if the database has been idle for `idle_for_ms` and its checkpoints are
-    /// managed, as a standalone database's writer does when no write arrives for `truncate_when_idle`.
-    pub(crate) fn truncate_wal_if_idle(self: &Arc<Self>, idle_for_ms: u64) {
-        let Checkpointing::Managed {
-            truncate_when_idle: Some(after),
-            ..
-        } = self.config.checkpointing
-        else {
-            return;
-        };
-        let due = u128::from(idle_for_ms) >= after.as_millis();
-        if due && self.wal_dirty.load(Ordering::Relaxed) && self.is_idle() {
-            self.truncate_asked.store(true, Ordering::Relaxed);
-            self.wake_writer();
-        }
-    }
 }
 
 impl PooledDatabase for Actor {
@@ -467,10 +170,11 @@ impl PooledDatabase for Actor {
             let mut served = open.writer.serve_turn();
             if served {
                 self.wal_dirty.store(true, Ordering::Relaxed);
-            } else if self.truncate_asked.swap(false, Ordering::Relaxed)
-                && open.writer.idle_truncate_after().is_some()
-            {
-                open.writer.truncate_wal();
+            } else if self.truncate_asked.swap(false, Ordering::Relaxed) {
+                // The writer knows whether anything was written since it opened or last truncated.
+                if open.writer.idle_truncate_after().is_some() {
+                    open.writer.truncate_wal();
+                }
                 self.wal_dirty.store(false, Ordering::Relaxed);
             }
             if !self.read_rx.is_empty() && self.reader_connections.load(Ordering::SeqCst) == 0 {
