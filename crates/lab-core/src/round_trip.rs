@@ -2,12 +2,9 @@
 //! threads, measured before and after each cell.
 //!
 //! On a virtual machine this is not a constant of the machine: the host runs the virtual CPUs on hardware of its
-//! choosing and moves them while the machine runs. On the project's 2-core machine it read about 26 ns, 60–90 ns
-//! or 300–370 ns, each for minutes at a time. quicklite's point reads at 64 tasks, which cross between a runtime
-//! thread and a reader thread twice per read, followed it: 0.81–1.20M reads/s in 2 s cells that began and ended
-//! at 60–90 ns (1M or more in 11 of 13), 0.66–0.97M (median 0.75M, 19 cells) at 300 ns or more, while
-//! tokio-rusqlite's stayed at 160–220k in either. A number without it cannot tell an approach's change from the
-//! host's, so every cell records it.
+//! choosing and moves them while the machine runs, and approaches that hand requests between threads follow it
+//! (docs/design.md, "Figures behind the design choices"). A number without it cannot tell an approach's change
+//! from the host's, so every cell records it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -17,7 +14,7 @@ use std::time::{Duration, Instant};
 const ROUNDS: u64 = 16;
 
 /// Round trips per round: long enough to average out the clock reads, short enough that a round often runs
-/// undisturbed (about 0.1–0.6 ms here).
+/// undisturbed (well under a millisecond).
 const TRIPS: u64 = 1_000;
 
 /// How long the measurement may take: it ends with the rounds completed by then, or without a figure if none did

@@ -185,8 +185,8 @@ impl Builder {
     /// Statements that run at least this long are logged through `tracing` (a `WARN` event with target
     /// `quicklite::slow_statement`, the SQL text and the duration), using SQLite's profiling hook, which measures
     /// to the millisecond. `None` installs no hook. By default, `None`: with the hook SQLite reads the clock twice
-    /// per statement, which cost point reads about a tenth of their throughput on the project's 2-core machine
-    /// (median of 8 alternating runs, 0.90×). `Some(Duration::from_millis(100))` is a reasonable production value.
+    /// per statement, a measurable cost on point reads (docs/design.md). `Some(Duration::from_millis(100))` is a
+    /// reasonable production value.
     pub fn slow_statement_threshold(mut self, threshold: Option<Duration>) -> Self {
         self.slow_statement = threshold;
         self
@@ -204,9 +204,8 @@ impl Builder {
     ///
     /// Without it, a SQLite built with `SQLITE_ENABLE_STAT4` (rusqlite's bundled build is) may mark a cached
     /// statement to be re-prepared — parsed and planned again — every time a parameter in its `WHERE` clause gets
-    /// a new value: on this project's machine SQLite 3.54.1 did so for the lab's `multi-db` join on every
-    /// execution (3.53.2 did not), which made each read several times slower. A server that caches its
-    /// statements wants the plan kept. By default, on for `Server` and `Durable`, untouched for `SqliteDefault`.
+    /// a new value, which makes each read of such a statement several times slower (the lab's `multi-db` join,
+    /// docs/design.md). A server that caches its statements wants the plan kept. By default, on for `Server` and `Durable`, untouched for `SqliteDefault`.
     pub fn stable_query_plans(mut self, yes: bool) -> Self {
         self.stable_query_plans = Some(yes);
         self

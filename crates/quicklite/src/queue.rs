@@ -21,11 +21,10 @@ use crate::sync::{Arc, Condvar, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 /// How long a spinning consumer goes on yielding its CPU once the backoff's own spins (a few microseconds) are
-/// over. One task's round trip — the answer wakes its runtime, which polls it, and it sends the next request —
-/// took 14–25 µs on the project's 2-core machine: with the backoff alone, the reader was asleep again by then and
-/// every read paid a wake-up (one task's reads 1.3–1.7× slower than tokio-rusqlite's; 1.05–1.3× faster with
-/// this, and two readers no longer both spinning). The price: a consumer whose queue goes quiet burns up to
-/// this much CPU, yielding, before it sleeps.
+/// over: longer than one task's round trip (the answer wakes its runtime, which polls it, and it sends the next
+/// request), so that a caller with one request in flight finds its reader still awake (docs/design.md, "Figures
+/// behind the design choices"). The price: a consumer whose queue goes quiet burns up to this much CPU, yielding,
+/// before it sleeps.
 #[cfg(not(feature = "model-check"))]
 const SPIN_FOR: Duration = Duration::from_micros(50);
 

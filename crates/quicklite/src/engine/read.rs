@@ -1,8 +1,7 @@
 //! Reads: many queued reads served in one read transaction, on a reader's connection or one lent to it.
 //!
-//! Beginning and ending a read transaction costs more than a point read itself (on the project's 2-core machine:
-//! ~3.3 µs per autocommit point read vs ~0.5 µs inside an open transaction), and concurrent read transactions on
-//! one file contend on SQLite's shared-lock mutex. So a reader drains what is queued and serves it all inside one
+//! Beginning and ending a read transaction costs several times more than a point read itself (docs/design.md,
+//! "Facts measured here"), and concurrent read transactions on one file contend on SQLite's shared-lock mutex. So a reader drains what is queued and serves it all inside one
 //! snapshot, bounded by a batch size and a maximum snapshot age. At low load a batch holds one request: the cost
 //! is then exactly one read transaction per read, as with any other crate.
 //!

@@ -66,9 +66,7 @@ impl RegistryBuilder {
     ///
     /// A larger cap is not free when more databases are in use than it holds: every open then costs time in
     /// proportion to the files the process has open (SQLite's unix VFS looks for the file in a list of every open
-    /// one). Serving 10,000 databases in turn under a limit of 20,000 descriptors, a cap of 6,410 kept up with 0–6%
-    /// of the writes, 1,500 with 96%, 128 with all of them (the `multi-db` workload of `quicklite bench`). Raise
-    /// it to hold every database in use at once, or not at all.
+    /// one; docs/design.md has the lab's figures). Raise it to hold every database in use at once, or not at all.
     pub fn max_open(mut self, n: usize) -> Self {
         self.max_open = n;
         self
