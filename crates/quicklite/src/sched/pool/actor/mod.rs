@@ -64,7 +64,7 @@ pub(crate) struct Actor {
     /// Whether the next write task should truncate the WAL if it finds nothing to serve.
     truncate_asked: AtomicBool,
     /// Signalled whenever a task ends, for [`Actor::close`].
-    settled: Notify,
+    task_ended: Notify,
 }
 
 impl Actor {
@@ -100,7 +100,7 @@ impl Actor {
             last_used_ms: AtomicU64::new(now),
             wal_dirty: AtomicBool::new(false),
             truncate_asked: AtomicBool::new(false),
-            settled: Notify::new(),
+            task_ended: Notify::new(),
         })
     }
 
@@ -196,7 +196,7 @@ impl Actor {
             self.wake_reader();
         }
         self.made_room();
-        self.settled.notify_waiters();
+        self.task_ended.notify_waiters();
     }
 
     fn release_read(self: &Arc<Self>) {
@@ -205,7 +205,7 @@ impl Actor {
             self.wake_reader();
         }
         self.made_room();
-        self.settled.notify_waiters();
+        self.task_ended.notify_waiters();
     }
 
     /// Lets a task waiting for room try again if this database could now be closed for it.
@@ -240,8 +240,8 @@ impl Actor {
             if self.is_closed() {
                 return;
             }
-            let mut settled = std::pin::pin!(self.settled.notified());
-            settled.as_mut().enable();
+            let mut ended = std::pin::pin!(self.task_ended.notified());
+            ended.as_mut().enable();
             let (writes, reads) = self.queued();
             let opening = self.has_open_waiters();
             if writes == 0 && reads == 0 && !opening && self.roles.take_all() {
@@ -252,7 +252,7 @@ impl Actor {
                 drop(slot);
                 // Callers asking to open from now on hear that the database is closed.
                 lock(&self.open_waiters).take();
-                self.settled.notify_waiters();
+                self.task_ended.notify_waiters();
                 return;
             }
             if writes > 0 || opening {
@@ -261,7 +261,7 @@ impl Actor {
             if reads > 0 {
                 self.wake_reader();
             }
-            settled.await;
+            ended.await;
         }
     }
 

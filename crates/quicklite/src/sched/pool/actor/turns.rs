@@ -225,7 +225,7 @@ impl PooledDatabase for Actor {
                 if !self.roles.write_scheduled() && !self.read_rx.is_empty() {
                     self.wake_reader();
                 }
-                self.settled.notify_waiters();
+                self.task_ended.notify_waiters();
                 return;
             }
             Err(e) => {
