@@ -273,26 +273,30 @@ impl Actor {
         if slot.is_some() || !managed || wal == 0 {
             return;
         }
-        let opened = refuse_links(&self.path).and_then(|()| {
-            Writer::open(
-                &self.path,
-                &self.config,
-                &self.shared,
-                self.write_rx.clone(),
-                false,
-            )
-        });
-        match opened {
-            Ok(opened) => {
-                *slot = Some(OpenWriter {
-                    writer: opened.writer,
-                    reads: BatchedReads::new(self.read_rx.clone(), &self.config, &self.shared),
-                });
-            }
+        match self.open_writer(false) {
+            Ok((open, _)) => *slot = Some(open),
             Err(e) => {
                 tracing::warn!(database = %self.name, error = %e, "could not open to checkpoint at close")
             }
         }
+    }
+
+    /// Opens the writer's connection (refusing linked files), with the reads it may serve, and the PRAGMAs read
+    /// back if `read_back`.
+    fn open_writer(&self, read_back: bool) -> Result<(OpenWriter, BTreeMap<String, String>)> {
+        refuse_links(&self.path)?;
+        let opened = Writer::open(
+            &self.path,
+            &self.config,
+            &self.shared,
+            self.write_rx.clone(),
+            read_back,
+        )?;
+        let open = OpenWriter {
+            writer: opened.writer,
+            reads: BatchedReads::new(self.read_rx.clone(), &self.config, &self.shared),
+        };
+        Ok((open, opened.pragmas))
     }
 
     /// Asks for the WAL to be truncated if the database has been idle for `idle_for_ms` and its checkpoints are

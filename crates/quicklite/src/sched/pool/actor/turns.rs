@@ -4,9 +4,8 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 
-use crate::engine::open::refuse_links;
-use crate::engine::read::{BatchedReads, Reader};
-use crate::engine::write::{Close, Writer};
+use crate::engine::read::Reader;
+use crate::engine::write::Close;
 use crate::sched::pool::actor::{Actor, OpenWriter};
 use crate::sched::pool::task::{PooledDatabase, Task};
 use crate::util::lock;
@@ -101,16 +100,7 @@ impl Actor {
             return Ok(Opened::Deferred);
         }
         let read_back = self.pragmas.get().is_none();
-        let opened = refuse_links(&self.path).and_then(|()| {
-            Writer::open(
-                &self.path,
-                &self.config,
-                &self.shared,
-                self.write_rx.clone(),
-                read_back,
-            )
-        });
-        let opened = match opened {
+        let (mut open, pragmas) = match self.open_writer(read_back) {
             Ok(opened) => opened,
             Err(e) => {
                 self.pool.release_open();
@@ -118,16 +108,12 @@ impl Actor {
             }
         };
         if read_back {
-            let _ = self.pragmas.set(opened.pragmas);
+            let _ = self.pragmas.set(pragmas);
         }
-        let mut writer = opened.writer;
-        writer
+        open.writer
             .inbox()
             .serve_first(std::mem::take(&mut *lock(&self.unserved)));
-        **slot = Some(OpenWriter {
-            writer,
-            reads: BatchedReads::new(self.read_rx.clone(), &self.config, &self.shared),
-        });
+        **slot = Some(open);
         self.writer_reads.store(0, Ordering::Relaxed);
         self.open.store(true, Ordering::Release);
         self.pool.opens.fetch_add(1, Ordering::Relaxed);
