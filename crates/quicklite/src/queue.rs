@@ -183,7 +183,7 @@ pub(crate) enum TrySendError<T> {
     Closed(T),
 }
 
-/// Why [`Receiver::try_recv`] found nothing.
+/// Why `Receiver::try_recv` found nothing.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum TryRecvError {
     /// Nothing is queued now.

@@ -1,7 +1,7 @@
 //! The writer: the one read-write connection of a database, serving its queue one transaction at a time.
 //!
 //! The writer takes what is queued (up to `write_batch_max`), commits the grouped writes together
-//! ([`group`](crate::engine::group)) and answers everyone once the `COMMIT` returned; a write that must run alone
+//! ([`group`]) and answers everyone once the `COMMIT` returned; a write that must run alone
 //! runs alone. Who runs the writer, and how it waits for work, is the scheduler's business: a thread of its own
 //! or turns on a registry's pool.
 

@@ -2,11 +2,11 @@
 
 use crate::{Error, Result};
 
-/// Longest name [`Registry::get`] accepts, in bytes; with the `.db` suffix and SQLite's `-journal` / `-wal` /
+/// Longest name [`Registry::get`](crate::Registry::get) accepts, in bytes; with the `.db` suffix and SQLite's `-journal` / `-wal` /
 /// `-shm` files it stays far below the 255-byte file-name limit of common file systems.
 pub const MAX_NAME_LEN: usize = 128;
 
-/// Checks a database name (see [`Registry::get`]).
+/// Checks a database name (see [`Registry::get`](crate::Registry::get)).
 pub(crate) fn validate_name(name: &str) -> Result<()> {
     let refuse = |reason: &'static str| {
         let shown: String = name.chars().take(MAX_NAME_LEN + 8).collect();

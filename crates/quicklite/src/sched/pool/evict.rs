@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::sched::pool::task::PooledDatabase;
 
-/// Open databases sampled to choose one to close (see [`PoolShared::evict_for`]).
+/// Open databases sampled to choose one to close (see [`Pool::evict_for`](crate::sched::pool::Pool::evict_for)).
 pub(crate) const SAMPLED: usize = 16;
 
 /// Samples drawn before falling back to a scan of every open database, when all sampled ones are busy.

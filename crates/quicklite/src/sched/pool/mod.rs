@@ -1,6 +1,6 @@
 //! Databases as actors on a shared, bounded thread pool: the scheduler behind [`Registry`](crate::Registry).
 //!
-//! Each database keeps the queues and the group-commit / batched-read logic of a standalone [`Database`]; what
+//! Each database keeps the queues and the group-commit / batched-read logic of a standalone [`Database`](crate::Database); what
 //! changes is who runs them. Instead of a writer thread and reader threads of its own, a database with queued
 //! work puts a *task* on the pool's run queue: a write task serves one group (or one request that runs alone) on
 //! the database's writer connection, a read task one batch of reads on one of its reader connections. A database
@@ -167,7 +167,7 @@ impl<D: PooledDatabase> Pool<D> {
     /// An idle database goes first, the least recently used of [`SAMPLED`] open databases picked at random (as
     /// Redis approximates LRU): this runs once per open at the cap, up to thousands of times a second, where a
     /// scan of every open database each time would cost time in proportion to the cap. When none of them is idle,
-    /// one whose write task waits in the run queue is closed ([`Actor::try_close_queued`]), the most recently used
+    /// one whose write task waits in the run queue is closed ([`PooledDatabase::try_close_queued`]), the most recently used
     /// first (its task, queued after it last ran, is furthest back): when every database has work queued (more
     /// databases with writes due than the cap), waiting for one to go idle would stop every opening. Only after
     /// [`DRAWS`] samples are all the others tried.
