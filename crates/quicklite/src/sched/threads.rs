@@ -75,7 +75,7 @@ impl Threads {
             match Writer::open(&path_, &config_, &shared_, write_rx, true) {
                 Ok(opened) => {
                     let _ = ready.send(Ok((opened.pragmas, opened.file)));
-                    serve_writes(opened.writer, &config_, &shared_);
+                    serve_writes(opened.writer, &path_, &config_, &shared_);
                 }
                 Err(e) => {
                     let _ = ready.send(Err(e));
@@ -141,12 +141,13 @@ impl Threads {
     }
 }
 
-/// The writer thread: serves requests until the queue is closed and drained, then closes for good.
-fn serve_writes(mut writer: Writer, config: &Config, shared: &Arc<Shared>) {
-    if writer.manages_checkpoints()
-        && let Some(file) = writer.file().map(PathBuf::from)
-    {
-        match CheckpointThread::start(&file, config, shared.clone()) {
+/// The writer thread: serves requests until the queue is closed and drained, then closes for good. `path` is what
+/// the database was opened with, for the checkpoint thread's connection.
+fn serve_writes(mut writer: Writer, path: &Path, config: &Config, shared: &Arc<Shared>) {
+    // The checkpoint thread opens the same path or URI as the writer, not the file SQLite resolved: a URI's `vfs=`
+    // and other parameters must hold for every connection, or its checkpoints would write through another VFS.
+    if writer.manages_checkpoints() && writer.file().is_some() {
+        match CheckpointThread::start(path, config, shared.clone()) {
             Ok(thread) => writer.hand_passive_checkpoints_to(Box::new(thread)),
             Err(e) => {
                 tracing::warn!(error = %e, "no checkpoint thread; the writer checkpoints by itself")
