@@ -14,6 +14,7 @@ use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::oneshot;
 
+use crate::config::{AppHooks, ConnectionRole};
 use crate::util::{companion, spawn};
 use crate::{Database, Error, Result};
 
@@ -41,7 +42,7 @@ impl Database {
     /// `dest` must not exist yet. In WAL mode (the `Server` and `Durable` profiles) writes carry on during the
     /// backup; in rollback-journal mode SQLite's locks make them wait until it ends.
     pub async fn backup(&self, dest: impl AsRef<Path>) -> Result<BackupReport> {
-        let source = self.file().to_path_buf();
+        let source = self.source();
         let dest = dest.as_ref().to_path_buf();
         let busy = self.busy_timeout();
         off_thread("quicklite-backup", move || {
@@ -77,7 +78,7 @@ impl Database {
     /// rebuilt indexes, often smaller than a page-for-page backup. Same guarantees as [`Database::backup`]
     /// (a snapshot containing every write acknowledged before the call; `dest` must not exist yet).
     pub async fn vacuum_into(&self, dest: impl AsRef<Path>) -> Result<BackupReport> {
-        let source = self.file().to_path_buf();
+        let source = self.source();
         let dest = dest.as_ref().to_path_buf();
         let busy = self.busy_timeout();
         off_thread("quicklite-vacuum-into", move || {
@@ -92,6 +93,22 @@ impl Database {
             })
         })
         .await
+    }
+}
+
+/// What a copy reads from: the path or URI the database was opened with (so that a URI's `vfs=` holds), and the
+/// application's set-up functions.
+struct Source {
+    path: PathBuf,
+    hooks: AppHooks,
+}
+
+impl Database {
+    fn source(&self) -> Source {
+        Source {
+            path: self.path().to_path_buf(),
+            hooks: self.hooks().clone(),
+        }
     }
 }
 
@@ -123,7 +140,7 @@ enum Snapshot {
 /// `snapshot` says so), lets `write` fill a temporary file next to `dest`, then flushes and renames it into place
 /// (removing it on failure).
 fn copy(
-    source: &Path,
+    source: &Source,
     dest: &Path,
     busy_timeout: Duration,
     snapshot: Snapshot,
@@ -140,10 +157,13 @@ fn copy(
             "the file already exists; a backup never overwrites".into(),
         ));
     }
-    let src = Connection::open_with_flags(
-        source,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    let mut src = Connection::open_with_flags(
+        &source.path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
+    source.hooks.set_up(&mut src, ConnectionRole::Backup)?;
     src.busy_timeout(busy_timeout)?;
     if snapshot == Snapshot::Held {
         // The snapshot: taken at the first read after BEGIN, and held until the copy is done.

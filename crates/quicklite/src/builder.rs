@@ -3,9 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::OpenFlags;
+use std::sync::Arc;
 
-use crate::config::{Checkpointing, Config, QueueFull, validate_pragma};
+use rusqlite::{Connection, OpenFlags};
+
+use crate::config::{
+    AppHooks, BoxError, Checkpointing, Config, ConnectionRole, QueueFull, validate_pragma,
+};
 use crate::{Database, Error, Profile, Result};
 
 /// Builds a [`Database`] with non-default options. Made by [`Database::builder`].
@@ -43,6 +47,7 @@ pub struct Builder {
     slow_statement: Option<Duration>,
     log_statement_parameters: bool,
     stable_query_plans: Option<bool>,
+    hooks: AppHooks,
 }
 
 impl Database {
@@ -81,6 +86,7 @@ impl Builder {
             slow_statement: None,
             log_statement_parameters: false,
             stable_query_plans: None,
+            hooks: AppHooks::default(),
         }
     }
 
@@ -211,6 +217,44 @@ impl Builder {
         self
     }
 
+    /// Runs `f` on every connection the database opens — the writer, each reader, the checkpointer, a backup's
+    /// source, and every connection a registry opens again after closing it — to register functions, collations,
+    /// virtual tables or hooks, load extensions, or `ATTACH` other databases: what must hold on every connection.
+    /// `f` is told which connection it prepares ([`ConnectionRole`]).
+    ///
+    /// It runs after the profile's PRAGMAs and before the handle installs its own authorizer, busy handler and
+    /// tracing hooks, which replace any `f` set. Functions given by several calls run in order. If `f` fails, the
+    /// connection is closed and the error comes back as [`Error::Setup`]: an unusable writer fails the open. By
+    /// default, none.
+    pub fn on_connection<F, E>(mut self, f: F) -> Self
+    where
+        F: Fn(&mut Connection, ConnectionRole) -> std::result::Result<(), E>
+            + Send
+            + Sync
+            + 'static,
+        E: Into<BoxError>,
+    {
+        self.hooks.setup.push(Arc::new(move |conn, role| {
+            f(conn, role).map_err(Into::into)
+        }));
+        self
+    }
+
+    /// Runs `f` on the writer's connection when the database opens, before any reader opens and before any
+    /// request is served (a registry's database: each time the registry first opens it): for schema migrations.
+    /// `f` gets the connection itself (`&mut`), in autocommit mode, and may manage transactions; run a migration in
+    /// one (`conn.transaction()`, as `rusqlite_migration` does) so that a failure leaves nothing applied. If `f`
+    /// fails, or returns with a transaction open (rolled back), the database is not opened and the error comes
+    /// back as [`Error::Setup`]. By default, none.
+    pub fn migrate<F, E>(mut self, f: F) -> Self
+    where
+        F: Fn(&mut Connection) -> std::result::Result<(), E> + Send + Sync + 'static,
+        E: Into<BoxError>,
+    {
+        self.hooks.migration = Some(Arc::new(move |conn| f(conn).map_err(Into::into)));
+        self
+    }
+
     /// Opens the database: runs the process set-up, opens the writer and the readers, and applies the PRAGMAs.
     pub async fn open(self) -> Result<Database> {
         let path = self.path.clone();
@@ -306,6 +350,7 @@ impl Builder {
             stable_query_plans: self
                 .stable_query_plans
                 .unwrap_or(self.profile != Profile::SqliteDefault),
+            hooks: self.hooks,
         })
     }
 }

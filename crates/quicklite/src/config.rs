@@ -1,11 +1,84 @@
 //! The validated settings of one database, and the public choices they are made of ([`QueueFull`],
 //! [`Checkpointing`]). A leaf: [`Builder`](crate::Builder) fills a [`Config`]; every other layer reads it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use rusqlite::OpenFlags;
+use rusqlite::{Connection, OpenFlags};
 
 use crate::{Error, Profile, Result};
+
+/// An error returned by an application's function: a set-up function, a migration.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Which of a database's connections a set-up function ([`Builder::on_connection`](crate::Builder::on_connection))
+/// is preparing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConnectionRole {
+    /// The read-write connection that runs every write (and, in a registry, reads while no write runs).
+    Writer,
+    /// A read-only connection serving reads.
+    Reader,
+    /// The connection that runs `PASSIVE` checkpoints beside the writer (a standalone database, managed
+    /// checkpoints).
+    Checkpointer,
+    /// The read-only source of [`Database::backup`](crate::Database::backup) and
+    /// [`Database::vacuum_into`](crate::Database::vacuum_into).
+    Backup,
+}
+
+impl ConnectionRole {
+    /// The role's name, as errors and logs give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ConnectionRole::Writer => "writer",
+            ConnectionRole::Reader => "reader",
+            ConnectionRole::Checkpointer => "checkpointer",
+            ConnectionRole::Backup => "backup",
+        }
+    }
+}
+
+/// A set-up function, run on every connection the database opens.
+pub(crate) type ConnectionSetup =
+    Arc<dyn Fn(&mut Connection, ConnectionRole) -> std::result::Result<(), BoxError> + Send + Sync>;
+
+/// A migration, run on the writer's connection when the database is first opened.
+pub(crate) type Migration =
+    Arc<dyn Fn(&mut Connection) -> std::result::Result<(), BoxError> + Send + Sync>;
+
+/// The application's functions for a database's connections.
+#[derive(Clone, Default)]
+pub(crate) struct AppHooks {
+    /// Run on every connection, in order, after the PRAGMAs.
+    pub(crate) setup: Vec<ConnectionSetup>,
+    /// Run once per open of the database, on the writer, before any reader opens.
+    pub(crate) migration: Option<Migration>,
+}
+
+impl std::fmt::Debug for AppHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppHooks")
+            .field("setup", &self.setup.len())
+            .field("migration", &self.migration.is_some())
+            .finish()
+    }
+}
+
+impl AppHooks {
+    /// Runs the set-up functions on `conn`, a `role` connection.
+    pub(crate) fn set_up(&self, conn: &mut Connection, role: ConnectionRole) -> Result<()> {
+        for setup in &self.setup {
+            setup(conn, role).map_err(|e| Error::Setup {
+                stage: "connection set-up",
+                connection: role.name(),
+                message: e.to_string(),
+            })?;
+        }
+        Ok(())
+    }
+}
 
 /// What a request does when its queue is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -41,6 +114,8 @@ pub(crate) struct Config {
     pub(crate) busy_timeout: Duration,
     /// Whether connections turn on SQLite's query planner stability guarantee.
     pub(crate) stable_query_plans: bool,
+    /// The application's set-up functions and migration.
+    pub(crate) hooks: AppHooks,
 }
 
 /// Who checkpoints the WAL. Set with [`Builder::checkpointing`](crate::Builder::checkpointing).

@@ -90,6 +90,21 @@ pub enum Error {
         reason: String,
     },
 
+    /// An application's function failed while a connection was being prepared: a set-up function
+    /// ([`Builder::on_connection`](crate::Builder::on_connection)) or the migration
+    /// ([`Builder::migrate`](crate::Builder::migrate)). The connection was closed; a database whose writer could not
+    /// be prepared was not opened (a registry's: its waiting requests get this error, and the next request tries
+    /// again).
+    #[error("{stage} failed on the {connection} connection: {message}")]
+    Setup {
+        /// `"connection set-up"` or `"migration"`.
+        stage: &'static str,
+        /// Which connection: `"writer"`, `"reader"`, `"checkpointer"` or `"backup"`.
+        connection: &'static str,
+        /// The function's error.
+        message: String,
+    },
+
     /// An I/O error outside SQLite (e.g. spawning a worker thread).
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
@@ -107,6 +122,15 @@ impl Error {
                 reason,
             },
             Error::InvalidConfig(m) => Error::InvalidConfig(m.clone()),
+            Error::Setup {
+                stage,
+                connection,
+                message,
+            } => Error::Setup {
+                stage,
+                connection,
+                message: message.clone(),
+            },
             Error::Io(e) => Error::Io(std::io::Error::new(e.kind(), e.to_string())),
             other => Error::Io(std::io::Error::other(other.to_string())),
         }

@@ -99,7 +99,7 @@ mod registry;
 
 pub use backup::BackupReport;
 pub use builder::Builder;
-pub use config::{Checkpointing, QueueFull};
+pub use config::{BoxError, Checkpointing, ConnectionRole, QueueFull};
 pub use database::Database;
 pub use error::{Error, Result};
 pub use metrics::{Distribution, MetricsSnapshot};

@@ -136,6 +136,11 @@ impl Database {
         }
     }
 
+    /// The application's set-up functions and migration.
+    pub(crate) fn hooks(&self) -> &crate::config::AppHooks {
+        &self.inner.config.hooks
+    }
+
     /// What serves this database.
     pub(crate) fn backend(&self) -> &Backend {
         &self.inner.backend

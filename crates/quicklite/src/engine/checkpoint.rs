@@ -18,7 +18,7 @@ use rusqlite::Connection;
 use rusqlite::config::DbConfig;
 
 use crate::Result;
-use crate::config::{Checkpointing, Config};
+use crate::config::{Checkpointing, Config, ConnectionRole};
 use crate::engine::busy::BusyLimit;
 use crate::engine::guard::GuardedConnection;
 use crate::engine::policy::{Mode, Outcome, Policy};
@@ -96,7 +96,7 @@ impl Checkpointer {
     /// Opens the checkpointer's connection to `path` with the writer's PRAGMAs (`synchronous` decides what a
     /// checkpoint syncs).
     pub(crate) fn open(path: &Path, config: &Config, shared: Arc<Shared>) -> Result<Checkpointer> {
-        let conn = open::open_read_write(path, config)?.into_inner();
+        let conn = open::open_read_write(path, config, ConnectionRole::Checkpointer)?.into_inner();
         // Never the last connection to close on purpose, but if it were, the writer's policy decides, not this.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
         Ok(Checkpointer { conn, shared })

@@ -131,6 +131,12 @@ impl GuardedConnection {
         self.conn
     }
 
+    /// Runs `f` on the connection itself, with transaction control allowed: for an application's migration.
+    pub(crate) fn allow_tx_control_mut<T>(&mut self, f: impl FnOnce(&mut Connection) -> T) -> T {
+        let guard = self.guard.clone();
+        guard.allow_tx_control(|| f(&mut self.conn))
+    }
+
     /// Closes the connection, reporting a failure.
     pub(crate) fn close(self) -> Result<(), rusqlite::Error> {
         self.conn.close().map_err(|(_, e)| e)

@@ -10,7 +10,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::trace::{TraceEvent, TraceEventCodes};
 use rusqlite::{Connection, OpenFlags};
 
-use crate::config::{Checkpointing, Config};
+use crate::config::{Checkpointing, Config, ConnectionRole};
 use crate::engine::Shared;
 use crate::engine::busy::BusyLimit;
 use crate::engine::guard::GuardedConnection;
@@ -19,8 +19,12 @@ use crate::util::companion;
 use crate::{Error, Result};
 
 /// Opens the read-write connection and applies every PRAGMA of the profile and the overrides.
-pub(crate) fn open_read_write(path: &Path, config: &Config) -> Result<GuardedConnection> {
-    let conn = Connection::open_with_flags(path, config.open_flags)?;
+pub(crate) fn open_read_write(
+    path: &Path,
+    config: &Config,
+    role: ConnectionRole,
+) -> Result<GuardedConnection> {
+    let mut conn = Connection::open_with_flags(path, config.open_flags)?;
     conn.set_prepared_statement_cache_capacity(config.statement_cache_capacity);
     // busy_timeout first, so that switching the journal mode waits for other processes instead of failing.
     for (name, value) in config.pragmas.iter().filter(|(n, _)| n == "busy_timeout") {
@@ -31,6 +35,7 @@ pub(crate) fn open_read_write(path: &Path, config: &Config) -> Result<GuardedCon
     }
     // Touch the schema so that a file that is not a database fails here, at open, with SQLITE_NOTADB.
     conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
+    config.hooks.set_up(&mut conn, role)?;
     Ok(GuardedConnection::new(conn)?)
 }
 
@@ -44,7 +49,7 @@ pub(crate) fn open_read_only(path: &Path, config: &Config) -> Result<GuardedConn
             | OpenFlags::SQLITE_OPEN_FULL_MUTEX
             | OpenFlags::SQLITE_OPEN_NOFOLLOW);
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | mutex;
-    let conn = Connection::open_with_flags(path, flags)?;
+    let mut conn = Connection::open_with_flags(path, flags)?;
     conn.set_prepared_statement_cache_capacity(config.statement_cache_capacity);
     for (name, value) in config.pragmas.iter() {
         if !is_database_wide(name) {
@@ -52,6 +57,7 @@ pub(crate) fn open_read_only(path: &Path, config: &Config) -> Result<GuardedConn
         }
     }
     apply_pragma(&conn, "query_only", "ON")?;
+    config.hooks.set_up(&mut conn, ConnectionRole::Reader)?;
     Ok(GuardedConnection::new(conn)?)
 }
 

@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::config::DbConfig;
 
-use crate::Result;
-use crate::config::Config;
+use crate::config::{Config, ConnectionRole, Migration};
 use crate::engine::busy::BusyLimit;
 use crate::engine::checkpoint::{Checkpoints, PassiveCheckpoints};
 use crate::engine::group::{self, Outcomes, ROLLBACK};
@@ -25,6 +24,7 @@ use crate::inbox::Inbox;
 use crate::queue::Receiver;
 use crate::reply::{Answers, Relays, Reply};
 use crate::request::{WriteKind, WriteRequest};
+use crate::{Error, Result};
 
 /// WAL frames (4 KiB pages by default) below which a writer closed to be reopened later leaves the WAL as it is;
 /// a longer WAL is checkpointed at close ([`Writer::shut_down`]).
@@ -65,22 +65,45 @@ pub(crate) struct OpenedWriter {
     pub(crate) file: Option<PathBuf>,
 }
 
+/// Runs the application's migration on the writer's connection; a transaction it leaves open is rolled back and
+/// fails it.
+fn migrate(conn: &mut GuardedConnection, migration: &Migration) -> Result<()> {
+    let failed = |message: String| Error::Setup {
+        stage: "migration",
+        connection: ConnectionRole::Writer.name(),
+        message,
+    };
+    let outcome = conn.allow_tx_control_mut(|c| migration(c));
+    if !conn.conn().is_autocommit() {
+        let _ = conn.control(ROLLBACK);
+        return Err(failed(match outcome {
+            Err(e) => e.to_string(),
+            Ok(()) => "the migration left a transaction open; it was rolled back".into(),
+        }));
+    }
+    outcome.map_err(|e| failed(e.to_string()))
+}
+
 impl Writer {
-    /// Opens the read-write connection of `path` (applying the PRAGMAs, installing the hooks) for a writer serving
-    /// `rx`. `read_back` reads every PRAGMA back, a dozen statements: a registry's database does it on its first
-    /// open only.
+    /// Opens the read-write connection of `path` (applying the PRAGMAs, running the application's set-up,
+    /// installing the hooks) for a writer serving `rx`. On the `first` open of the database by its handle it also
+    /// runs the application's migration and reads every PRAGMA back (a dozen statements, which a registry's
+    /// database does not repeat when it reopens).
     pub(crate) fn open(
         path: &Path,
         config: &Config,
         shared: &Arc<Shared>,
         rx: Receiver<WriteRequest>,
-        read_back: bool,
+        first: bool,
     ) -> Result<OpenedWriter> {
         let busy = BusyLimit::new(config.busy_timeout);
-        let mut conn = open::open_read_write(path, config)?;
+        let mut conn = open::open_read_write(path, config, ConnectionRole::Writer)?;
         open::instrument(conn.conn_mut(), config, shared, "writer", &busy)?;
         open::watch_wal(conn.conn_mut(), config, shared)?;
-        let mut pragmas = if read_back {
+        if first && let Some(migration) = &config.hooks.migration {
+            migrate(&mut conn, migration)?;
+        }
+        let mut pragmas = if first {
             open::read_back_pragmas(conn.conn(), config)?
         } else {
             BTreeMap::new()

@@ -281,16 +281,16 @@ impl Actor {
         }
     }
 
-    /// Opens the writer's connection (refusing linked files), with the reads it may serve, and the PRAGMAs read
-    /// back if `read_back`.
-    fn open_writer(&self, read_back: bool) -> Result<(OpenWriter, BTreeMap<String, String>)> {
+    /// Opens the writer's connection (refusing linked files), with the reads it may serve; on the `first` open
+    /// also runs the migration and returns the PRAGMAs read back.
+    fn open_writer(&self, first: bool) -> Result<(OpenWriter, BTreeMap<String, String>)> {
         refuse_links(&self.path)?;
         let opened = Writer::open(
             &self.path,
             &self.config,
             &self.shared,
             self.write_rx.clone(),
-            read_back,
+            first,
         )?;
         let open = OpenWriter {
             writer: opened.writer,

@@ -99,15 +99,15 @@ impl Actor {
         if !self.pool.reserve_open(&self.name) {
             return Ok(Opened::Deferred);
         }
-        let read_back = self.pragmas.get().is_none();
-        let (mut open, pragmas) = match self.open_writer(read_back) {
+        let first = self.pragmas.get().is_none();
+        let (mut open, pragmas) = match self.open_writer(first) {
             Ok(opened) => opened,
             Err(e) => {
                 self.pool.release_open();
                 return Err(e);
             }
         };
-        if read_back {
+        if first {
             let _ = self.pragmas.set(pragmas);
         }
         open.writer
