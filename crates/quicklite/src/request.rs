@@ -78,6 +78,8 @@ impl Ran {
 pub(crate) trait WriteJob: Reply {
     /// Runs the closure (catching a panic) and keeps its result.
     fn run(&mut self, conn: &Connection) -> Ran;
+    /// Runs the closure with the connection itself (a write that runs alone).
+    fn run_mut(&mut self, conn: &mut Connection) -> Ran;
     /// The closure's own error, described, if it failed.
     fn error_message(&self) -> Option<String>;
     /// Decides the answer: the closure's own error if it failed, else `group_failure` if its group failed, else
@@ -100,44 +102,111 @@ pub(crate) trait ReadJob: Reply {
     fn fail(self: Box<Self>, error: Error);
 }
 
+/// A request's closure, as its caller gave it: one that takes the connection shared (`&Connection`), or one that
+/// takes it exclusively (`&mut Connection`, for work that runs alone on the writer).
+pub(crate) trait Closure<T>: Send + 'static {
+    /// Calls the closure with a shared connection.
+    fn call(self, conn: &Connection) -> rusqlite::Result<T>;
+    /// Calls the closure with the connection itself.
+    fn call_mut(self, conn: &mut Connection) -> rusqlite::Result<T>;
+}
+
+/// A closure that takes `&Connection`.
+pub(crate) struct Shared<F>(F);
+
+impl<F, T> Closure<T> for Shared<F>
+where
+    F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+{
+    fn call(self, conn: &Connection) -> rusqlite::Result<T> {
+        (self.0)(conn)
+    }
+
+    fn call_mut(self, conn: &mut Connection) -> rusqlite::Result<T> {
+        (self.0)(conn)
+    }
+}
+
+/// A closure that takes `&mut Connection`: queued only as a write that runs alone
+/// ([`WriteKind::Unmanaged`]), which the writer runs with [`WriteJob::run_mut`].
+pub(crate) struct Exclusive<F>(F);
+
+impl<F, T> Closure<T> for Exclusive<F>
+where
+    F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+{
+    fn call(self, _conn: &Connection) -> rusqlite::Result<T> {
+        debug_assert!(
+            false,
+            "a closure that needs the connection itself was given a shared one"
+        );
+        Err(rusqlite::Error::InvalidQuery)
+    }
+
+    fn call_mut(self, conn: &mut Connection) -> rusqlite::Result<T> {
+        (self.0)(conn)
+    }
+}
+
 /// The concrete job behind both traits.
-pub(crate) struct Job<F, T> {
-    state: JobState<F, T>,
+pub(crate) struct Job<C, T> {
+    state: JobState<C, T>,
     reply: oneshot::Sender<Answer<T>>,
 }
 
 /// Where a job is in its life.
-enum JobState<F, T> {
+enum JobState<C, T> {
     /// Queued: the closure has not run.
-    Queued(F),
+    Queued(C),
     /// Run (or failed without running): the answer to send.
     Done(Result<T>),
 }
 
-impl<F, T> Job<F, T>
+impl<F, T> Job<Shared<F>, T>
 where
     F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     T: Send + 'static,
 {
     /// Wraps `f`; the answer arrives on the returned receiver.
     pub(crate) fn new(f: F) -> (Box<Self>, oneshot::Receiver<Answer<T>>) {
+        Job::with(Shared(f))
+    }
+}
+
+impl<F, T> Job<Exclusive<F>, T>
+where
+    F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    T: Send + 'static,
+{
+    /// Wraps `f`, which needs the connection itself; the answer arrives on the returned receiver.
+    pub(crate) fn exclusive(f: F) -> (Box<Self>, oneshot::Receiver<Answer<T>>) {
+        Job::with(Exclusive(f))
+    }
+}
+
+impl<C, T> Job<C, T>
+where
+    C: Closure<T>,
+    T: Send + 'static,
+{
+    fn with(closure: C) -> (Box<Self>, oneshot::Receiver<Answer<T>>) {
         let (reply, rx) = oneshot::channel();
         let job = Box::new(Job {
-            state: JobState::Queued(f),
+            state: JobState::Queued(closure),
             reply,
         });
         (job, rx)
     }
 
-    fn call(&mut self, conn: &Connection) -> Ran {
+    fn call(&mut self, call: impl FnOnce(C) -> rusqlite::Result<T>) -> Ran {
         let state = std::mem::replace(&mut self.state, JobState::Done(Err(Error::Closed)));
-        let JobState::Queued(f) = state else {
+        let JobState::Queued(closure) = state else {
             // Each request is taken from its queue once and run once; nothing runs a job twice.
             debug_assert!(false, "a request ran twice");
             self.state = state;
             return Ran::Failed;
         };
-        let (out, ran) = match catch_unwind(AssertUnwindSafe(|| f(conn))) {
+        let (out, ran) = match catch_unwind(AssertUnwindSafe(|| call(closure))) {
             Ok(Ok(v)) => (Ok(v), Ran::Ok),
             Ok(Err(e)) => (Err(Error::Sqlite(e)), Ran::Failed),
             Err(payload) => (
@@ -152,13 +221,17 @@ where
     }
 }
 
-impl<F, T> WriteJob for Job<F, T>
+impl<C, T> WriteJob for Job<C, T>
 where
-    F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    C: Closure<T>,
     T: Send + 'static,
 {
     fn run(&mut self, conn: &Connection) -> Ran {
-        self.call(conn)
+        self.call(|c| c.call(conn))
+    }
+
+    fn run_mut(&mut self, conn: &mut Connection) -> Ran {
+        self.call(|c| c.call_mut(conn))
     }
 
     fn error_message(&self) -> Option<String> {
@@ -183,9 +256,9 @@ where
     }
 }
 
-impl<F, T> Reply for Job<F, T>
+impl<C, T> Reply for Job<C, T>
 where
-    F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    C: Closure<T>,
     T: Send + 'static,
 {
     fn reply(self: Box<Self>, relay: Option<Relay>) {
@@ -199,13 +272,13 @@ where
     }
 }
 
-impl<F, T> ReadJob for Job<F, T>
+impl<C, T> ReadJob for Job<C, T>
 where
-    F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    C: Closure<T>,
     T: Send + 'static,
 {
     fn run(&mut self, conn: &Connection) -> Ran {
-        self.call(conn)
+        self.call(|c| c.call(conn))
     }
 
     fn fail(mut self: Box<Self>, error: Error) {

@@ -1,6 +1,7 @@
 //! The database handle: queues in front of a writer and readers, served by threads of its own or by a
 //! registry's pool.
 
+mod and_then;
 mod statements;
 
 use std::collections::BTreeMap;
@@ -10,13 +11,14 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use rusqlite::Connection;
+use tokio::sync::oneshot;
 
 use crate::config::{Config, QueueFull};
 use crate::engine::Shared;
 use crate::metrics::MetricsSnapshot;
 use crate::queue::{self, Sender, TrySendError};
-use crate::reply::{CallerThread, receive};
-use crate::request::{Job, ReadRequest, WriteKind, WriteRequest};
+use crate::reply::{Answer, CallerThread, receive};
+use crate::request::{Job, ReadRequest, WriteJob, WriteKind, WriteRequest};
 use crate::sched::Backend;
 use crate::sched::pool::Pool;
 use crate::sched::pool::actor::Actor;
@@ -220,12 +222,33 @@ impl Database {
         self.submit_write(WriteKind::Unmanaged, f).await
     }
 
+    /// [`Database::with_write_connection`] with the connection itself (`&mut Connection`): for code that needs it,
+    /// such as rusqlite's `Connection::transaction` with a behaviour of its own, or a migration crate's runner.
+    pub async fn with_write_connection_mut<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (job, rx) = Job::exclusive(f);
+        self.submit_job(WriteKind::Unmanaged, job, rx).await
+    }
+
     pub(crate) async fn submit_write<T, F>(&self, kind: WriteKind, f: F) -> Result<T>
     where
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
         let (job, rx) = Job::new(f);
+        self.submit_job(kind, job, rx).await
+    }
+
+    /// Queues a write job and waits for its answer.
+    async fn submit_job<T: Send + 'static>(
+        &self,
+        kind: WriteKind,
+        job: Box<dyn WriteJob>,
+        rx: oneshot::Receiver<Answer<T>>,
+    ) -> Result<T> {
         let req = WriteRequest {
             kind,
             caller: CallerThread::current(),

@@ -147,7 +147,7 @@ pub(crate) fn commit_group(
 /// Runs a write alone: one that asked for a transaction of its own or for none, or a single statement that
 /// nothing queued could share a commit with. Returns its outcome (see [`Outcomes`]).
 pub(crate) fn run_alone(
-    conn: &GuardedConnection,
+    conn: &mut GuardedConnection,
     shared: &Shared,
     request: &mut WriteRequest,
 ) -> Option<Error> {
@@ -192,7 +192,7 @@ pub(crate) fn run_alone(
             (ran, None)
         }
         WriteKind::Unmanaged => {
-            let ran = conn.allow_tx_control(|c| request.job.run(c));
+            let ran = conn.allow_tx_control_mut(|c| request.job.run_mut(c));
             let outcome = if conn.conn().is_autocommit() {
                 None
             } else {
@@ -447,27 +447,27 @@ mod tests {
 
     #[test]
     fn a_write_that_needs_its_own_transaction_runs_alone() {
-        let conn = connection();
+        let mut conn = connection();
         let shared = Shared::default();
         // Committed: its own BEGIN … COMMIT, published.
         let (mut ok, ok_rx) = request(WriteKind::Transaction, |c| {
             c.execute("INSERT INTO t VALUES (1)", [])?;
             c.execute("INSERT INTO t VALUES (2)", [])
         });
-        assert!(run_alone(&conn, &shared, &mut ok).is_none());
+        assert!(run_alone(&mut conn, &shared, &mut ok).is_none());
         assert_eq!(shared.commit_seq(), 1);
         // Failing: rolled back whole; its own error is its answer.
         let (mut failing, failing_rx) = request(WriteKind::Transaction, |c| {
             c.execute("INSERT INTO t VALUES (3)", [])?;
             c.execute("INSERT INTO t VALUES (1)", [])
         });
-        assert!(run_alone(&conn, &shared, &mut failing).is_none());
+        assert!(run_alone(&mut conn, &shared, &mut failing).is_none());
         // Managing its own transactions, and leaving one open: rolled back and reported.
         let (mut unmanaged, unmanaged_rx) = request(WriteKind::Unmanaged, |c| {
             c.execute_batch("BEGIN; INSERT INTO t VALUES (4);")?;
             Ok(0)
         });
-        let left_open = run_alone(&conn, &shared, &mut unmanaged);
+        let left_open = run_alone(&mut conn, &shared, &mut unmanaged);
         assert!(
             matches!(left_open, Some(Error::TransactionLeftOpen)),
             "{left_open:?}"
@@ -490,12 +490,12 @@ mod tests {
 
     #[test]
     fn a_lone_statement_commits_without_begin() {
-        let conn = connection();
+        let mut conn = connection();
         let shared = Shared::default();
         let (mut lone, rx) = request(WriteKind::GroupedStatement, |c| {
             c.execute("INSERT INTO t VALUES (7)", [])
         });
-        assert!(run_alone(&conn, &shared, &mut lone).is_none());
+        assert!(run_alone(&mut conn, &shared, &mut lone).is_none());
         assert!(matches!(answer(vec![lone], vec![None], vec![rx])[0], Ok(1)));
         assert_eq!((rows(&conn), shared.commit_seq()), (vec![7], 1));
     }

@@ -96,11 +96,6 @@ impl GuardedConnection {
         })
     }
 
-    /// Runs `f` with transaction control allowed: for closures that manage their own transactions.
-    pub(crate) fn allow_tx_control<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
-        self.guard.allow_tx_control(|| f(&self.conn))
-    }
-
     /// Lends the connection to `f` made read-only (`query_only`, which read closures cannot turn off), so that a
     /// write attempted there fails with `SQLITE_READONLY` as on a reader's connection; `None` if it could not be
     /// made read-only. The two PRAGMAs are prepared each time rather than cached, so a closure cannot find the
@@ -131,7 +126,8 @@ impl GuardedConnection {
         self.conn
     }
 
-    /// Runs `f` on the connection itself, with transaction control allowed: for an application's migration.
+    /// Runs `f` on the connection itself, with transaction control allowed: for closures that manage their own
+    /// transactions, and for an application's migration.
     pub(crate) fn allow_tx_control_mut<T>(&mut self, f: impl FnOnce(&mut Connection) -> T) -> T {
         let guard = self.guard.clone();
         guard.allow_tx_control(|| f(&mut self.conn))

@@ -242,7 +242,7 @@ impl Writer {
             tracing::debug_span!(parent: &request.span, "quicklite.write", kind = ?request.kind);
         let _span = span.enter();
         self.record_waits(std::slice::from_ref(request));
-        let outcome = group::run_alone(&self.conn, &self.shared, request);
+        let outcome = group::run_alone(&mut self.conn, &self.shared, request);
         self.outcomes.clear();
         self.outcomes.push(outcome);
     }
