@@ -48,12 +48,20 @@ pub struct Builder {
     log_statement_parameters: bool,
     stable_query_plans: Option<bool>,
     hooks: AppHooks,
+    /// Whether the database lives in a temporary directory of its own ([`Builder::temporary`]).
+    temporary: bool,
 }
 
 impl Database {
     /// Opens (creating if needed) the database at `path` with the [`Profile::Server`] PRAGMAs and default options.
     pub async fn open(path: impl AsRef<Path>) -> Result<Database> {
         Builder::new(path.as_ref()).open().await
+    }
+
+    /// Opens a database in a new temporary directory, removed once the last handle is dropped
+    /// ([`Builder::temporary`]): for tests.
+    pub async fn temporary() -> Result<Database> {
+        Builder::temporary().open().await
     }
 
     /// Starts a [`Builder`] for the database at `path`.
@@ -87,6 +95,7 @@ impl Builder {
             log_statement_parameters: false,
             stable_query_plans: None,
             hooks: AppHooks::default(),
+            temporary: false,
         }
     }
 
@@ -256,10 +265,28 @@ impl Builder {
     }
 
     /// Opens the database: runs the process set-up, opens the writer and the readers, and applies the PRAGMAs.
-    pub async fn open(self) -> Result<Database> {
+    pub async fn open(mut self) -> Result<Database> {
+        let temporary = if self.temporary {
+            let dir = tempfile::Builder::new().prefix("quicklite-").tempdir()?;
+            self.path = dir.path().join("temporary.db");
+            Some(dir)
+        } else {
+            None
+        };
         let path = self.path.clone();
         let config = self.into_config()?;
-        Database::start(path, config).await
+        Database::start(path, config, temporary).await
+    }
+
+    /// A builder for a database in a new temporary directory, removed with everything in it once the last handle
+    /// is dropped (after [`Database::close`], or in the background): the test database. It is a real file, so
+    /// it has what a database opened by path has — WAL, group commit, readers that see the writer's commits.
+    /// (SQLite's in-memory databases are private to one connection, or without WAL when shared, so the readers
+    /// could not serve them.)
+    pub fn temporary() -> Builder {
+        let mut builder = Builder::new(Path::new(""));
+        builder.temporary = true;
+        builder
     }
 
     pub(crate) fn into_config(self) -> Result<Config> {
@@ -267,7 +294,7 @@ impl Builder {
         if path.is_empty() || path == ":memory:" || path.contains("mode=memory") {
             return Err(Error::InvalidConfig(format!(
                 "{path:?}: an in-memory database is private to one connection, so the readers would not see the \
-                 writer's data; use a file (a temporary one for tests)"
+                 writer's data; use a file (`Database::temporary` for tests)"
             )));
         }
         let positive = [

@@ -121,3 +121,45 @@ both_backends! {
         db.close().await;
     }
 }
+
+#[tokio::test]
+async fn a_temporary_database_works_like_a_file_and_leaves_nothing_behind() {
+    let db = quicklite::Database::temporary().await.unwrap();
+    let dir = db.path().parent().unwrap().to_path_buf();
+    assert!(dir.is_dir());
+    assert_eq!(
+        db.pragmas()["journal_mode"],
+        "wal",
+        "a real file, in WAL mode"
+    );
+    db.execute_batch("CREATE TABLE t (a)").await.unwrap();
+    // Concurrent writes commit together and the readers see them, as with any database.
+    let writes: Vec<_> = (0..20)
+        .map(|i| {
+            let db = db.clone();
+            tokio::spawn(async move { db.execute("INSERT INTO t VALUES (?1)", (i,)).await })
+        })
+        .collect();
+    for w in writes {
+        w.await.unwrap().unwrap();
+    }
+    assert_eq!(common::count(&db, "t").await, 20);
+    db.close().await.unwrap();
+    drop(db);
+    assert!(!dir.exists(), "the directory went with the last handle");
+}
+
+#[tokio::test]
+async fn a_temporary_registry_works_like_a_directory_and_leaves_nothing_behind() {
+    let tenants = quicklite::Registry::temporary().await.unwrap();
+    let dir = tenants.dir().to_path_buf();
+    let acme = tenants.get("acme").await.unwrap();
+    acme.execute_batch("CREATE TABLE t (a); INSERT INTO t VALUES (1)")
+        .await
+        .unwrap();
+    assert!(dir.join("acme.db").exists());
+    assert_eq!(common::count(&acme, "t").await, 1);
+    tenants.close().await.unwrap();
+    drop((acme, tenants));
+    assert!(!dir.exists(), "the directory went with the registry");
+}

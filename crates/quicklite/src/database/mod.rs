@@ -57,6 +57,8 @@ struct Inner {
     pragmas: Arc<OnceLock<BTreeMap<String, String>>>,
     /// What serves the queues.
     backend: Backend,
+    /// The directory of a temporary database, removed (after the queues close) when the last handle goes.
+    _temporary: Option<tempfile::TempDir>,
 }
 
 impl Drop for Inner {
@@ -80,7 +82,11 @@ impl std::fmt::Debug for Database {
 
 impl Database {
     /// A database served by threads of its own, open once its writer and readers are.
-    pub(crate) async fn start(path: PathBuf, config: Config) -> Result<Database> {
+    pub(crate) async fn start(
+        path: PathBuf,
+        config: Config,
+        temporary: Option<tempfile::TempDir>,
+    ) -> Result<Database> {
         crate::setup::sqlite_setup();
         let shared = Arc::new(Shared::default());
         let (write_tx, write_rx) = queue::bounded(config.write_queue_capacity);
@@ -99,6 +105,7 @@ impl Database {
                 path,
                 pragmas: Arc::new(OnceLock::from(started.pragmas)),
                 backend: Backend::Threads(started.threads),
+                _temporary: temporary,
             }),
         })
     }
@@ -134,6 +141,7 @@ impl Database {
                 path,
                 pragmas,
                 backend: Backend::Pool(actor),
+                _temporary: None,
             }),
         }
     }

@@ -22,6 +22,8 @@ pub struct RegistryBuilder {
     max_reader_connections: Option<usize>,
     idle_timeout: Duration,
     configure: Option<Configure>,
+    /// Whether the registry lives in a temporary directory of its own ([`Registry::temporary`]).
+    temporary: bool,
 }
 
 impl std::fmt::Debug for RegistryBuilder {
@@ -37,6 +39,14 @@ impl std::fmt::Debug for RegistryBuilder {
 }
 
 impl RegistryBuilder {
+    /// A builder for a registry in a new temporary directory, removed with its databases once the registry is
+    /// dropped (after [`Registry::close`], or in the background): for tests.
+    pub fn temporary() -> RegistryBuilder {
+        let mut builder = RegistryBuilder::new(Path::new(""));
+        builder.temporary = true;
+        builder
+    }
+
     pub(super) fn new(dir: &Path) -> RegistryBuilder {
         RegistryBuilder {
             dir: dir.to_path_buf(),
@@ -45,6 +55,7 @@ impl RegistryBuilder {
             max_reader_connections: None,
             idle_timeout: Duration::from_secs(30),
             configure: None,
+            temporary: false,
         }
     }
 
@@ -99,7 +110,14 @@ impl RegistryBuilder {
     }
 
     /// Opens the registry: creates the directory if needed and starts the pool. Opens no database yet.
-    pub async fn open(self) -> Result<Registry> {
+    pub async fn open(mut self) -> Result<Registry> {
+        let temporary = if self.temporary {
+            let dir = tempfile::Builder::new().prefix("quicklite-").tempdir()?;
+            self.dir = dir.path().to_path_buf();
+            Some(dir)
+        } else {
+            None
+        };
         crate::setup::sqlite_setup();
         if self.max_open == 0 || self.threads == Some(0) {
             return Err(Error::InvalidConfig(
@@ -137,6 +155,7 @@ impl RegistryBuilder {
             configure: self.configure.unwrap_or_else(|| Arc::new(|b| b)),
             closed: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),
+            _temporary: temporary,
         });
         let mut handles = Vec::with_capacity(threads + 1);
         let lanes = [
@@ -165,6 +184,12 @@ impl Registry {
     /// Opens a registry of databases in `dir` with the default options.
     pub async fn open(dir: impl AsRef<Path>) -> Result<Registry> {
         Registry::builder(dir).open().await
+    }
+
+    /// Opens a registry in a new temporary directory with the default options ([`RegistryBuilder::temporary`]):
+    /// for tests.
+    pub async fn temporary() -> Result<Registry> {
+        RegistryBuilder::temporary().open().await
     }
 
     /// Starts a [`RegistryBuilder`] for `dir`.

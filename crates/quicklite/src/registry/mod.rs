@@ -60,6 +60,8 @@ struct RegistryInner {
     configure: Configure,
     closed: AtomicBool,
     handles: Mutex<Vec<JoinHandle<()>>>,
+    /// The directory of a temporary registry, removed when the registry is dropped.
+    _temporary: Option<tempfile::TempDir>,
 }
 
 /// Per-database options, applied to each database's [`Builder`].
