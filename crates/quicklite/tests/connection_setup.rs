@@ -218,3 +218,31 @@ both_backends! {
         db.close().await;
     }
 }
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_function_registered_on_every_connection_survives_a_reopen(backend) {
+        use quicklite::rusqlite::functions::FunctionFlags;
+        let db = common::open(backend, |b| {
+            b.on_connection(|conn, _| {
+                conn.create_scalar_function(
+                    "triple",
+                    1,
+                    FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+                    |ctx| Ok(ctx.get::<i64>(0)? * 3),
+                )
+            })
+        })
+        .await;
+        db.execute_batch("CREATE TABLE t (a INTEGER)").await.unwrap();
+        db.execute("INSERT INTO t VALUES (triple(2))", ()).await.unwrap();
+        let read = || db.query_row("SELECT triple(a) FROM t", [], |r| r.get::<_, i64>(0));
+        assert_eq!(read().await.unwrap(), 18);
+        // Registry: closed and reopened; the function is registered again on the new connections.
+        db.evict().await;
+        assert_eq!(read().await.unwrap(), 18);
+        db.execute("UPDATE t SET a = triple(a)", ()).await.unwrap();
+        assert_eq!(read().await.unwrap(), 54);
+        db.close().await;
+    }
+}
