@@ -1,55 +1,98 @@
-//! A small HTTP service on quicklite: one shared `Database` handle in axum's state.
+//! A small HTTP service on quicklite, laid out as an application would be: one shared `Database` in axum's state,
+//! schema migrations that run before the service takes requests, a SQL function registered on every connection,
+//! the application's own error type, and tests on a temporary database.
 //!
 //! ```text
 //! cargo run --release -p quicklite --example axum_service -- [DB_PATH] [ADDR]
-//! curl -X PUT localhost:3000/notes/1 -d 'hello'
+//! curl -X PUT localhost:3000/notes/1 -d 'hello there'
 //! curl localhost:3000/notes/1
+//! curl 'localhost:3000/notes?min_words=2'
 //! curl localhost:3000/stats
 //! curl localhost:3000/metrics
+//! cargo test -p quicklite --example axum_service
 //! ```
 //!
 //! A full write queue answers 503 (the database is built with `QueueFull::Fail`) instead of letting requests pile
-//! up; a missing row answers 404; any other database error answers 500 with its message.
+//! up; a missing note answers 404; any other database error answers 500 with its message.
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use quicklite::rusqlite::OptionalExtension;
-use quicklite::{Database, QueueFull};
+use quicklite::rusqlite::functions::FunctionFlags;
+use quicklite::rusqlite::{self, Connection, OptionalExtension};
+use quicklite::{Builder, ConnectionRole, Database, QueueFull};
 
-/// A database error as an HTTP response.
-struct AppError(quicklite::Error);
+/// The schema, one step per version; `PRAGMA user_version` records how many have run.
+const MIGRATIONS: &[&str] = &[
+    "CREATE TABLE note (id INTEGER PRIMARY KEY, body TEXT NOT NULL)",
+    "ALTER TABLE note ADD COLUMN updated_at TEXT NOT NULL DEFAULT '1970-01-01 00:00:00'",
+];
+
+/// Brings the schema up to date, all or nothing: runs on the writer before the database takes any request.
+fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    let done: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    for step in MIGRATIONS.iter().skip(usize::try_from(done).unwrap_or(0)) {
+        tx.execute_batch(step)?;
+    }
+    tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64)?;
+    tx.commit()
+}
+
+/// `word_count(text)`, on every connection: the readers use it in queries as well as the writer.
+fn register_functions(conn: &mut Connection, _: ConnectionRole) -> rusqlite::Result<()> {
+    conn.create_scalar_function(
+        "word_count",
+        1,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| Ok(ctx.get::<String>(0)?.split_whitespace().count() as i64),
+    )
+}
+
+/// The service's options, for the real database and the tests' temporary one alike.
+fn configure(builder: Builder) -> Builder {
+    builder
+        .on_full(QueueFull::Fail)
+        .on_connection(register_functions)
+        .migrate(migrate)
+}
+
+/// What a request can fail with, as an HTTP response.
+#[derive(Debug, thiserror::Error)]
+enum AppError {
+    #[error("no such note")]
+    NotFound,
+    #[error(transparent)]
+    Db(#[from] quicklite::Error),
+}
+
+impl From<rusqlite::Error> for AppError {
+    fn from(e: rusqlite::Error) -> Self {
+        AppError::Db(e.into())
+    }
+}
 
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
-        let status = match self.0 {
-            quicklite::Error::Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        let status = match &self {
+            AppError::NotFound => StatusCode::NOT_FOUND,
+            AppError::Db(quicklite::Error::Overloaded { .. }) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Db(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
-        (status, self.0.to_string()).into_response()
+        (status, self.to_string()).into_response()
     }
 }
 
-impl From<quicklite::Error> for AppError {
-    fn from(e: quicklite::Error) -> Self {
-        AppError(e)
-    }
-}
-
-async fn get_note(State(db): State<Database>, Path(id): Path<i64>) -> Result<Response, AppError> {
-    let body: Option<String> = db
-        .read(move |c| {
-            c.prepare_cached("SELECT body FROM note WHERE id = ?1")?
-                .query_row((id,), |r| r.get(0))
-                .optional()
-        })
-        .await?;
-    Ok(match body {
-        Some(body) => body.into_response(),
-        None => StatusCode::NOT_FOUND.into_response(),
+async fn get_note(State(db): State<Database>, Path(id): Path<i64>) -> Result<String, AppError> {
+    db.read_and_then(move |c| {
+        c.prepare_cached("SELECT body FROM note WHERE id = ?1")?
+            .query_row((id,), |r| r.get(0))
+            .optional()?
+            .ok_or(AppError::NotFound)
     })
+    .await
 }
 
 async fn put_note(
@@ -58,11 +101,32 @@ async fn put_note(
     body: String,
 ) -> Result<StatusCode, AppError> {
     db.execute(
-        "INSERT INTO note (id, body) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET body = excluded.body",
+        "INSERT INTO note (id, body, updated_at) VALUES (?1, ?2, datetime('now'))
+         ON CONFLICT (id) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
         (id, body),
     )
     .await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(serde::Deserialize)]
+struct Search {
+    min_words: i64,
+}
+
+/// The ids of the notes of at least `min_words` words, found with the function registered on every connection.
+async fn find_notes(
+    State(db): State<Database>,
+    Query(search): Query<Search>,
+) -> Result<Json<Vec<i64>>, AppError> {
+    let ids = db
+        .query_all(
+            "SELECT id FROM note WHERE word_count(body) >= ?1 ORDER BY id",
+            (search.min_words,),
+            |r| r.get(0),
+        )
+        .await?;
+    Ok(Json(ids))
 }
 
 async fn stats(State(db): State<Database>) -> Json<api::Stats> {
@@ -100,27 +164,25 @@ mod api {
     }
 }
 
+/// The service's routes on `db`.
+fn app(db: Database) -> Router {
+    Router::new()
+        .route("/notes", get(find_notes))
+        .route("/notes/{id}", get(get_note).put(put_note))
+        .route("/stats", get(stats))
+        .route("/metrics", get(metrics))
+        .with_state(db)
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let path = args.next().unwrap_or_else(|| "notes.db".into());
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:3000".into());
-    let db = Database::builder(&path)
-        .on_full(QueueFull::Fail)
-        .open()
-        .await?;
-    db.execute_batch(
-        "CREATE TABLE IF NOT EXISTS note (id INTEGER PRIMARY KEY, body TEXT NOT NULL)",
-    )
-    .await?;
-    let app = Router::new()
-        .route("/notes/{id}", get(get_note).put(put_note))
-        .route("/stats", get(stats))
-        .route("/metrics", get(metrics))
-        .with_state(db.clone());
+    let db = configure(Database::builder(&path)).open().await?;
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!("serving {path} on http://{addr}");
-    axum::serve(listener, app)
+    axum::serve(listener, app(db.clone()))
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })
@@ -128,4 +190,81 @@ async fn main() -> anyhow::Result<()> {
     // Drain queued writes and checkpoint before exiting.
     db.close().await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::http::{Method, Request};
+    use tower::ServiceExt;
+
+    use super::*;
+
+    /// The service on a temporary database, migrated and with its functions, as in production.
+    async fn service() -> (Router, Database) {
+        let db = configure(Builder::temporary()).open().await.unwrap();
+        (app(db.clone()), db)
+    }
+
+    async fn call(app: &Router, method: Method, uri: &str, body: &str) -> (StatusCode, String) {
+        let request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        let response = app.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, String::from_utf8(bytes.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_note_written_is_read_back() {
+        let (app, db) = service().await;
+        assert_eq!(
+            call(&app, Method::PUT, "/notes/1", "hello there").await.0,
+            StatusCode::NO_CONTENT
+        );
+        assert_eq!(
+            call(&app, Method::GET, "/notes/1", "").await,
+            (StatusCode::OK, "hello there".into())
+        );
+        db.close().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_missing_note_is_not_found() {
+        let (app, db) = service().await;
+        assert_eq!(
+            call(&app, Method::GET, "/notes/7", "").await.0,
+            StatusCode::NOT_FOUND
+        );
+        db.close().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn notes_are_found_by_their_word_count() {
+        let (app, db) = service().await;
+        for (id, body) in [(1, "one"), (2, "two words"), (3, "three whole words")] {
+            call(&app, Method::PUT, &format!("/notes/{id}"), body).await;
+        }
+        assert_eq!(
+            call(&app, Method::GET, "/notes?min_words=2", "").await,
+            (StatusCode::OK, "[2,3]".into())
+        );
+        db.close().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_schema_is_migrated_to_the_last_version() {
+        let (_, db) = service().await;
+        let version: i64 = db
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .await
+            .unwrap();
+        assert_eq!(version, MIGRATIONS.len() as i64);
+        db.close().await.unwrap();
+    }
 }
