@@ -2,7 +2,8 @@
 # Installs what the test suite needs beyond the Rust toolchain, from Debian's packages:
 # Chromium renders the lab's HTML report headlessly (crates/cli/tests/html_render.rs), and PostgreSQL's server
 # binaries run the `postgres` approach's end-to-end test (crates/runner/tests/runner.rs, through
-# scripts/postgres.sh, which starts a throwaway server of its own).
+# scripts/postgres.sh, which starts a throwaway server of its own); OpenSSL's headers build SQLCipher for the
+# encryption tests, whose Python checks that another program cannot read an encrypted file.
 # Idempotent: does nothing when the tools are already there.
 set -euo pipefail
 
@@ -14,8 +15,14 @@ fi
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     packages+=(postgresql)
 fi
+if ! dpkg -s libssl-dev >/dev/null 2>&1; then
+    packages+=(libssl-dev pkg-config)
+fi
+if ! command -v python3 >/dev/null 2>&1; then
+    packages+=(python3)
+fi
 if [ "${#packages[@]}" -eq 0 ]; then
-    echo "install-test-deps: chromium and postgresql already installed"
+    echo "install-test-deps: chromium, postgresql, libssl-dev and python3 already installed"
     exit 0
 fi
 

@@ -14,7 +14,7 @@ use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::oneshot;
 
-use crate::config::{AppHooks, ConnectionRole};
+use crate::config::{AppHooks, ConnectionRole, Key};
 use crate::util::{companion, spawn};
 use crate::{Database, Error, Result};
 
@@ -47,7 +47,10 @@ impl Database {
         let busy = self.busy_timeout();
         off_thread("quicklite-backup", move || {
             copy(&source, &dest, busy, Snapshot::Held, |src, partial| {
-                let mut out = Connection::open(partial)?;
+                let mut out = source.open_copy(
+                    partial,
+                    OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+                )?;
                 let steps = {
                     let backup = Backup::new(src, &mut out)?;
                     let mut steps = 0_u64;
@@ -87,7 +90,7 @@ impl Database {
                     .to_str()
                     .ok_or_else(|| rusqlite::Error::InvalidPath(partial.to_path_buf()))?;
                 src.execute("VACUUM INTO ?1", [target])?;
-                let out = Connection::open_with_flags(partial, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+                let out = source.open_copy(partial, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
                 let pages: i64 = out.query_row("PRAGMA page_count", [], |r| r.get(0))?;
                 Ok((u64::try_from(pages).unwrap_or(0), 0))
             })
@@ -101,6 +104,20 @@ impl Database {
 struct Source {
     path: PathBuf,
     hooks: AppHooks,
+    /// The database's key: the source is read with it, and the copy encrypted with it.
+    key: Option<Key>,
+}
+
+impl Source {
+    /// Opens `path` (the copy) with the source's key.
+    fn open_copy(&self, path: &Path, flags: OpenFlags) -> rusqlite::Result<Connection> {
+        let conn = Connection::open_with_flags(path, flags)?;
+        if let Some(key) = &self.key {
+            key.apply(&conn)
+                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+        }
+        Ok(conn)
+    }
 }
 
 impl Database {
@@ -108,6 +125,7 @@ impl Database {
         Source {
             path: self.path().to_path_buf(),
             hooks: self.hooks().clone(),
+            key: self.key().cloned(),
         }
     }
 }
@@ -163,6 +181,9 @@ fn copy(
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
+    if let Some(key) = &source.key {
+        key.apply(&src)?;
+    }
     source.hooks.set_up(&mut src, ConnectionRole::Backup)?;
     src.busy_timeout(busy_timeout)?;
     if snapshot == Snapshot::Held {

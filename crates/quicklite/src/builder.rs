@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::config::{
-    AppHooks, BoxError, Checkpointing, Config, ConnectionRole, QueueFull, validate_pragma,
+    AppHooks, BoxError, Checkpointing, Config, ConnectionRole, Key, QueueFull, validate_pragma,
 };
 use crate::{Database, Error, Profile, Result};
 
@@ -50,6 +50,7 @@ pub struct Builder {
     hooks: AppHooks,
     /// Whether the database lives in a temporary directory of its own ([`Builder::temporary`]).
     temporary: bool,
+    key: Option<Key>,
 }
 
 impl Database {
@@ -96,6 +97,7 @@ impl Builder {
             stable_query_plans: None,
             hooks: AppHooks::default(),
             temporary: false,
+            key: None,
         }
     }
 
@@ -223,6 +225,17 @@ impl Builder {
     /// docs/design.md). A server that caches its statements wants the plan kept. By default, on for `Server` and `Durable`, untouched for `SqliteDefault`.
     pub fn stable_query_plans(mut self, yes: bool) -> Self {
         self.stable_query_plans = Some(yes);
+        self
+    }
+
+    /// Encrypts the database with SQLCipher: `key` is given to every connection the database opens (the writer,
+    /// the readers, the checkpointer, a backup's source and its copy) as its first statement, before the
+    /// PRAGMAs — a passphrase, or a raw key written `"x'…'"` as SQLCipher's `PRAGMA key` takes it. A wrong key
+    /// fails the open (`SQLITE_NOTADB`: the file does not decrypt to a database). Backups and `vacuum_into` copies
+    /// are encrypted with the same key. By default, none (only with the `sqlcipher` feature).
+    #[cfg(feature = "sqlcipher")]
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(Key::new(key.into()));
         self
     }
 
@@ -378,6 +391,7 @@ impl Builder {
                 .stable_query_plans
                 .unwrap_or(self.profile != Profile::SqliteDefault),
             hooks: self.hooks,
+            key: self.key,
         })
     }
 }

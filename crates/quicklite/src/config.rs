@@ -40,6 +40,42 @@ impl ConnectionRole {
     }
 }
 
+/// A SQLCipher key ([`Builder::key`](crate::Builder)), kept out of `Debug` output.
+#[derive(Clone)]
+pub(crate) struct Key(String);
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Key(..)")
+    }
+}
+
+impl Key {
+    #[cfg(feature = "sqlcipher")]
+    pub(crate) fn new(key: String) -> Key {
+        Key(key)
+    }
+
+    /// Gives the key to `conn`: its first statement, before any page is read.
+    pub(crate) fn apply(&self, conn: &Connection) -> Result<()> {
+        conn.pragma_update(None, "key", &self.0)?;
+        // Plain SQLite ignores `PRAGMA key`: make sure this one encrypts.
+        let cipher: Option<String> = conn
+            .query_row("PRAGMA cipher_version", [], |r| r.get(0))
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            })?;
+        match cipher {
+            Some(_) => Ok(()),
+            None => Err(Error::InvalidConfig(
+                "a key was given, but this SQLite cannot encrypt (build quicklite with its `sqlcipher` feature)".into(),
+            )),
+        }
+    }
+}
+
 /// A set-up function, run on every connection the database opens.
 pub(crate) type ConnectionSetup =
     Arc<dyn Fn(&mut Connection, ConnectionRole) -> std::result::Result<(), BoxError> + Send + Sync>;
@@ -116,6 +152,8 @@ pub(crate) struct Config {
     pub(crate) stable_query_plans: bool,
     /// The application's set-up functions and migration.
     pub(crate) hooks: AppHooks,
+    /// The SQLCipher key, given to every connection first.
+    pub(crate) key: Option<Key>,
 }
 
 /// Who checkpoints the WAL. Set with [`Builder::checkpointing`](crate::Builder::checkpointing).

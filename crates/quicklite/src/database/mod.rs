@@ -151,6 +151,11 @@ impl Database {
         &self.inner.config.hooks
     }
 
+    /// The database's SQLCipher key, if it has one.
+    pub(crate) fn key(&self) -> Option<&crate::config::Key> {
+        self.inner.config.key.as_ref()
+    }
+
     /// What serves this database.
     pub(crate) fn backend(&self) -> &Backend {
         &self.inner.backend

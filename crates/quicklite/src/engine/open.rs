@@ -25,6 +25,9 @@ pub(crate) fn open_read_write(
     role: ConnectionRole,
 ) -> Result<GuardedConnection> {
     let mut conn = Connection::open_with_flags(path, config.open_flags)?;
+    if let Some(key) = &config.key {
+        key.apply(&conn)?;
+    }
     conn.set_prepared_statement_cache_capacity(config.statement_cache_capacity);
     // busy_timeout first, so that switching the journal mode waits for other processes instead of failing.
     for (name, value) in config.pragmas.iter().filter(|(n, _)| n == "busy_timeout") {
@@ -50,6 +53,9 @@ pub(crate) fn open_read_only(path: &Path, config: &Config) -> Result<GuardedConn
             | OpenFlags::SQLITE_OPEN_NOFOLLOW);
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | mutex;
     let mut conn = Connection::open_with_flags(path, flags)?;
+    if let Some(key) = &config.key {
+        key.apply(&conn)?;
+    }
     conn.set_prepared_statement_cache_capacity(config.statement_cache_capacity);
     for (name, value) in config.pragmas.iter() {
         if !is_database_wide(name) {
