@@ -136,6 +136,8 @@ pub(crate) struct Metrics {
     pub(crate) read_transactions: AtomicU64,
     pub(crate) panics: AtomicU64,
     pub(crate) overloaded: AtomicU64,
+    pub(crate) abandoned_reads: AtomicU64,
+    pub(crate) abandoned_writes: AtomicU64,
     pub(crate) rollbacks: AtomicU64,
     pub(crate) busy_retries: AtomicU64,
     pub(crate) busy_timeouts: AtomicU64,
@@ -180,6 +182,10 @@ pub struct MetricsSnapshot {
     pub panics: u64,
     /// Requests refused with [`Error::Overloaded`](crate::Error::Overloaded).
     pub overloaded: u64,
+    /// Reads skipped because their caller had stopped waiting before they started.
+    pub abandoned_reads: u64,
+    /// Writes skipped because their caller had stopped waiting before they started: not run, not committed.
+    pub abandoned_writes: u64,
     /// Savepoints and transactions rolled back: a failing write's savepoint, a failed `COMMIT`, a group SQLite
     /// rolled back by itself, a transaction a closure left open.
     pub rollbacks: u64,
@@ -243,6 +249,8 @@ impl Metrics {
             read_transactions: self.read_transactions.load(Relaxed),
             panics: self.panics.load(Relaxed),
             overloaded: self.overloaded.load(Relaxed),
+            abandoned_reads: self.abandoned_reads.load(Relaxed),
+            abandoned_writes: self.abandoned_writes.load(Relaxed),
             rollbacks: self.rollbacks.load(Relaxed),
             busy_retries: self.busy_retries.load(Relaxed),
             busy_timeouts: self.busy_timeouts.load(Relaxed),

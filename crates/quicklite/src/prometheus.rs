@@ -183,7 +183,7 @@ type HistogramSeries = (
 );
 
 fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
-    let counters: [CounterSeries; 17] = [
+    let counters: [CounterSeries; 19] = [
         ("quicklite_writes", "Write requests run.", |s| s.writes),
         (
             "quicklite_write_errors",
@@ -230,6 +230,16 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
             "quicklite_overloaded",
             "Requests refused because a queue was full.",
             |s| s.overloaded,
+        ),
+        (
+            "quicklite_abandoned_reads",
+            "Reads skipped because their caller had stopped waiting before they started.",
+            |s| s.abandoned_reads,
+        ),
+        (
+            "quicklite_abandoned_writes",
+            "Writes skipped because their caller had stopped waiting before they started.",
+            |s| s.abandoned_writes,
         ),
         (
             "quicklite_busy_retries",

@@ -12,6 +12,8 @@ use crate::{Error, Result};
 pub(crate) trait Reply: Send {
     /// Sends the answer, with answers for the caller to pass on.
     fn reply(self: Box<Self>, relay: Option<Relay>);
+    /// Whether the caller has stopped waiting for the answer (its future was dropped).
+    fn abandoned(&self) -> bool;
 }
 
 /// Answers one caller passes on to others once it has its own.

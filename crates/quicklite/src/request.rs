@@ -270,6 +270,10 @@ where
         // the relay, which then delivers what it carries.
         let _ = self.reply.send(Answer { result, relay });
     }
+
+    fn abandoned(&self) -> bool {
+        self.reply.is_closed()
+    }
 }
 
 impl<C, T> ReadJob for Job<C, T>

@@ -499,39 +499,96 @@ both_backends! {
 }
 
 both_backends! {
-    #[tokio::test]
-    async fn dropping_the_last_handle_with_work_in_flight_commits_it(backend) {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_whose_caller_gave_up_before_it_started_is_not_run(backend) {
         use futures::FutureExt;
-        let TestDb { db, env } = common::open(backend, |b| b).await;
+        let db = common::open(backend, |b| b).await;
         db.execute_batch("CREATE TABLE t (a)").await.unwrap();
         let (release, blocker) = common::hold_writer(&db).await;
         for i in 0..50_i64 {
-            // Polled once: the write is queued, then its caller goes away. Queued writes still run.
+            // Polled once: the write is queued, then its caller goes away before the writer gets to it.
             assert!(
                 db.execute("INSERT INTO t VALUES (?1)", (i,))
                     .now_or_never()
                     .is_none()
             );
         }
-        assert_eq!(db.metrics().write_queue_depth, 50);
-        drop(db);
+        // Callers that keep waiting, queued behind them.
+        let waiting: Vec<_> = (100..110_i64)
+            .map(|i| {
+                let db = db.db.clone();
+                tokio::spawn(async move { db.execute("INSERT INTO t VALUES (?1)", (i,)).await })
+            })
+            .collect();
+        common::until_write_queue_holds(&db, 60).await;
         release.send(()).unwrap();
-        // The blocking write's task held the test's last clone: when it ends, a standalone database's queues close
-        // with 50 writes in them. (A registry keeps a handle of its own: the writes are served all the same.)
         blocker.await.unwrap();
+        for w in waiting {
+            assert_eq!(w.await.unwrap().unwrap(), 1);
+        }
+        // Acknowledged ⇒ committed; abandoned before it started ⇒ not run.
+        let rows = db
+            .query_all("SELECT a FROM t ORDER BY a", [], |r| r.get::<_, i64>(0))
+            .await
+            .unwrap();
+        assert_eq!(rows, (100..110).collect::<Vec<_>>());
+        assert_eq!(db.metrics().abandoned_writes, 50);
+        db.close().await;
+    }
+}
 
-        // The old writer drains its queue in the background; a new handle sees the writes as they commit.
-        let db = env.handle().await;
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_whose_caller_gave_up_before_it_started_is_not_run(backend) {
+        use futures::FutureExt;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let db = common::open(backend, |b| b.readers(1)).await;
+        db.execute_batch("CREATE TABLE t (a); INSERT INTO t VALUES (1)").await.unwrap();
+        // Registry: with the connections closed, the holding read reopens the database on the read task, and
+        // holds the only one.
+        db.evict().await;
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+        let holder = {
+            let db = db.db.clone();
+            tokio::spawn(async move {
+                db.read(move |_| {
+                    let _ = started_tx.send(());
+                    let _ = release_rx.recv();
+                    Ok(())
+                })
+                .await
+            })
+        };
+        started_rx.await.unwrap();
+        let ran = std::sync::Arc::new(AtomicUsize::new(0));
+        for _ in 0..20 {
+            let ran = ran.clone();
+            assert!(
+                db.read(move |_| {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    Ok(())
+                })
+                .now_or_never()
+                .is_none()
+            );
+        }
+        let kept = {
+            let db = db.db.clone();
+            tokio::spawn(async move { db.query_row("SELECT a FROM t", [], |r| r.get::<_, i64>(0)).await })
+        };
+        // A hang guard, not a timing assertion.
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let n = common::count(&db, "t").await;
-            if n == 50 {
-                break;
-            }
-            assert!(n < 50 && std::time::Instant::now() < deadline, "count {n}");
+        while db.metrics().read_queue_depth < 21 {
+            assert!(std::time::Instant::now() < deadline, "reads never queued");
             tokio::task::yield_now().await;
         }
-        env.close(&db).await;
+        release_tx.send(()).unwrap();
+        holder.await.unwrap().unwrap();
+        assert_eq!(kept.await.unwrap().unwrap(), 1);
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "no abandoned read ran");
+        assert_eq!(db.metrics().abandoned_reads, 20);
+        db.close().await;
     }
 }
 

@@ -102,6 +102,8 @@ struct Held {
     reads: u64,
     errors: u64,
     panics: u64,
+    /// Requests dropped because their caller had stopped waiting.
+    abandoned: u64,
     wait_us: LocalHistogram,
 }
 
@@ -221,8 +223,13 @@ impl BatchedReads {
         self.hand_over();
     }
 
-    /// Runs one request, keeping its answer until the next hand-over; returns the number of answers held.
+    /// Runs one request, keeping its answer until the next hand-over; returns the number of answers held. A
+    /// request whose caller has stopped waiting is dropped without running.
     fn serve(&mut self, conn: &GuardedConnection, mut req: ReadRequest, now: Instant) -> usize {
+        if req.job.abandoned() {
+            self.held.abandoned += 1;
+            return self.held.answers.len();
+        }
         let ran = {
             let _span = tracing::debug_span!(parent: &req.span, "quicklite.read").entered();
             req.job.run(conn.conn())
@@ -245,6 +252,7 @@ impl BatchedReads {
             (&mut held.reads, &metrics.reads),
             (&mut held.errors, &metrics.read_errors),
             (&mut held.panics, &metrics.panics),
+            (&mut held.abandoned, &metrics.abandoned_reads),
         ] {
             if *count > 0 {
                 total.fetch_add(std::mem::take(count), Ordering::Relaxed);

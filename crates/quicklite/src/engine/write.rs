@@ -190,6 +190,9 @@ impl Writer {
     /// Serves `first` and, if it is a grouped write, the grouped writes queued behind it; then runs the
     /// checkpoint that is due, if any.
     pub(crate) fn serve(&mut self, first: WriteRequest) {
+        if self.abandoned(&first) {
+            return;
+        }
         let mut group = std::mem::take(&mut self.group);
         let alone = !first.kind.is_grouped();
         group.push(first);
@@ -214,6 +217,7 @@ impl Writer {
         let max = self.config.write_batch_max;
         while group.len() < max {
             match self.inbox.pop_now_up_to(max - group.len()) {
+                Some(r) if self.abandoned(&r) => {}
                 Some(r) if r.kind.is_grouped() => group.push(r),
                 Some(r) => {
                     self.inbox.push_front(r);
@@ -227,6 +231,19 @@ impl Writer {
                 },
             }
         }
+    }
+
+    /// Whether the caller of `request` has stopped waiting before it started: then it is not run (so not
+    /// committed), only counted. A write that has started runs to its end whatever its caller does.
+    fn abandoned(&self, request: &WriteRequest) -> bool {
+        let gone = request.job.abandoned();
+        if gone {
+            self.shared
+                .metrics
+                .abandoned_writes
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        gone
     }
 
     /// Runs a group of writes in one transaction; the outcomes wait in `self.outcomes`.
