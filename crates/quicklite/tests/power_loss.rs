@@ -280,7 +280,11 @@ mod vfs {
             }
             let s = shim(f);
             if rc == ffi::SQLITE_OK && !s.path.is_null() {
-                // What the file holds now is on disk.
+                // What the file holds now is on disk. Read it back and record it under the lock: the writer and the
+                // checkpoint thread sync the same WAL through connections of their own, and a copy read before
+                // another sync's must not be recorded after it (it would put back a WAL without the frames of
+                // commits acknowledged meanwhile). Under the lock, the last copy recorded is the last one read.
+                let mut disk = DISK.lock().unwrap();
                 let mut size = 0_i64;
                 assert_eq!((m.xFileSize.unwrap())(r, &mut size), ffi::SQLITE_OK);
                 let mut bytes = vec![0_u8; size as usize];
@@ -288,7 +292,6 @@ mod vfs {
                     let rc = (m.xRead.unwrap())(r, bytes.as_mut_ptr().cast(), size as c_int, 0);
                     assert_eq!(rc, ffi::SQLITE_OK);
                 }
-                let mut disk = DISK.lock().unwrap();
                 if (*s.path).ends_with("-wal") {
                     SYNCED_ACKS.fetch_max(acks, Ordering::SeqCst);
                 }
