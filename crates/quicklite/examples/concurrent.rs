@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo run --release -p quicklite --example concurrent [READERS]
+//! QUICKLITE_KEY=secret cargo run --release -p quicklite --features sqlcipher --example concurrent   # encrypted
 //! ```
 
 use std::sync::Arc;
@@ -20,6 +21,15 @@ async fn main() -> anyhow::Result<()> {
     let mut builder = Database::builder(&path);
     if let Some(n) = std::env::args().nth(1) {
         builder = builder.readers(n.parse()?);
+    }
+    if let Ok(key) = std::env::var("QUICKLITE_KEY") {
+        #[cfg(feature = "sqlcipher")]
+        {
+            builder = builder.key(key);
+            println!("encrypted with SQLCipher");
+        }
+        #[cfg(not(feature = "sqlcipher"))]
+        anyhow::bail!("QUICKLITE_KEY is set, but this build has no encryption ({key:?} unused): add --features sqlcipher");
     }
     let db = builder.open().await?;
     db.transaction(|c| {
