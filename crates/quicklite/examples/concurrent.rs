@@ -29,7 +29,12 @@ async fn main() -> anyhow::Result<()> {
             println!("encrypted with SQLCipher");
         }
         #[cfg(not(feature = "sqlcipher"))]
-        anyhow::bail!("QUICKLITE_KEY is set, but this build has no encryption ({key:?} unused): add --features sqlcipher");
+        {
+            drop(key);
+            anyhow::bail!(
+                "QUICKLITE_KEY is set, but this build has no encryption: add --features sqlcipher"
+            );
+        }
     }
     let db = builder.open().await?;
     db.transaction(|c| {
