@@ -67,3 +67,34 @@ both_backends! {
         db.close().await;
     }
 }
+
+both_backends! {
+    #[tokio::test]
+    async fn an_extension_that_fails_to_load_fails_the_open_clearly(backend) {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no_such_extension");
+        let refused = common::try_open_in(backend, dir.path(), move |b| {
+            let missing = missing.clone();
+            b.on_connection(move |conn, _| {
+                // SAFETY: loading extensions is turned on only for this call; the library does not exist, so no
+                // code is loaded.
+                unsafe {
+                    let _guard = rusqlite::LoadExtensionGuard::new(conn)?;
+                    conn.load_extension(&missing, None::<&str>)
+                }
+            })
+        })
+        .await;
+        match refused {
+            Err(quicklite::Error::Setup { stage: "connection set-up", connection: "writer", message }) => {
+                assert!(message.contains("no_such_extension"), "{message}")
+            }
+            Err(other) => panic!("unexpected error: {other}"),
+            Ok(_) => panic!("the open succeeded"),
+        }
+        // Nothing was left open: the database opens without it.
+        let db = common::open_in(backend, dir.path(), |b| b).await;
+        db.execute_batch("CREATE TABLE t (a)").await.unwrap();
+        db.close().await;
+    }
+}
