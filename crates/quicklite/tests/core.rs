@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Backend, TestDb, both_backends};
+use common::{Backend, both_backends};
 use quicklite::rusqlite::{self, ErrorCode};
 use quicklite::{Error, Profile, QueueFull};
 
