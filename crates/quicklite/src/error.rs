@@ -105,6 +105,16 @@ pub enum Error {
         message: String,
     },
 
+    /// A row did not deserialize into the caller's type ([`Database::query_row_as`](crate::Database::query_row_as)):
+    /// a column missing, or a value that does not fit its field.
+    #[error("row does not fit the type{}: {message}", column.as_deref().map(|c| format!(" (column {c:?})")).unwrap_or_default())]
+    Decode {
+        /// The column, when it is known.
+        column: Option<String>,
+        /// What did not fit.
+        message: String,
+    },
+
     /// An I/O error outside SQLite (e.g. spawning a worker thread).
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
@@ -122,6 +132,10 @@ impl Error {
                 reason,
             },
             Error::InvalidConfig(m) => Error::InvalidConfig(m.clone()),
+            Error::Decode { column, message } => Error::Decode {
+                column: column.clone(),
+                message: message.clone(),
+            },
             Error::Setup {
                 stage,
                 connection,

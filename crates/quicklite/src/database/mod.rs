@@ -3,6 +3,8 @@
 
 mod and_then;
 mod statements;
+#[cfg(feature = "serde")]
+mod typed;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,71 @@
+//! Rows deserialized into the caller's types with serde, field by column name (through `serde_rusqlite`).
+
+use rusqlite::Params;
+use serde::de::DeserializeOwned;
+
+use crate::database::Database;
+use crate::{Error, Result};
+
+/// A row that did not deserialize, as quicklite's error.
+fn decode_error(e: serde_rusqlite::Error) -> Error {
+    match e {
+        serde_rusqlite::Error::Rusqlite(e) => Error::Sqlite(e),
+        serde_rusqlite::Error::Deserialization { column, message } => {
+            Error::Decode { column, message }
+        }
+        other => Error::Decode {
+            column: None,
+            message: other.to_string(),
+        },
+    }
+}
+
+impl Database {
+    /// Reads one row with a cached statement into a `T`, whose fields are matched to the columns by name
+    /// (`Option` for a column that may be NULL). A query that returns no row fails with
+    /// `rusqlite::Error::QueryReturnedNoRows`; a column that does not fit its field, with [`Error::Decode`] naming
+    /// the column.
+    pub async fn query_row_as<T, P>(
+        &self,
+        sql: impl AsRef<str> + Send + 'static,
+        params: P,
+    ) -> Result<T>
+    where
+        T: DeserializeOwned + Send + 'static,
+        P: Params + Send + 'static,
+    {
+        self.read_and_then(move |c| {
+            let mut stmt = c.prepare_cached(sql.as_ref())?;
+            let columns = serde_rusqlite::columns_from_statement(&stmt);
+            let mut rows = stmt.query(params)?;
+            let row = rows.next()?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
+            serde_rusqlite::from_row_with_columns(row, &columns).map_err(decode_error)
+        })
+        .await
+    }
+
+    /// Reads every row of a query with a cached statement into `T`s ([`Database::query_row_as`]).
+    pub async fn query_all_as<T, P>(
+        &self,
+        sql: impl AsRef<str> + Send + 'static,
+        params: P,
+    ) -> Result<Vec<T>>
+    where
+        T: DeserializeOwned + Send + 'static,
+        P: Params + Send + 'static,
+    {
+        self.read_and_then(move |c| {
+            let mut stmt = c.prepare_cached(sql.as_ref())?;
+            let columns = serde_rusqlite::columns_from_statement(&stmt);
+            let mut rows = stmt.query(params)?;
+            let mut out = Vec::new();
+            while let Some(row) = rows.next()? {
+                out.push(
+                    serde_rusqlite::from_row_with_columns(row, &columns).map_err(decode_error)?,
+                );
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
