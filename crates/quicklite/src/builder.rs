@@ -51,6 +51,7 @@ pub struct Builder {
     /// Whether the database lives in a temporary directory of its own ([`Builder::temporary`]).
     temporary: bool,
     key: Option<Key>,
+    read_timeout: Option<Duration>,
 }
 
 impl Database {
@@ -98,6 +99,7 @@ impl Builder {
             hooks: AppHooks::default(),
             temporary: false,
             key: None,
+            read_timeout: None,
         }
     }
 
@@ -236,6 +238,14 @@ impl Builder {
     #[cfg(feature = "sqlcipher")]
     pub fn key(mut self, key: impl Into<String>) -> Self {
         self.key = Some(Key::new(key.into()));
+        self
+    }
+
+    /// How long every read may take, waiting in the queue and running, before it fails with [`Error::Timeout`]
+    /// ([`Database::read_with_timeout`] sets one read's). A runaway statement is interrupted; only its read fails.
+    /// By default, none.
+    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.read_timeout = timeout;
         self
     }
 
@@ -392,6 +402,7 @@ impl Builder {
                 .unwrap_or(self.profile != Profile::SqliteDefault),
             hooks: self.hooks,
             key: self.key,
+            read_timeout: self.read_timeout,
         })
     }
 }

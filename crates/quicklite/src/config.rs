@@ -154,6 +154,8 @@ pub(crate) struct Config {
     pub(crate) hooks: AppHooks,
     /// The SQLCipher key, given to every connection first.
     pub(crate) key: Option<Key>,
+    /// How long a read may take, queued and running, before it fails with `Error::Timeout`.
+    pub(crate) read_timeout: Option<Duration>,
 }
 
 /// Who checkpoints the WAL. Set with [`Builder::checkpointing`](crate::Builder::checkpointing).

@@ -75,6 +75,16 @@ pub enum Error {
         reason: &'static str,
     },
 
+    /// The request ran past its timeout ([`Builder::read_timeout`](crate::Builder::read_timeout),
+    /// [`Database::read_with_timeout`](crate::Database::read_with_timeout)): its statement was interrupted, or it
+    /// waited in the queue that long and did not run. Only this request failed; the others of its batch were
+    /// served.
+    #[error("timed out after {timeout:?}")]
+    Timeout {
+        /// The request's timeout.
+        timeout: std::time::Duration,
+    },
+
     /// A builder setting or the path is not usable; nothing was opened.
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
@@ -132,6 +142,7 @@ impl Error {
                 reason,
             },
             Error::InvalidConfig(m) => Error::InvalidConfig(m.clone()),
+            Error::Timeout { timeout } => Error::Timeout { timeout: *timeout },
             Error::Decode { column, message } => Error::Decode {
                 column: column.clone(),
                 message: message.clone(),

@@ -49,6 +49,8 @@ pub(crate) struct ReadRequest {
     /// The writer's commit sequence number when the request was made: the snapshot that serves it must be at
     /// least this new (read-your-writes).
     pub(crate) min_seq: u64,
+    /// When the request times out, if it has a timeout (given as the duration, for the error).
+    pub(crate) deadline: Option<(Instant, std::time::Duration)>,
     /// The thread the request was made on: its answer travels with that thread's others.
     pub(crate) caller: CallerThread,
     pub(crate) enqueued: Instant,
@@ -100,6 +102,8 @@ pub(crate) trait ReadJob: Reply {
     fn run(&mut self, conn: &Connection) -> Ran;
     /// Answers the caller with `error` without running the closure (its database could not be opened).
     fn fail(self: Box<Self>, error: Error);
+    /// Replaces the answer with `error` (the request ran past its deadline).
+    fn fail_later(&mut self, error: Error);
 }
 
 /// A request's closure, as its caller gave it: one that takes the connection shared (`&Connection`), or one that
@@ -288,6 +292,10 @@ where
     fn fail(mut self: Box<Self>, error: Error) {
         self.state = JobState::Done(Err(error));
         self.reply(None);
+    }
+
+    fn fail_later(&mut self, error: Error) {
+        self.state = JobState::Done(Err(error));
     }
 }
 

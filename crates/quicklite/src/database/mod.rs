@@ -184,16 +184,40 @@ impl Database {
     ///
     /// Other queued reads may share the snapshot. A write attempted here fails with `SQLITE_READONLY`; transaction
     /// control (`BEGIN`, `COMMIT`, …) is refused with `SQLITE_AUTH`, because the reader manages the transaction.
+    /// With a [`Builder::read_timeout`](crate::Builder::read_timeout), a read still queued or running past it fails
+    /// with [`Error::Timeout`].
     pub async fn read<T, F>(&self, f: F) -> Result<T>
     where
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
+        self.read_within(self.inner.config.read_timeout, f).await
+    }
+
+    /// [`Database::read`] that fails with [`Error::Timeout`] if it has not finished `timeout` after this call:
+    /// still queued then, it does not run; still running, its statement is interrupted (SQLite's progress
+    /// handler, checked every thousand virtual-machine instructions). Only this read fails; the others served in
+    /// the same snapshot are not affected.
+    pub async fn read_with_timeout<T, F>(&self, timeout: std::time::Duration, f: F) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.read_within(Some(timeout), f).await
+    }
+
+    async fn read_within<T, F>(&self, timeout: Option<std::time::Duration>, f: F) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
         let (job, rx) = Job::new(f);
+        let enqueued = Instant::now();
         let req = ReadRequest {
+            deadline: timeout.map(|t| (enqueued + t, t)),
             min_seq: self.inner.shared.commit_seq(),
             caller: CallerThread::current(),
-            enqueued: Instant::now(),
+            enqueued,
             span: tracing::Span::current(),
             job,
         };

@@ -1,7 +1,8 @@
 //! A connection with the guard that keeps transaction control to the handle.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use rusqlite::Connection;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
@@ -68,6 +69,25 @@ impl TxGuard {
 pub(crate) struct GuardedConnection {
     conn: Connection,
     guard: TxGuard,
+    /// The running request's deadline, in microseconds since [`epoch`] (0: none), which SQLite's progress
+    /// handler checks: a statement still running past it is interrupted.
+    deadline: Arc<AtomicU64>,
+}
+
+/// How many virtual-machine instructions SQLite runs between two calls of the progress handler: often enough to
+/// stop a runaway statement within a fraction of a millisecond, rarely enough to cost nothing measurable.
+const PROGRESS_EVERY: std::ffi::c_int = 1000;
+
+/// The clock of the connections' deadlines.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn micros_since_epoch(at: Instant) -> u64 {
+    u64::try_from(at.saturating_duration_since(epoch()).as_micros())
+        .unwrap_or(u64::MAX)
+        .max(1)
 }
 
 impl GuardedConnection {
@@ -75,7 +95,37 @@ impl GuardedConnection {
     pub(crate) fn new(mut conn: Connection) -> rusqlite::Result<GuardedConnection> {
         let guard = TxGuard::default();
         guard.install(&mut conn)?;
-        Ok(GuardedConnection { conn, guard })
+        let deadline = Arc::new(AtomicU64::new(0));
+        let watched = deadline.clone();
+        conn.progress_handler(
+            PROGRESS_EVERY,
+            Some(move || {
+                let at = watched.load(Ordering::Relaxed);
+                at != 0 && micros_since_epoch(Instant::now()) >= at
+            }),
+        )?;
+        Ok(GuardedConnection {
+            conn,
+            guard,
+            deadline,
+        })
+    }
+
+    /// Runs `f` with `deadline` (if any) enforced on the statements it runs: past it, the running statement is
+    /// interrupted (`SQLITE_INTERRUPT`). Returns `f`'s result and whether the deadline passed.
+    pub(crate) fn run_until<T>(
+        &self,
+        deadline: Option<Instant>,
+        f: impl FnOnce() -> T,
+    ) -> (T, bool) {
+        let Some(deadline) = deadline else {
+            return (f(), false);
+        };
+        self.deadline
+            .store(micros_since_epoch(deadline), Ordering::Relaxed);
+        let out = f();
+        self.deadline.store(0, Ordering::Relaxed);
+        (out, Instant::now() >= deadline)
     }
 
     /// The connection, as user closures see it.

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::Result;
 use crate::config::Config;
 use crate::engine::busy::BusyLimit;
 use crate::engine::guard::GuardedConnection;
@@ -24,6 +23,7 @@ use crate::metrics::LocalHistogram;
 use crate::queue::Receiver;
 use crate::reply::{Answers, Relays};
 use crate::request::{Ran, ReadRequest};
+use crate::{Error, Result};
 
 /// Longest time an answer waits for the rest of its batch before the reader hands over what it has.
 const REPLY_EVERY: Duration = Duration::from_micros(100);
@@ -230,9 +230,24 @@ impl BatchedReads {
             self.held.abandoned += 1;
             return self.held.answers.len();
         }
-        let ran = {
-            let _span = tracing::debug_span!(parent: &req.span, "quicklite.read").entered();
-            req.job.run(conn.conn())
+        let ran = match req.deadline {
+            // Past its deadline already (it waited in the queue): answered without running.
+            Some((at, timeout)) if now >= at => {
+                req.job.fail_later(Error::Timeout { timeout });
+                Ran::Failed
+            }
+            deadline => {
+                let _span = tracing::debug_span!(parent: &req.span, "quicklite.read").entered();
+                let (ran, late) =
+                    conn.run_until(deadline.map(|(at, _)| at), || req.job.run(conn.conn()));
+                match deadline {
+                    Some((_, timeout)) if late && !ran.is_ok() => {
+                        req.job.fail_later(Error::Timeout { timeout });
+                        Ran::Failed
+                    }
+                    _ => ran,
+                }
+            }
         };
         let held = &mut self.held;
         held.wait_us.record_duration(now - req.enqueued);
