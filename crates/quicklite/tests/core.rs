@@ -547,20 +547,7 @@ both_backends! {
         // Registry: with the connections closed, the holding read reopens the database on the read task, and
         // holds the only one.
         db.evict().await;
-        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-        let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
-        let holder = {
-            let db = db.db.clone();
-            tokio::spawn(async move {
-                db.read(move |_| {
-                    let _ = started_tx.send(());
-                    let _ = release_rx.recv();
-                    Ok(())
-                })
-                .await
-            })
-        };
-        started_rx.await.unwrap();
+        let (release_tx, holder) = common::hold_reader(&db).await;
         let ran = std::sync::Arc::new(AtomicUsize::new(0));
         for _ in 0..20 {
             let ran = ran.clone();
@@ -584,7 +571,7 @@ both_backends! {
             tokio::task::yield_now().await;
         }
         release_tx.send(()).unwrap();
-        holder.await.unwrap().unwrap();
+        holder.await.unwrap();
         assert_eq!(kept.await.unwrap().unwrap(), 1);
         assert_eq!(ran.load(Ordering::SeqCst), 0, "no abandoned read ran");
         assert_eq!(db.metrics().abandoned_reads, 20);

@@ -391,20 +391,7 @@ both_backends! {
         // made as the table's write task ends could otherwise be held on that task, leaving the read task free).
         db.evict().await;
         // Hold the only reader until 20 reads are queued behind it.
-        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-        let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
-        let blocker = {
-            let db = db.clone();
-            tokio::spawn(async move {
-                db.read(move |_| {
-                    let _ = started_tx.send(());
-                    let _ = release_rx.recv();
-                    Ok(())
-                })
-                .await
-            })
-        };
-        started_rx.await.unwrap();
+        let (release_tx, blocker) = common::hold_reader(&db).await;
         let before = db.metrics().read_transactions;
         let mut reads = Vec::new();
         for _ in 0..20 {
@@ -420,7 +407,7 @@ both_backends! {
             tokio::task::yield_now().await;
         }
         release_tx.send(()).unwrap();
-        blocker.await.unwrap().unwrap();
+        blocker.await.unwrap();
         for r in reads {
             assert_eq!(r.await.unwrap().unwrap(), 1);
         }

@@ -1,6 +1,6 @@
 //! Rows deserialized into the caller's types with serde, field by column name (through `serde_rusqlite`).
 
-use rusqlite::Params;
+use rusqlite::{Connection, Params};
 use serde::de::DeserializeOwned;
 
 use crate::database::Database;
@@ -20,6 +20,25 @@ fn decode_error(e: serde_rusqlite::Error) -> Error {
     }
 }
 
+/// Runs `sql` with a cached statement and deserializes its rows, at most `limit` of them.
+fn deserialized<T: DeserializeOwned>(
+    conn: &Connection,
+    sql: &str,
+    params: impl Params,
+    limit: usize,
+) -> Result<Vec<T>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let columns = serde_rusqlite::columns_from_statement(&stmt);
+    let mut rows = stmt.query(params)?;
+    let mut out = Vec::new();
+    while out.len() < limit
+        && let Some(row) = rows.next()?
+    {
+        out.push(serde_rusqlite::from_row_with_columns(row, &columns).map_err(decode_error)?);
+    }
+    Ok(out)
+}
+
 impl Database {
     /// Reads one row with a cached statement into a `T`, whose fields are matched to the columns by name
     /// (`Option` for a column that may be NULL). A query that returns no row fails with
@@ -35,11 +54,9 @@ impl Database {
         P: Params + Send + 'static,
     {
         self.read_and_then(move |c| {
-            let mut stmt = c.prepare_cached(sql.as_ref())?;
-            let columns = serde_rusqlite::columns_from_statement(&stmt);
-            let mut rows = stmt.query(params)?;
-            let row = rows.next()?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
-            serde_rusqlite::from_row_with_columns(row, &columns).map_err(decode_error)
+            deserialized(c, sql.as_ref(), params, 1)?
+                .pop()
+                .ok_or(Error::Sqlite(rusqlite::Error::QueryReturnedNoRows))
         })
         .await
     }
@@ -54,18 +71,7 @@ impl Database {
         T: DeserializeOwned + Send + 'static,
         P: Params + Send + 'static,
     {
-        self.read_and_then(move |c| {
-            let mut stmt = c.prepare_cached(sql.as_ref())?;
-            let columns = serde_rusqlite::columns_from_statement(&stmt);
-            let mut rows = stmt.query(params)?;
-            let mut out = Vec::new();
-            while let Some(row) = rows.next()? {
-                out.push(
-                    serde_rusqlite::from_row_with_columns(row, &columns).map_err(decode_error)?,
-                );
-            }
-            Ok(out)
-        })
-        .await
+        self.read_and_then(move |c| deserialized(c, sql.as_ref(), params, usize::MAX))
+            .await
     }
 }

@@ -37,6 +37,27 @@ pub async fn hold_writer(db: &Database) -> (mpsc::Sender<()>, tokio::task::JoinH
     (release_tx, handle)
 }
 
+/// Holds a reader with a read that blocks until the returned sender is used (or dropped); returns once the
+/// read is running. With `readers(1)`, later reads queue behind it.
+pub async fn hold_reader(db: &Database) -> (mpsc::Sender<()>, tokio::task::JoinHandle<()>) {
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let db = db.clone();
+    let handle = tokio::spawn(async move {
+        db.read(move |_c: &rusqlite::Connection| {
+            let _ = started_tx.send(());
+            let _ = release_rx.recv();
+            Ok(())
+        })
+        .await
+        .expect("blocking read");
+    });
+    started_rx
+        .await
+        .expect("a reader started the blocking read");
+    (release_tx, handle)
+}
+
 /// Waits (without sleeping) until `n` write requests are queued behind the writer.
 pub async fn until_write_queue_holds(db: &Database, n: usize) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
