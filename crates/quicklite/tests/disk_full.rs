@@ -67,12 +67,7 @@ both_backends! {
         // small max_page_count, which belonged to the old one: the room is made again below all the same.)
         db.evict().await;
 
-        let stored: BTreeSet<i64> = db
-            .query_all("SELECT id FROM t", [], |r| r.get(0))
-            .await
-            .unwrap()
-            .into_iter()
-            .collect();
+        let stored = stored_ids(&db).await;
         assert_eq!(
             stored, acked,
             "stored rows are exactly the acknowledged writes"
@@ -96,12 +91,7 @@ both_backends! {
             .unwrap();
         db.evict().await;
         acked.insert(100000);
-        let stored: BTreeSet<i64> = db
-            .query_all("SELECT id FROM t", [], |r| r.get(0))
-            .await
-            .unwrap()
-            .into_iter()
-            .collect();
+        let stored = stored_ids(&db).await;
         assert_eq!(stored, acked);
         println!(
             "{} writes stored, {full} refused with SQLITE_FULL",
@@ -109,4 +99,13 @@ both_backends! {
         );
         db.close().await;
     }
+}
+
+/// The ids stored in `t`.
+async fn stored_ids(db: &quicklite::Database) -> BTreeSet<i64> {
+    db.query_all("SELECT id FROM t", [], |r| r.get(0))
+        .await
+        .unwrap()
+        .into_iter()
+        .collect()
 }
