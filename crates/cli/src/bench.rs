@@ -159,6 +159,9 @@ fn options(args: &BenchArgs) -> anyhow::Result<BenchOptions> {
     if let Some(v) = &args.mutex {
         o.mutex = v.clone();
     }
+    if let Some(v) = &args.mmap {
+        o.mmap_size = v.iter().map(|m| m.0).collect();
+    }
     if let Some(v) = args.rows {
         o.rows = v;
     }

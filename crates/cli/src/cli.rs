@@ -92,6 +92,10 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "on,off")]
     pub memstatus: Option<Vec<OnOff>>,
 
+    /// `mmap_size` in bytes (0: no memory map), or default (the profile's) [default: default].
+    #[arg(long, value_delimiter = ',', value_name = "BYTES")]
+    pub mmap: Option<Vec<MmapSize>>,
+
     /// Connection mutex mode: nomutex, fullmutex [default: nomutex].
     #[arg(long, value_delimiter = ',', value_name = "MODES")]
     pub mutex: Option<Vec<String>>,
@@ -192,6 +196,23 @@ pub enum OnOff {
     On,
     /// Disabled.
     Off,
+}
+
+/// An `--mmap` value: `default` (the profile's `mmap_size`) or a size in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MmapSize(pub Option<u64>);
+
+impl std::str::FromStr for MmapSize {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text == "default" {
+            return Ok(Self(None));
+        }
+        text.parse().map(|bytes| Self(Some(bytes))).map_err(|_| {
+            format!("`{text}` is not a size in bytes (e.g. 0 or 268435456) or `default`")
+        })
+    }
 }
 
 /// `quicklite report`.

@@ -28,6 +28,10 @@ pub struct Cell {
     pub synchronous: Option<String>,
     /// SQLite memory statistics (`SQLITE_CONFIG_MEMSTATUS`) on or off, set before SQLite initializes.
     pub memstatus: bool,
+    /// `mmap_size` override in bytes (`0`: no memory map); `None` keeps the profile's value. Absent in cells
+    /// written before the knob existed, which kept the profile's.
+    #[serde(default)]
+    pub mmap_size: Option<u64>,
     /// Connection mutex mode: `nomutex` (multi-thread) or `fullmutex` (serialized).
     pub mutex: String,
     /// Rows in the seeded table (`point-read`, `mixed`).

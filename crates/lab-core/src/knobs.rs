@@ -124,6 +124,8 @@ pub struct Knobs {
     pub profile: Profile,
     /// `synchronous` override, upper-cased (`OFF`, `NORMAL`, `FULL`, `EXTRA`).
     pub synchronous: Option<String>,
+    /// `mmap_size` override in bytes.
+    pub mmap_size: Option<u64>,
     /// Memory statistics requested on (`true`) or off.
     pub memstatus: bool,
     /// Connection mutex mode.
@@ -146,6 +148,7 @@ impl Knobs {
         Ok(Self {
             profile: Profile::parse(&cell.profile)?,
             synchronous,
+            mmap_size: cell.mmap_size,
             memstatus: cell.memstatus,
             mutex: MutexMode::parse(&cell.mutex)?,
         })
@@ -158,13 +161,19 @@ impl Knobs {
             Profile::Server => SERVER_PRAGMAS.to_vec(),
             Profile::SqliteDefault => Vec::new(),
         };
-        if let Some(sync) = &self.synchronous {
-            out.retain(|p| p.name != "synchronous");
+        let mut set = |name: &'static str, value: String| {
+            out.retain(|p| p.name != name);
             out.push(Pragma {
-                name: "synchronous",
-                value: Cow::Owned(sync.clone()),
+                name,
+                value: Cow::Owned(value),
                 per_connection: true,
             });
+        };
+        if let Some(sync) = &self.synchronous {
+            set("synchronous", sync.clone());
+        }
+        if let Some(bytes) = self.mmap_size {
+            set("mmap_size", bytes.to_string());
         }
         out
     }
@@ -202,6 +211,23 @@ mod tests {
                 .connection_pragmas()
                 .iter()
                 .all(|p| p.name != "journal_mode")
+        );
+    }
+
+    #[test]
+    fn mmap_override_replaces_the_profile_s_value_on_every_connection() {
+        let mut cell = sample_cell("mixed", "quicklite");
+        cell.mmap_size = Some(0);
+        let pragmas = Knobs::from_cell(&cell).unwrap().connection_pragmas();
+        let mmap: Vec<_> = pragmas.iter().filter(|p| p.name == "mmap_size").collect();
+        assert_eq!(mmap.len(), 1);
+        assert_eq!(mmap[0].sql(), "PRAGMA mmap_size = 0");
+        // Under sqlite-default the override is the only PRAGMA touched.
+        cell.profile = "sqlite-default".into();
+        let pragmas = Knobs::from_cell(&cell).unwrap().pragmas();
+        assert_eq!(
+            pragmas.iter().map(Pragma::sql).collect::<Vec<_>>(),
+            ["PRAGMA mmap_size = 0"]
         );
     }
 

@@ -25,6 +25,7 @@ pub(crate) fn sample_cell(workload: &str, approach: &str) -> Cell {
         profile: "server".into(),
         synchronous: None,
         memstatus: false,
+        mmap_size: None,
         mutex: "nomutex".into(),
         rows: 200,
         multi_db: (workload == "multi-db").then_some(MultiDb {

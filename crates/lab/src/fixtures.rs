@@ -17,6 +17,7 @@ fn cell(workload: &str, approach: &str) -> Cell {
         profile: "server".to_owned(),
         synchronous: None,
         memstatus: false,
+        mmap_size: None,
         mutex: "nomutex".to_owned(),
         rows: 10_000,
         multi_db: None,
@@ -127,6 +128,15 @@ pub fn results() -> Vec<CellResult> {
                 ..cell("point-read", "quicklite")
             },
             ops(1_100_000.0, 52.0),
+            none(),
+            main(),
+        ),
+        ok(
+            Cell {
+                mmap_size: Some(0),
+                ..cell("point-read", "quicklite")
+            },
+            ops(1_180_000.0, 47.0),
             none(),
             main(),
         ),

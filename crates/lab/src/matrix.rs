@@ -16,6 +16,7 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
     let approaches = dedup(&options.approaches);
     let first_memstatus = options.memstatus.first().copied().unwrap_or(false);
     let first_mutex = options.mutex.first().cloned().unwrap_or_default();
+    let first_mmap = options.mmap_size.first().copied().flatten();
     let first_profile = options.profiles.first().cloned().unwrap_or_default();
     let first_build = options.build_profiles.first().cloned().unwrap_or_default();
     let mut cells = Vec::new();
@@ -23,11 +24,14 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
         let scenarios = scenarios(workload, options);
         for base in &scenarios {
             for &memstatus in &dedup(&options.memstatus) {
-                for mutex in &dedup(&options.mutex) {
+                for (mutex, mmap_size) in
+                    product(&dedup(&options.mutex), &dedup(&options.mmap_size))
+                {
                     for approach in approaches.iter().filter(|a| catalog::supports(workload, a)) {
                         // A server-backed approach has no SQLite knobs: one cell, at the first values.
                         let sqlite_knobs_vary = memstatus != first_memstatus
-                            || *mutex != first_mutex
+                            || mutex != first_mutex
+                            || mmap_size != first_mmap
                             || base.profile != first_profile
                             || base.build_profile != first_build;
                         if catalog::SERVER_APPROACHES.contains(&approach.as_str())
@@ -43,6 +47,7 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
                             approach: approach.clone(),
                             memstatus,
                             mutex: mutex.clone(),
+                            mmap_size,
                             ..base.clone()
                         });
                     }
@@ -75,6 +80,7 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
         profile: String::new(),
         synchronous: None,
         memstatus: false,
+        mmap_size: None,
         mutex: String::new(),
         rows: options.rows,
         multi_db: None,
@@ -156,6 +162,7 @@ fn variants_for<'a>(
 fn apply(base: &Cell, variant: &Variant, options: &BenchOptions) -> Cell {
     let first_memstatus = options.memstatus.first().copied().unwrap_or(false);
     let first_mutex = options.mutex.first().cloned().unwrap_or_default();
+    let first_mmap = options.mmap_size.first().copied().flatten();
     let profile = variant
         .profile
         .clone()
@@ -168,6 +175,7 @@ fn apply(base: &Cell, variant: &Variant, options: &BenchOptions) -> Cell {
         approach: variant.approach.clone(),
         memstatus: variant.memstatus.unwrap_or(first_memstatus),
         mutex: variant.mutex.clone().unwrap_or(first_mutex),
+        mmap_size: variant.mmap_size.or(first_mmap),
         concurrency,
         profile,
         build_profile: variant
@@ -231,6 +239,7 @@ pub fn validate(options: &BenchOptions) -> Result<()> {
     }
     non_empty("--memstatus", &options.memstatus)?;
     known_list("--mutex", &options.mutex, catalog::MUTEX_MODES)?;
+    non_empty("--mmap", &options.mmap_size)?;
     if has_multi_db {
         positive_list("--num-databases", &options.num_databases)?;
         positive_list("--write-delays", &options.write_delays_ms)?;
@@ -312,6 +321,13 @@ fn known_list(option: &'static str, list: &[String], valid: &[&str]) -> Result<(
     Ok(())
 }
 
+/// Every pair of `a` and `b`, `b` innermost.
+fn product<A: Clone, B: Clone>(a: &[A], b: &[B]) -> Vec<(A, B)> {
+    a.iter()
+        .flat_map(|x| b.iter().map(move |y| (x.clone(), y.clone())))
+        .collect()
+}
+
 /// Removes repeated values, keeping the first occurrence's position.
 fn dedup<T: Clone + PartialEq>(list: &[T]) -> Vec<T> {
     let mut out: Vec<T> = Vec::with_capacity(list.len());
@@ -330,9 +346,20 @@ mod tests {
     #[test]
     fn quick_matrix_covers_every_approach_on_three_workloads_and_the_queue() {
         let cells = build_matrix(&BenchOptions::quick()).expect("quick options are valid");
-        // 8 approaches × 3 workloads, the queue, http and orm without sqlx, 5 set-up variants, 3 one-task queue
-        // variants, 2 untuned orm variants.
-        assert_eq!(cells.len(), 8 * 3 + 7 * 3 + 5 + 3 + 2);
+        // 8 approaches × 4 workloads, the queue, http and orm without sqlx, 5 set-up variants, 3 one-task queue
+        // variants, 2 untuned orm variants, 3 one-task mixed variants, 6 without a memory map.
+        assert_eq!(cells.len(), 8 * 4 + 7 * 3 + 5 + 3 + 2 + 3 + 6);
+        let unmapped: Vec<&Cell> = cells.iter().filter(|c| c.mmap_size == Some(0)).collect();
+        assert_eq!(unmapped.len(), 6);
+        assert!(
+            unmapped
+                .iter()
+                .all(|c| ["point-read", "mixed"].contains(&c.workload.as_str()))
+        );
+        let serial_mixed = cells
+            .iter()
+            .filter(|c| c.workload == "mixed" && c.concurrency == 1);
+        assert_eq!(serial_mixed.count(), 5);
         let orm: Vec<&Cell> = cells.iter().filter(|c| c.workload == "orm").collect();
         assert!(orm.iter().all(|c| c.concurrency == 1));
         assert_eq!(
@@ -441,7 +468,41 @@ mod tests {
             ..BenchOptions::quick()
         };
         let cells = build_matrix(&options).unwrap();
-        assert_eq!(cells.len(), 3);
+        assert_eq!(cells.len(), 4);
+    }
+
+    #[test]
+    fn the_memory_map_is_a_set_up_axis_that_skips_server_approaches() {
+        let options = BenchOptions {
+            workloads: vec!["orm".into()],
+            approaches: vec!["quicklite".into(), "postgres".into()],
+            mmap_size: vec![None, Some(0), None],
+            postgres_url: Some("postgres://localhost/x".into()),
+            ..BenchOptions::default()
+        };
+        let cells = build_matrix(&options).unwrap();
+        let knobs: Vec<(&str, Option<u64>)> = cells
+            .iter()
+            .map(|c| (c.approach.as_str(), c.mmap_size))
+            .collect();
+        assert_eq!(
+            knobs,
+            [
+                ("quicklite", None),
+                ("postgres", None),
+                ("quicklite", Some(0))
+            ]
+        );
+        let empty = BenchOptions {
+            mmap_size: vec![],
+            ..BenchOptions::default()
+        };
+        assert!(
+            build_matrix(&empty)
+                .unwrap_err()
+                .to_string()
+                .contains("--mmap")
+        );
     }
 
     #[test]

@@ -29,6 +29,10 @@ pub struct BenchOptions {
     pub memstatus: Vec<bool>,
     /// Connection mutex modes. By default, `["nomutex"]` (rusqlite's own default).
     pub mutex: Vec<String>,
+    /// `mmap_size` overrides in bytes (`0` turns the memory map off); `None` keeps the profile's value. Like
+    /// memory statistics, a set-up choice that may differ inside one table (`quicklite · mmap 0`). By default,
+    /// `[None]`.
+    pub mmap_size: Vec<Option<u64>>,
     /// Rows in the seeded table. By default, 10 000.
     pub rows: u64,
     /// `multi-db`: database counts. By default, `[1, 10, 50, 100]`, as in seed 004.
@@ -58,7 +62,7 @@ pub struct BenchOptions {
 }
 
 /// One extra cell: a workload and approach at the first value of every axis, with some knobs changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Variant {
     /// The workload; the variant is skipped when the run does not include it.
     pub workload: String,
@@ -68,6 +72,8 @@ pub struct Variant {
     pub memstatus: Option<bool>,
     /// Mutex mode, if different from the first value of [`BenchOptions::mutex`].
     pub mutex: Option<String>,
+    /// `mmap_size` in bytes, if different from the first value of [`BenchOptions::mmap_size`].
+    pub mmap_size: Option<u64>,
     /// Concurrent client tasks, if different from the first value of [`BenchOptions::concurrency`] (e.g. the
     /// queue one operation at a time, as seed 002's benchmark ran it).
     pub concurrency: Option<u32>,
@@ -90,6 +96,7 @@ impl Default for BenchOptions {
             synchronous: vec![None],
             memstatus: vec![false],
             mutex: vec!["nomutex".to_owned()],
+            mmap_size: vec![None],
             rows: 10_000,
             num_databases: vec![1, 10, 50, 100],
             readers: 3,
@@ -105,44 +112,41 @@ impl Default for BenchOptions {
 }
 
 impl BenchOptions {
-    /// The README's run: every approach on `point-read`, `insert`, a 10-database `multi-db`, the `queue`, `http`
-    /// and `orm`, 2 s measured after 0.5 s of warm-up, plus variants showing memory statistics and the serialized
-    /// mutex (seeds 000 and 001), the queue one cycle at a time (seed 002's figures are for one goroutine) and the
-    /// ORM suite without the server PRAGMAs (seed 003).
+    /// The README's run: every approach on `point-read`, `insert`, `mixed`, a 10-database `multi-db`, the `queue`,
+    /// `http` and `orm`, 2 s measured after 0.5 s of warm-up, plus variants showing memory statistics and the
+    /// serialized mutex (seeds 000 and 001), the queue one cycle at a time (seed 002's figures are for one
+    /// goroutine), the ORM suite without the server PRAGMAs (seed 003), `mixed` one request at a time, and reads
+    /// with and without a memory map, alone and beside a writer (seed 003's `mmap_size`).
     ///
-    /// 55 cells of about 3 s each: roughly three minutes on a 2-core machine, once the runners are built.
+    /// 72 cells of about 3 s each: roughly four minutes on a 2-core machine, once the runners are built.
     pub fn quick() -> Self {
-        let variant = |approach: &str, memstatus: Option<bool>, mutex: Option<&str>| Variant {
-            workload: "point-read".to_owned(),
+        let variant = |workload: &str, approach: &str| Variant {
+            workload: workload.to_owned(),
             approach: approach.to_owned(),
+            ..Variant::default()
+        };
+        let point_read = |approach: &str, memstatus: Option<bool>, mutex: Option<&str>| Variant {
             memstatus,
             mutex: mutex.map(str::to_owned),
-            concurrency: None,
-            build_profile: None,
-            profile: None,
+            ..variant("point-read", approach)
         };
-        let serial_queue = |approach: &str| Variant {
-            workload: catalog::QUEUE.to_owned(),
-            approach: approach.to_owned(),
-            memstatus: None,
-            mutex: None,
+        let serial = |workload: &str, approach: &str| Variant {
             concurrency: Some(1),
-            build_profile: None,
-            profile: None,
+            ..variant(workload, approach)
         };
         let untuned_orm = |approach: &str| Variant {
-            workload: catalog::ORM.to_owned(),
-            approach: approach.to_owned(),
-            memstatus: None,
-            mutex: None,
-            concurrency: None,
-            build_profile: None,
             profile: Some("sqlite-default".to_owned()),
+            ..variant(catalog::ORM, approach)
+        };
+        let unmapped = |base: Variant| Variant {
+            mmap_size: Some(0),
+            ..base
         };
         Self {
             workloads: owned(&[
                 "point-read",
                 "insert",
+                "mixed",
                 catalog::MULTI_DB,
                 catalog::QUEUE,
                 catalog::HTTP,
@@ -154,23 +158,34 @@ impl BenchOptions {
             write_delays_ms: vec![100],
             variants: vec![
                 // Seed 000: opening a connection per request pays the allocator mutex on every open.
-                variant("per-request", Some(true), None),
-                variant("quicklite", Some(true), None),
+                point_read("per-request", Some(true), None),
+                point_read("quicklite", Some(true), None),
                 // Seed 001: the serialized mode's per-connection mutex, on the pattern that shares connections.
-                variant("per-request", None, Some("fullmutex")),
-                variant("quicklite", None, Some("fullmutex")),
+                point_read("per-request", None, Some("fullmutex")),
+                point_read("quicklite", None, Some("fullmutex")),
                 // Seed 000 itself: the HTTP service with a connection per request, memory statistics on.
                 Variant {
-                    workload: catalog::HTTP.to_owned(),
-                    ..variant("per-request", Some(true), None)
+                    memstatus: Some(true),
+                    ..variant(catalog::HTTP, "per-request")
                 },
                 // Seed 002: ns/op and allocations per operation, one cycle at a time.
-                serial_queue("direct-blocking"),
-                serial_queue("tokio-rusqlite"),
-                serial_queue("quicklite"),
+                serial(catalog::QUEUE, "direct-blocking"),
+                serial(catalog::QUEUE, "tokio-rusqlite"),
+                serial(catalog::QUEUE, "quicklite"),
                 // Seed 003: the ORM suite without the server PRAGMAs.
                 untuned_orm("direct-blocking"),
                 untuned_orm("quicklite"),
+                // Reads beside a writer, one request at a time.
+                serial("mixed", "direct-blocking"),
+                serial("mixed", "tokio-rusqlite"),
+                serial("mixed", "quicklite"),
+                // Seed 003's memory map: what it gains on reads alone and costs beside a writer.
+                unmapped(variant("point-read", "tokio-rusqlite")),
+                unmapped(variant("point-read", "quicklite")),
+                unmapped(variant("mixed", "tokio-rusqlite")),
+                unmapped(variant("mixed", "quicklite")),
+                unmapped(serial("mixed", "tokio-rusqlite")),
+                unmapped(serial("mixed", "quicklite")),
             ],
             ..Self::default()
         }

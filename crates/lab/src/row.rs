@@ -58,6 +58,7 @@ pub const COLUMNS: &[&str] = &[
     "operations",
     "window_allocations",
     "window_alloc_bytes",
+    "mmap_size",
     "failure",
     "runner",
     "sqlite_version",
@@ -138,6 +139,9 @@ pub struct CsvRow {
     pub window_allocations: Option<u64>,
     #[serde(default)]
     pub window_alloc_bytes: Option<u64>,
+    /// Empty in CSVs written before the knob existed: the profile's value.
+    #[serde(default)]
+    pub mmap_size: Option<u64>,
     pub failure: String,
     pub runner: String,
     pub sqlite_version: String,
@@ -225,6 +229,7 @@ impl From<&CellResult> for CsvRow {
             },
             window_allocations: r.window_allocations,
             window_alloc_bytes: r.window_alloc_bytes,
+            mmap_size: c.mmap_size,
             failure: r.failure.clone().unwrap_or_default(),
             runner: r.env.runner.clone(),
             sqlite_version: r.env.sqlite_version.clone(),
@@ -286,6 +291,7 @@ impl From<CsvRow> for CellResult {
                 synchronous: row.synchronous.filter(|s| !s.is_empty()),
                 memstatus: row.memstatus == "on",
                 mutex: row.mutex,
+                mmap_size: row.mmap_size,
                 rows: row.rows,
                 multi_db,
                 // The cell's directory is deleted after the run; it is not part of the record.

@@ -88,6 +88,12 @@ pub fn cell_label(cell: &Cell) -> String {
         crate::row::on_off(cell.memstatus),
         cell.mutex
     ));
+    if cell.mmap_size.is_some() {
+        label.push_str(&format!(
+            " · mmap {}",
+            crate::summary::mmap_text(cell.mmap_size)
+        ));
+    }
     if cell.build_profile != quicklite_lab_core::DEFAULT_BUILD_PROFILE {
         label.push_str(&format!(" · build {}", cell.build_profile));
     }

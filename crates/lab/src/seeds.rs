@@ -41,6 +41,7 @@ pub fn findings(results: &[CellResult]) -> Vec<Finding> {
         threading(&ok),
         queue(&ok),
         tuning(&ok),
+        memory_map(&ok),
         multi_db(&ok),
     ]
 }
@@ -409,6 +410,70 @@ fn tuning(results: &[&CellResult]) -> Finding {
     finding
 }
 
+/// Seed 003's memory map: the profile's `mmap_size` against none, on reads alone and on reads beside a writer.
+fn memory_map(results: &[&CellResult]) -> Finding {
+    let mut finding = Finding {
+        seed: "003",
+        claim: "Memory-mapped I/O makes reads cheaper: the seed's tuned PRAGMAs (like Rails 8's defaults) set \
+                mmap_size = 128 MiB.",
+        published: "no figure of its own: one of the tuned PRAGMAs behind 13.59 s → 6.79 s",
+        machine: "Apple M1 Max, Ruby sqlite3 1.6.6, SQLite 3.43.1, ActiveRecord",
+        measured: None,
+        verdict: "not measured in this run (needs point-read or mixed cells with --mmap default,0, e.g. --quick)"
+            .to_owned(),
+    };
+    let found = pairs(
+        results,
+        |c| c.mmap_size.is_none() && matches!(c.workload.as_str(), "point-read" | "mixed"),
+        |c| c.mmap_size = Some(0),
+    );
+    let mut measured = Vec::new();
+    let mut verdicts = Vec::new();
+    for (mapped, unmapped) in &found {
+        let cell = &mapped.cell;
+        let what = if cell.workload == "mixed" {
+            "beside a writer"
+        } else {
+            "reads alone"
+        };
+        // quicklite's readers give the map up while the database is written (docs/design.md).
+        let map = if cell.approach == "quicklite" {
+            "the profile's map (dropped by readers while the database is written)"
+        } else {
+            "the profile's map"
+        };
+        measured.push(pair_text(
+            &format!(
+                "{} {}, {} tasks, {} rows: no map → {map}",
+                cell.workload, cell.approach, cell.concurrency, cell.rows
+            ),
+            unmapped,
+            mapped,
+        ));
+        let ratio = throughput(mapped) / throughput(unmapped);
+        let effect_here = if ratio >= 1.0 + NOISE {
+            format!("the map helps, {}", effect(ratio))
+        } else if ratio <= 1.0 - NOISE {
+            format!("the map costs, {}", effect(ratio))
+        } else {
+            format!("no effect beyond noise ({})", effect(ratio))
+        };
+        verdicts.push(format!(
+            "{} {} tasks, {what}: {effect_here}",
+            cell.approach, cell.concurrency
+        ));
+    }
+    if !measured.is_empty() {
+        finding.measured = Some(measured.join("; "));
+        finding.verdict = format!(
+            "{} (one sample per pair: differences under {:.0}% are noise here)",
+            verdicts.join("; "),
+            NOISE * 100.0
+        );
+    }
+    finding
+}
+
 /// Seed 004: write completion of direct blocking calls against a thread per database.
 fn multi_db(results: &[&CellResult]) -> Finding {
     let mut finding = Finding {
@@ -499,7 +564,7 @@ mod tests {
     fn every_seed_is_reported_and_missing_cells_say_so() {
         let found = findings(&[]);
         let seeds: Vec<&str> = found.iter().map(|f| f.seed).collect();
-        assert_eq!(seeds, ["000", "001", "002", "003", "004"]);
+        assert_eq!(seeds, ["000", "001", "002", "003", "003", "004"]);
         for f in &found {
             assert_eq!(f.measured, None, "{f:?}");
             assert!(f.verdict.starts_with("not measured in this run"), "{f:?}");
@@ -524,7 +589,7 @@ mod tests {
             queue.verdict
         );
         // Seed 004: the fixture's 10-database multi-db, 27% against 100%.
-        let multi = &found[4];
+        let multi = &found[5];
         assert_eq!(
             multi.measured.as_deref(),
             Some("10 databases: direct-blocking 27%, tokio-rusqlite 100%")
@@ -544,6 +609,44 @@ mod tests {
                 .contains("PRAGMAs on orm: reproduces in direction: 4.00× faster here"),
             "{}",
             tuning.verdict
+        );
+    }
+
+    #[test]
+    fn the_memory_map_is_judged_on_reads_alone_and_beside_a_writer() {
+        let mut results = fixtures::results();
+        let reads = results
+            .iter()
+            .find(|r| r.cell.workload == "point-read" && r.cell.approach == "quicklite")
+            .unwrap()
+            .clone();
+        let mixed = |mmap_size: Option<u64>, ops_per_sec: f64| {
+            let mut r = reads.clone();
+            r.cell.workload = "mixed".to_owned();
+            r.cell.mmap_size = mmap_size;
+            r.reads.ops_per_sec = ops_per_sec;
+            r
+        };
+        results.push(mixed(None, 150_000.0));
+        results.push(mixed(Some(0), 250_000.0));
+        let found = findings(&results);
+        let map = &found[4];
+        // The fixture's point-read pair: 1.18M without a map, 1.42M with it.
+        assert_eq!(
+            map.measured.as_deref(),
+            Some(
+                "point-read quicklite, 64 tasks, 10000 rows: no map → the profile's map (dropped by readers while \
+                 the database is written): 1.18M/s → 1.42M/s; mixed quicklite, 64 tasks, 10000 rows: no map → the \
+                 profile's map (dropped by readers while the database is written): 250k/s → 150k/s"
+            )
+        );
+        assert!(
+            map.verdict.starts_with(
+                "quicklite 64 tasks, reads alone: the map helps, 1.20× faster; quicklite 64 tasks, beside a \
+                 writer: the map costs, 1.67× slower"
+            ),
+            "{}",
+            map.verdict
         );
     }
 

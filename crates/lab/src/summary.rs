@@ -175,6 +175,7 @@ fn load_key(cell: &Cell) -> Cell {
         approach: String::new(),
         memstatus: false,
         mutex: String::new(),
+        mmap_size: None,
         dir: String::new(),
         build_profile: String::new(),
         postgres_url: None,
@@ -187,6 +188,7 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
     let memstatus = majority(members.iter().map(|r| r.cell.memstatus));
     let mutex = majority(members.iter().map(|r| r.cell.mutex.clone()));
     let build_profile = majority(members.iter().map(|r| r.cell.build_profile.clone()));
+    let mmap_size = majority(members.iter().map(|r| r.cell.mmap_size));
     let label = |cell: &Cell| {
         let mut label = cell.approach.clone();
         if cell.build_profile != build_profile {
@@ -197,6 +199,9 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
         }
         if cell.mutex != mutex {
             label.push_str(&format!(" · {}", cell.mutex));
+        }
+        if cell.mmap_size != mmap_size {
+            label.push_str(&format!(" · mmap {}", mmap_text(cell.mmap_size)));
         }
         label
     };
@@ -245,7 +250,7 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
     Table {
         workload: first.workload.clone(),
         title: first.workload.clone(),
-        settings: settings(first, memstatus, &mutex, &build_profile),
+        settings: settings(first, memstatus, &mutex, mmap_size, &build_profile),
         has_operations: rows.iter().any(|r| r.result.operation("cycle").is_some()),
         is_orm: is_orm(first),
         has_reads: rows.iter().any(|r| r.result.reads.ops > 0),
@@ -265,6 +270,7 @@ fn settings(
     cell: &Cell,
     memstatus: bool,
     mutex: &str,
+    mmap_size: Option<u64>,
     build_profile: &str,
 ) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
@@ -294,6 +300,7 @@ fn settings(
     );
     push("memory statistics", on_off(memstatus).to_owned());
     push("mutex", mutex.to_owned());
+    push("memory map", mmap_text(mmap_size));
     push("SQLite build", build_profile.to_owned());
     if matches!(cell.workload.as_str(), "point-read" | "mixed") {
         push("rows", cell.rows.to_string());
@@ -382,6 +389,15 @@ fn distinguish_titles(tables: &mut [Table]) {
 }
 
 /// The most common value; ties go to the one seen first.
+/// An `mmap_size` override as the reports write it: `0`, `256 MiB`, or `profile's`.
+pub fn mmap_text(mmap_size: Option<u64>) -> String {
+    match mmap_size {
+        None => "profile's".to_owned(),
+        Some(0) => "0".to_owned(),
+        Some(bytes) => format::bytes(bytes),
+    }
+}
+
 fn majority<T: PartialEq + Clone + Default>(values: impl Iterator<Item = T>) -> T {
     let mut counts: Vec<(T, usize)> = Vec::new();
     for value in values {
@@ -413,6 +429,7 @@ mod tests {
             labels,
             [
                 "quicklite",
+                "quicklite · mmap 0",
                 "quicklite · memstatus on",
                 "direct-blocking",
                 "tokio-rusqlite"

@@ -12,6 +12,10 @@ pub enum Profile {
     /// (in WAL mode: no fsync per commit, only at checkpoints — a power cut can lose the last commits but never
     /// corrupts the database), `busy_timeout=5000`, `foreign_keys=ON`, `cache_size=-32000` (32 MiB per connection),
     /// `mmap_size=268435456` (256 MiB), `temp_store=MEMORY`, `journal_size_limit=67108864` (64 MiB).
+    ///
+    /// Reader connections give their memory map up while the database is being written and map the file again
+    /// after a second without a commit: beside a writer, SQLite unmaps a reader's whole map at every read
+    /// transaction that follows a commit, which costs more than the map saves. The writer keeps its map.
     #[default]
     Server,
     /// As [`Profile::Server`], with `synchronous=FULL`: every acknowledged commit survives a power cut, at the

@@ -95,6 +95,39 @@ both_backends! {
 }
 
 both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reader_connections_drop_their_memory_map_while_the_database_is_written(backend) {
+        const MAPPED: i64 = 268_435_456;
+        // One reader, so that every read below meets the same connection.
+        let db = common::open(backend, |b| b.readers(1)).await;
+        db.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY)")
+            .await
+            .unwrap();
+        // With the writer held, reads go to a reader connection on both backends (read-only, unlike the writer's).
+        let on_a_reader = || async {
+            db.read(|c| Ok((c.is_readonly("main")?, c.pragma_query_value(None, "mmap_size", |r| r.get(0))?)))
+                .await
+                .unwrap()
+        };
+        let (release, blocker) = common::hold_writer(&db).await;
+        assert!(on_a_reader().await.0);
+        // Nothing commits while the writer is held: after a quiet spell the reader maps the file again.
+        tokio::time::sleep(Duration::from_millis(1_300)).await;
+        assert_eq!(on_a_reader().await, (true, MAPPED));
+        release.send(()).unwrap();
+        blocker.await.unwrap();
+        // A commit since its last batch: the reader reads without a map.
+        let (release, blocker) = common::hold_writer(&db).await;
+        assert_eq!(on_a_reader().await, (true, 0));
+        release.send(()).unwrap();
+        blocker.await.unwrap();
+        // The writer's connection keeps its map.
+        assert_eq!(db.pragmas()["mmap_size"], MAPPED.to_string());
+        db.close().await;
+    }
+}
+
+both_backends! {
     #[tokio::test]
     async fn durable_profile_syncs_fully_and_overrides_win(backend) {
         let db = common::open(backend, |b| {

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use crate::config::Config;
 use crate::engine::busy::BusyLimit;
 use crate::engine::guard::GuardedConnection;
+use crate::engine::map::ReaderMap;
 use crate::engine::{Shared, open};
 use crate::inbox::Inbox;
 use crate::metrics::LocalHistogram;
@@ -40,6 +41,7 @@ const TAKE: usize = 8;
 /// A reader: a read-only connection of its own, serving the readers' shared queue.
 pub(crate) struct Reader {
     conn: GuardedConnection,
+    map: ReaderMap,
     reads: BatchedReads,
 }
 
@@ -55,6 +57,7 @@ impl Reader {
         let busy = BusyLimit::new(config.busy_timeout);
         open::instrument(conn.conn_mut(), config, shared, "reader", &busy)?;
         Ok(Reader {
+            map: ReaderMap::new(&conn, shared.commit_seq(), Instant::now()),
             conn,
             reads: BatchedReads::new(rx, config, shared),
         })
@@ -67,12 +70,20 @@ impl Reader {
 
     /// Serves the requests taken from the queue, and the ones queued behind them up to the batch limits.
     pub(crate) fn serve_taken(&mut self) {
+        self.adjust_map();
         self.reads.serve_taken(&self.conn);
     }
 
     /// Serves what is queued now, one batch, without waiting ([`BatchedReads::serve_turn`]).
     pub(crate) fn serve_turn(&mut self) -> bool {
+        self.adjust_map();
         self.reads.serve_turn(&self.conn)
+    }
+
+    /// Drops or restores the connection's memory map before a batch ([`ReaderMap`]).
+    fn adjust_map(&mut self) {
+        let seq = self.reads.shared.commit_seq();
+        self.map.before_reads(&self.conn, seq, Instant::now());
     }
 }
 

@@ -131,15 +131,20 @@ pub(super) fn cache_size(setting: i64, page_size: i64) -> Finding {
 
 pub(super) fn mmap_size(size: i64) -> Finding {
     let why = "mmap_size is per connection and off by default. With memory-mapped I/O SQLite reads pages \
-               straight from the mapping instead of copying them from the kernel, which can make I/O-heavy reads \
-               faster and share memory with the OS page cache; in exchange, an I/O error on the mapped file \
-               becomes a signal that crashes the program instead of an error code.";
+               straight from the mapping instead of copying them from the kernel: reads of a database larger than \
+               the page cache get much cheaper, and memory is shared with the OS page cache. But a read \
+               transaction that begins after another connection committed unmaps the connection's whole map \
+               (SQLite cannot tell which pages changed), so beside a writer every read batch pays an munmap and \
+               its page faults: there the map makes reads slower, not faster. quicklite's readers therefore drop \
+               the map while the database is written and map again after a quiet second; the writer keeps it. An \
+               I/O error on a mapped file becomes a signal that crashes the program instead of an error code.";
     if size <= 0 {
         Finding::new("mmap_size", Severity::Info, "0 (memory-mapped I/O off)")
             .per_connection()
             .fix(format!(
-                "for read-heavy work, set it when opening each connection: PRAGMA mmap_size={} (256 MiB, \
-                 quicklite's Server profile)",
+                "for databases read much more than written, set it when opening each connection: PRAGMA \
+                 mmap_size={} (256 MiB, quicklite's Server profile, whose readers give it up while the database \
+                 is written); with a pool of connections that all read beside a writer, leave it off",
                 server("mmap_size")
             ))
             .why(why, &[DOC_MMAP, DOC_MMAP_SIZE])
@@ -150,7 +155,10 @@ pub(super) fn mmap_size(size: i64) -> Finding {
             format!("{size} ({})", bytes(size as u64)),
         )
         .per_connection()
-        .fix("nothing to do")
+        .fix(
+            "nothing to do through quicklite (its readers drop the map while the database is written); with \
+             another pool whose connections read beside a writer, set it to 0 on them",
+        )
         .why(why, &[DOC_MMAP, DOC_MMAP_SIZE])
     }
 }
