@@ -50,7 +50,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub quick: bool,
 
-    /// Workloads to run [default: point-read,insert,mixed,multi-db,queue,http].
+    /// Workloads to run [default: point-read,insert,mixed,write-read,multi-db,queue,http,orm].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub workloads: Option<Vec<String>>,
 

@@ -42,7 +42,7 @@ fn unknown_approach_lists_the_valid_ones() {
 fn unknown_workload_lists_the_valid_ones() {
     rejects(
         &["--workloads", "reads"],
-        "unknown workload `reads` (valid workloads: point-read, insert, mixed, multi-db, queue, http, orm)",
+        "unknown workload `reads` (valid workloads: point-read, insert, mixed, write-read, multi-db, queue, http, orm)",
     );
 }
 

@@ -25,6 +25,9 @@ pub enum Workload {
     Insert,
     /// 90% point reads, 10% updates by primary key.
     Mixed,
+    /// Read after write: each operation updates one row by primary key, then reads that row back (the save-then-
+    /// load of a web request). The write and the read are timed apart; every approach reads its own writes.
+    WriteRead,
     /// Seed 004: N ledger databases; per database one writer appending a block every `write_delay_ms`
     /// (the delay blocking inside the write, or an async pause between writes: [`crate::WriteMode`]), and readers
     /// running the account-history JOIN in a loop (R per database, or a fixed total over all databases).
@@ -43,10 +46,11 @@ pub enum Workload {
 
 impl Workload {
     /// Every workload, in report order.
-    pub const ALL: [Workload; 7] = [
+    pub const ALL: [Workload; 8] = [
         Self::PointRead,
         Self::Insert,
         Self::Mixed,
+        Self::WriteRead,
         Self::MultiDb,
         Self::Queue,
         Self::Http,
@@ -59,6 +63,7 @@ impl Workload {
             Self::PointRead => "point-read",
             Self::Insert => "insert",
             Self::Mixed => "mixed",
+            Self::WriteRead => "write-read",
             Self::MultiDb => "multi-db",
             Self::Queue => "queue",
             Self::Http => "http",
@@ -93,7 +98,7 @@ impl Workload {
                     bail!("paced writes need a period (write_delay_ms = 0)");
                 }
             }
-            Self::PointRead | Self::Mixed | Self::Http if cell.rows == 0 => {
+            Self::PointRead | Self::Mixed | Self::WriteRead | Self::Http if cell.rows == 0 => {
                 bail!("{} needs rows to read (rows = 0)", workload.name());
             }
             _ => {}
@@ -226,7 +231,7 @@ mod tests {
         let err = Workload::parse("point-reads").unwrap_err().to_string();
         assert!(err.contains("`point-reads`"), "{err}");
         assert!(
-            err.contains("point-read, insert, mixed, multi-db, queue, http, orm"),
+            err.contains("point-read, insert, mixed, write-read, multi-db, queue, http, orm"),
             "{err}"
         );
     }

@@ -8,6 +8,7 @@ pub const WORKLOADS: &[&str] = &[
     "point-read",
     "insert",
     "mixed",
+    "write-read",
     "multi-db",
     "queue",
     "http",

@@ -527,7 +527,7 @@ mod tests {
         };
         let message = build_matrix(&options).unwrap_err().to_string();
         assert!(
-            message.contains("point-read, insert, mixed, multi-db"),
+            message.contains("point-read, insert, mixed, write-read, multi-db"),
             "{message}"
         );
     }

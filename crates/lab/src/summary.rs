@@ -302,7 +302,10 @@ fn settings(
     push("mutex", mutex.to_owned());
     push("memory map", mmap_text(mmap_size));
     push("SQLite build", build_profile.to_owned());
-    if matches!(cell.workload.as_str(), "point-read" | "mixed") {
+    if matches!(
+        cell.workload.as_str(),
+        "point-read" | "mixed" | "write-read"
+    ) {
         push("rows", cell.rows.to_string());
     }
     if cell.workload == "queue" {

@@ -88,6 +88,20 @@ fn quicklite_point_read() {
 }
 
 #[test]
+fn quicklite_write_read_times_each_write_and_the_read_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_cell("quicklite", "write-read", dir.path()));
+    assert_eq!(result["errors"], 0, "{result}");
+    let (reads, writes) = (
+        result["reads"]["ops"].as_u64().unwrap(),
+        result["writes"]["ops"].as_u64().unwrap(),
+    );
+    assert!(writes > 0, "{result}");
+    // Each read follows its write; the window may close between the two on each of the 4 tasks.
+    assert!(reads.abs_diff(writes) <= 4, "{reads} reads, {writes} writes");
+}
+
+#[test]
 fn spawn_blocking_multi_db_reports_write_completion() {
     let dir = tempfile::tempdir().unwrap();
     let result = run(&tiny_cell("spawn-blocking", "multi-db", dir.path()));

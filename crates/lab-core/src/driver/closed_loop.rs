@@ -1,4 +1,5 @@
-//! `point-read`, `insert` and `mixed`: `concurrency` client tasks running single-row operations back to back.
+//! `point-read`, `insert`, `mixed` and `write-read`: `concurrency` client tasks running single-row operations back
+//! to back.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,7 +16,7 @@ use crate::rng::Rng;
 use crate::stats::{OpKind, StatsSink};
 use crate::workload::{MIXED_READ_PERCENT, Workload};
 
-/// Runs a `point-read`, `insert` or `mixed` cell: one client task per `concurrency`, each with its own random
+/// Runs a `point-read`, `insert`, `mixed` or `write-read` cell: one client task per `concurrency`, each with its own random
 /// stream, until the window closes.
 pub(super) async fn drive<A: Approach>(
     cell: &Cell,
@@ -38,7 +39,7 @@ pub(super) async fn drive<A: Approach>(
     Ok(measurement)
 }
 
-/// A client of `point-read`, `insert` or `mixed`: operations back to back until the window ends.
+/// A client of `point-read`, `insert`, `mixed` or `write-read`: operations back to back until the window ends.
 async fn client<A: Approach>(
     approach: Arc<A>,
     workload: Workload,
@@ -65,6 +66,22 @@ async fn client<A: Approach>(
                 observe(approach.insert(NewItem::random(&mut rng))).await,
                 OpKind::Write,
             ),
+            Workload::WriteRead => {
+                let (id, delta) = (rng.between(1, rows), rng.between(-100, 100));
+                let (outcome, _) = observe(approach.update(id, delta)).await;
+                let failed = outcome.is_err();
+                record(&stats, &window, OpKind::Write, started, outcome);
+                if failed {
+                    ready = false;
+                    continue;
+                }
+                // The read is timed from the moment the write's answer came back.
+                let read_started = Instant::now();
+                let read = observe(approach.point_read(id)).await;
+                record(&stats, &window, OpKind::Read, read_started, read.0);
+                ready = read.1;
+                continue;
+            }
             _ if rng.percent(MIXED_READ_PERCENT) => (
                 observe(approach.point_read(rng.between(1, rows))).await,
                 OpKind::Read,
@@ -101,6 +118,16 @@ mod tests {
         let (m, _) = run(&cell, Fake::seeded(200)).await;
         assert!(m.writes.ops > 0);
         assert!(m.reads.ops > m.writes.ops);
+        assert_eq!(m.errors, 0, "{:?}", m.error_samples);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn write_read_reads_back_each_row_it_writes() {
+        let cell = sample_cell("write-read", "fake");
+        let (m, _) = run(&cell, Fake::seeded(200)).await;
+        assert!(m.writes.ops > 0);
+        // Each read follows its write; the window may close between the two.
+        assert!(m.reads.ops.abs_diff(m.writes.ops) <= u64::from(cell.concurrency));
         assert_eq!(m.errors, 0, "{:?}", m.error_samples);
     }
 

@@ -33,9 +33,10 @@ pub use queue::QUEUE_PROBE_CYCLES;
 /// exits without waiting for them.
 pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measurement> {
     match Workload::of_cell(cell)? {
-        workload @ (Workload::PointRead | Workload::Insert | Workload::Mixed) => {
-            closed_loop::drive(cell, workload, approach).await
-        }
+        workload @ (Workload::PointRead
+        | Workload::Insert
+        | Workload::Mixed
+        | Workload::WriteRead) => closed_loop::drive(cell, workload, approach).await,
         Workload::MultiDb => multi_db::drive(cell, approach).await,
         Workload::Queue => queue::drive(cell, approach).await,
         Workload::Orm => orm::drive(cell, &*approach).await,
