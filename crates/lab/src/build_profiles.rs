@@ -22,13 +22,16 @@ pub struct BuildProfile {
     pub name: String,
     /// The flags as written in the list (`@workspace` not yet expanded).
     pub flags: String,
+    /// Cargo features of the runner the profile builds with (`+name` in the list): only runners that declare
+    /// them measure the profile.
+    pub features: Vec<String>,
 }
 
 impl BuildProfile {
     /// Whether this is the workspace's own build (flags exactly `@workspace`): built and found like any
     /// `cargo build --release`, in the usual target directory.
     pub fn is_workspace_build(&self) -> bool {
-        self.flags.trim() == WORKSPACE
+        self.flags.trim() == WORKSPACE && self.features.is_empty()
     }
 
     /// The `LIBSQLITE3_FLAGS` to build with, `@workspace` replaced by `workspace_flags`.
@@ -77,7 +80,19 @@ pub fn parse(text: &str) -> Result<Vec<BuildProfile>> {
                 "profile name `{name}` must be letters, digits, `-` or `_`"
             )));
         }
+        let mut features = Vec::new();
+        let mut sqlite_flags = Vec::new();
         for token in flags.split_whitespace() {
+            if let Some(feature) = token.strip_prefix('+') {
+                if feature.is_empty() {
+                    return Err(bad(
+                        "`+` must be followed by a cargo feature name".to_owned()
+                    ));
+                }
+                features.push(feature.to_owned());
+                continue;
+            }
+            sqlite_flags.push(token);
             let known = token == WORKSPACE
                 || token.starts_with("-DSQLITE_")
                 || token.starts_with("-USQLITE_")
@@ -85,7 +100,7 @@ pub fn parse(text: &str) -> Result<Vec<BuildProfile>> {
             if !known {
                 return Err(bad(format!(
                     "`{token}` is not a flag libsqlite3-sys understands (SQLITE_X=v, -DSQLITE_X, -USQLITE_X or \
-                     {WORKSPACE})"
+                     {WORKSPACE}) nor a runner feature (+name)"
                 )));
             }
         }
@@ -94,7 +109,8 @@ pub fn parse(text: &str) -> Result<Vec<BuildProfile>> {
         }
         out.push(BuildProfile {
             name: name.to_owned(),
-            flags: flags.trim().to_owned(),
+            flags: sqlite_flags.join(" "),
+            features,
         });
     }
     Ok(out)
@@ -161,7 +177,7 @@ mod tests {
     fn the_shipped_list_parses_with_default_tuned_and_threadsafe2() {
         let profiles = parse(PROFILES_FILE).unwrap();
         let names: Vec<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names, ["default", "tuned", "threadsafe2"]);
+        assert_eq!(names, ["default", "tuned", "threadsafe2", "sqlcipher"]);
         assert_eq!(
             profiles[0].flags, "",
             "default leaves rusqlite's flags alone"
@@ -176,6 +192,10 @@ mod tests {
             profiles[2].target_dir(Path::new("/t")),
             PathBuf::from("/t/lab-profiles/threadsafe2")
         );
+        // The workspace's flags with a runner feature: a build of its own, not the workspace's.
+        assert_eq!(profiles[3].flags, "@workspace");
+        assert_eq!(profiles[3].features, ["sqlcipher"]);
+        assert!(!profiles[3].is_workspace_build());
     }
 
     #[test]
@@ -198,6 +218,7 @@ mod tests {
                 "line 1: `fast -DSQLITE_X` is not `name: flags`",
             ),
             ("# c\n\nfast: -O3", "line 3: `-O3` is not a flag"),
+            ("enc: @workspace +", "line 1: `+` must be followed"),
             ("a b: SQLITE_X=1", "profile name `a b`"),
             ("x:\nx: SQLITE_Y=1", "line 2: profile `x` is listed twice"),
         ] {

@@ -26,6 +26,8 @@ struct RunnerSpec {
     manifest: Option<&'static str>,
     /// Approaches it provides.
     approaches: &'static [&'static str],
+    /// Cargo features it declares for build profiles (`+name` in the profile list).
+    features: &'static [&'static str],
 }
 
 const RUNNERS: &[RunnerSpec] = &[
@@ -40,16 +42,19 @@ const RUNNERS: &[RunnerSpec] = &[
             "quicklite",
             "postgres",
         ],
+        features: &["sqlcipher"],
     },
     RunnerSpec {
         bin: "runner-rusqlite040",
         manifest: Some("runners/rusqlite040/Cargo.toml"),
         approaches: &["tokio-rusqlite", "deadpool-sqlite"],
+        features: &[],
     },
     RunnerSpec {
         bin: "runner-sqlx",
         manifest: Some("runners/sqlx/Cargo.toml"),
         approaches: &["sqlx"],
+        features: &[],
     },
 ];
 
@@ -119,7 +124,13 @@ impl RunnerRegistry {
                     .iter()
                     .filter(|a| spec.approaches.contains(&a.as_str()))
                     .collect();
-                if wanted.is_empty() {
+                // A runner without the profile's features does not measure it: its cells fail, naming why.
+                let lacking: Vec<&String> = profile
+                    .features
+                    .iter()
+                    .filter(|f| !spec.features.contains(&f.as_str()))
+                    .collect();
+                if wanted.is_empty() || !lacking.is_empty() {
                     continue;
                 }
                 let program = if setup.build {
@@ -323,6 +334,11 @@ fn build_command(
     if spec.manifest.is_none() {
         // The main workspace has many packages; build only the runner's.
         command.args(["-p", spec.bin]);
+    }
+    if let Some((profile, _)) = profile
+        && !profile.features.is_empty()
+    {
+        command.arg("--features").arg(profile.features.join(","));
     }
     command
         .args(["--bin", spec.bin])

@@ -46,7 +46,8 @@ pub fn run_all(
                 std::path::Path::new(""),
                 &now_rfc3339(),
                 format!(
-                    "no runner for approach `{}` with build profile `{}`",
+                    "no runner for approach `{}` with build profile `{}` (a profile with runner features, e.g. \
+                     `sqlcipher`, is measured only by the runners that have them)",
                     cell.approach, cell.build_profile
                 ),
             ),

@@ -98,7 +98,10 @@ fn quicklite_write_read_times_each_write_and_the_read_after_it() {
     );
     assert!(writes > 0, "{result}");
     // Each read follows its write; the window may close between the two on each of the 4 tasks.
-    assert!(reads.abs_diff(writes) <= 4, "{reads} reads, {writes} writes");
+    assert!(
+        reads.abs_diff(writes) <= 4,
+        "{reads} reads, {writes} writes"
+    );
 }
 
 #[test]

@@ -44,7 +44,9 @@ impl AsyncSqlite {
             let pragmas = knobs.connection_pragmas();
             for outcome in pool
                 .conn_for_each(move |conn| {
-                    Ok(connect::apply(conn, &pragmas).map_err(|e| format!("{e:#}")))
+                    let set_up =
+                        connect::unlock(conn).and_then(|()| connect::apply(conn, &pragmas));
+                    Ok(set_up.map_err(|e| format!("{e:#}")))
                 })
                 .await
             {

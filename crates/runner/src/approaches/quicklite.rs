@@ -81,6 +81,10 @@ fn with_knobs(builder: Builder, knobs: &Knobs) -> Builder {
     for pragma in knobs.connection_pragmas() {
         builder = builder.pragma(pragma.name, pragma.value.to_string());
     }
+    #[cfg(feature = "sqlcipher")]
+    if let Some(key) = connect::KEY {
+        builder = builder.key(key);
+    }
     builder
 }
 

@@ -18,7 +18,24 @@ pub fn open_flags(mutex: MutexMode) -> OpenFlags {
         | mode
 }
 
-/// Opens `path` with the cell's open flags and sets the per-connection PRAGMAs of its profile
+/// The key every connection opens with in a SQLCipher build of the runner (its `sqlcipher` feature, which the
+/// lab's `sqlcipher` build profile turns on): the lab measures what encryption costs, not how secret the key is.
+pub const KEY: Option<&str> = if cfg!(feature = "sqlcipher") {
+    Some("quicklite-lab")
+} else {
+    None
+};
+
+/// Gives `conn` the [`KEY`], if the runner has one: SQLCipher wants it as the first statement on a connection.
+pub fn unlock(conn: &Connection) -> Result<()> {
+    if let Some(key) = KEY {
+        conn.pragma_update(None, "key", key)
+            .context("cannot set the SQLCipher key")?;
+    }
+    Ok(())
+}
+
+/// Opens `path` with the cell's open flags, the [`KEY`] if any, and the per-connection PRAGMAs of its profile
 /// (the file-level `journal_mode` was set once when seeding).
 #[allow(
     dead_code,
@@ -27,6 +44,7 @@ pub fn open_flags(mutex: MutexMode) -> OpenFlags {
 pub fn open(path: &Path, knobs: &Knobs) -> Result<Connection> {
     let conn = Connection::open_with_flags(path, open_flags(knobs.mutex))
         .with_context(|| format!("cannot open {}", path.display()))?;
+    unlock(&conn)?;
     apply(&conn, &knobs.connection_pragmas())?;
     Ok(conn)
 }

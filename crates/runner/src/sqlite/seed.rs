@@ -15,6 +15,7 @@ pub fn seed_databases(cell: &Cell, workload: Workload, knobs: &Knobs) -> Result<
     let path = workload.database_path(cell, 0);
     let conn = Connection::open_with_flags(&path, connect::open_flags(knobs.mutex))
         .with_context(|| format!("cannot create {}", path.display()))?;
+    connect::unlock(&conn)?;
     connect::apply(&conn, &knobs.pragmas())?;
     seed_one(&conn, cell, workload).with_context(|| format!("cannot seed {}", path.display()))?;
     // The last connection to close folds the WAL back into the file, so the file alone is the whole database.
