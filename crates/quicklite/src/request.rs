@@ -41,6 +41,9 @@ pub(crate) struct WriteRequest {
     pub(crate) enqueued: Instant,
     /// The caller's span, parent of the writer's span for this request.
     pub(crate) span: tracing::Span,
+    /// When the request times out, if it has a timeout (given as the duration, for the error). Only a write that
+    /// runs alone has one ([`WriteKind::Transaction`]).
+    pub(crate) deadline: Option<(Instant, std::time::Duration)>,
     pub(crate) job: Box<dyn WriteJob>,
 }
 
@@ -84,6 +87,8 @@ pub(crate) trait WriteJob: Reply {
     fn run_mut(&mut self, conn: &mut Connection) -> Ran;
     /// The closure's own error, described, if it failed.
     fn error_message(&self) -> Option<String>;
+    /// Replaces the answer with `error` (the write ran past its deadline, or never ran because of it).
+    fn fail_later(&mut self, error: Error);
     /// Decides the answer: the closure's own error if it failed, else `group_failure` if its group failed, else
     /// its value. Returns whether the answer is an error.
     fn resolve(&mut self, group_failure: Option<Error>) -> bool;
@@ -236,6 +241,10 @@ where
 
     fn run_mut(&mut self, conn: &mut Connection) -> Ran {
         self.call(|c| c.call_mut(conn))
+    }
+
+    fn fail_later(&mut self, error: Error) {
+        self.state = JobState::Done(Err(error));
     }
 
     fn error_message(&self) -> Option<String> {

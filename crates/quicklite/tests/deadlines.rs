@@ -1,5 +1,6 @@
-//! Read deadlines: a runaway read is interrupted and fails alone with `Error::Timeout`, the reads beside it are
-//! served, and the handle goes on; on both backends.
+//! Deadlines: a runaway read is interrupted and fails alone with `Error::Timeout`, the reads beside it are served;
+//! a runaway write is interrupted and rolled back while the writes queued beside it commit; a write still queued
+//! past its deadline never runs; the handle goes on; on both backends.
 
 use std::time::{Duration, Instant};
 
@@ -65,6 +66,79 @@ both_backends! {
         assert!(matches!(e, Error::Timeout { .. }), "{e}");
         let n: i64 = db.query_row("SELECT 41 + 1", [], |r| r.get(0)).await.unwrap();
         assert_eq!(n, 42);
+        db.close().await;
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_runaway_write_times_out_and_rolls_back_alone_while_the_writes_beside_it_commit(backend) {
+        let db = common::open(backend, |b| b).await;
+        db.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)").await.unwrap();
+        let started = Instant::now();
+        let runaway = {
+            let db = db.db.clone();
+            tokio::spawn(async move {
+                db.write_with_timeout(Duration::from_millis(100), |c| {
+                    // Written before the runaway statement: rolled back with it.
+                    c.execute("INSERT INTO t VALUES (-1, 0)", [])?;
+                    c.execute(&format!("INSERT INTO t (id, v) SELECT -2, ({RUNAWAY})"), [])
+                })
+                .await
+            })
+        };
+        let writes: Vec<_> = (0..63_i64)
+            .map(|i| {
+                let db = db.db.clone();
+                tokio::spawn(async move { db.execute("INSERT INTO t VALUES (?1, ?2)", (i, i * 2)).await })
+            })
+            .collect();
+        for w in writes {
+            assert_eq!(w.await.unwrap().unwrap(), 1);
+        }
+        let timed_out = runaway.await.unwrap();
+        let took = started.elapsed();
+        assert!(
+            matches!(timed_out, Err(Error::Timeout { timeout }) if timeout == Duration::from_millis(100)),
+            "{timed_out:?}"
+        );
+        // A hang guard, not a timing assertion: without the deadline the statement never ends.
+        assert!(took < Duration::from_secs(30), "{took:?}");
+        let (rows, negative): (i64, i64) = db
+            .query_row("SELECT count(*), count(*) FILTER (WHERE id < 0) FROM t", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .await
+            .unwrap();
+        assert_eq!((rows, negative), (63, 0), "every other write committed, nothing of the runaway's");
+        // The handle goes on: a write with a deadline it meets commits.
+        db.write_with_timeout(Duration::from_secs(30), |c| c.execute("INSERT INTO t VALUES (100, 200)", []))
+            .await
+            .unwrap();
+        assert_eq!(common::count(&db, "t").await, 64);
+        db.close().await;
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_still_queued_past_its_deadline_never_runs(backend) {
+        let db = common::open(backend, |b| b).await;
+        db.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)").await.unwrap();
+        let (release, blocker) = common::hold_writer(&db).await;
+        let late = {
+            let db = db.db.clone();
+            tokio::spawn(async move {
+                db.write_with_timeout(Duration::from_millis(50), |c| c.execute("INSERT INTO t VALUES (1)", []))
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        release.send(()).unwrap();
+        blocker.await.unwrap();
+        let e = late.await.unwrap().unwrap_err();
+        assert!(matches!(e, Error::Timeout { .. }), "{e}");
+        assert_eq!(common::count(&db, "t").await, 0);
         db.close().await;
     }
 }

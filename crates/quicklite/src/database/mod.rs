@@ -250,6 +250,22 @@ impl Database {
         self.submit_write(WriteKind::Transaction, f).await
     }
 
+    /// [`Database::transaction`] that fails with [`Error::Timeout`] if it has not finished `timeout` after this
+    /// call: still queued then, it does not run; still running, its statement is interrupted and its transaction
+    /// rolled back. It runs alone, never grouped with other writes: SQLite rolls back the whole transaction when a
+    /// writing statement is interrupted, which would take its neighbours' work with it. A write that finished in
+    /// time commits, even if the commit itself ends after the deadline.
+    pub async fn write_with_timeout<T, F>(&self, timeout: std::time::Duration, f: F) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (job, rx) = Job::new(f);
+        let deadline = Some((Instant::now() + timeout, timeout));
+        self.submit_job(WriteKind::Transaction, deadline, job, rx)
+            .await
+    }
+
     /// Runs `f` on the writer's connection in autocommit mode, alone, with transaction control allowed: for
     /// `VACUUM`, PRAGMAs that cannot run inside a transaction, or code that manages its own transactions. A
     /// transaction left open when `f` returns is rolled back and reported as [`Error::TransactionLeftOpen`].
@@ -269,7 +285,7 @@ impl Database {
         T: Send + 'static,
     {
         let (job, rx) = Job::exclusive(f);
-        self.submit_job(WriteKind::Unmanaged, job, rx).await
+        self.submit_job(WriteKind::Unmanaged, None, job, rx).await
     }
 
     pub(crate) async fn submit_write<T, F>(&self, kind: WriteKind, f: F) -> Result<T>
@@ -278,13 +294,14 @@ impl Database {
         T: Send + 'static,
     {
         let (job, rx) = Job::new(f);
-        self.submit_job(kind, job, rx).await
+        self.submit_job(kind, None, job, rx).await
     }
 
     /// Queues a write job and waits for its answer.
     async fn submit_job<T: Send + 'static>(
         &self,
         kind: WriteKind,
+        deadline: Option<(Instant, std::time::Duration)>,
         job: Box<dyn WriteJob>,
         rx: oneshot::Receiver<Answer<T>>,
     ) -> Result<T> {
@@ -293,6 +310,7 @@ impl Database {
             caller: CallerThread::current(),
             enqueued: Instant::now(),
             span: tracing::Span::current(),
+            deadline,
             job,
         };
         self.enqueue(&self.inner.write_tx, req, "write").await?;

@@ -154,11 +154,31 @@ pub(crate) fn run_alone(
     let metrics = &shared.metrics;
     let started = Instant::now();
     let (ran, outcome) = match request.kind {
+        WriteKind::Transaction if request.deadline.is_some_and(|(at, _)| Instant::now() >= at) => {
+            // Past its deadline already (it waited in the queue): answered without running.
+            let timeout = request.deadline.map(|(_, t)| t).unwrap_or_default();
+            request.job.fail_later(Error::Timeout { timeout });
+            (Ran::Failed, None)
+        }
         WriteKind::Grouped | WriteKind::Transaction => match conn.control(BEGIN) {
             Err(e) => return Some(Error::copy_sqlite(&e)),
             Ok(()) => {
-                let ran = request.job.run(conn.conn());
-                let outcome = if conn.conn().is_autocommit() {
+                let deadline = request.deadline;
+                let (ran, late) =
+                    conn.run_until(deadline.map(|(at, _)| at), || request.job.run(conn.conn()));
+                let timed_out = late && !ran.is_ok();
+                let outcome = if let Some((_, timeout)) = deadline
+                    && timed_out
+                {
+                    // Interrupted: rolled back (by SQLite already, if the statement was writing), and answered
+                    // with the timeout rather than the interruption.
+                    request.job.fail_later(Error::Timeout { timeout });
+                    if !conn.conn().is_autocommit() {
+                        let _ = conn.control(ROLLBACK);
+                    }
+                    metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+                    None
+                } else if conn.conn().is_autocommit() {
                     metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
                     Some(Error::RolledBack {
                         reason: request
@@ -274,6 +294,7 @@ mod tests {
             caller: CallerThread::current(),
             enqueued: Instant::now(),
             span: tracing::Span::none(),
+            deadline: None,
             job,
         };
         (request, rx)
