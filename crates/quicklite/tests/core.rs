@@ -535,10 +535,11 @@ both_backends! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_write_whose_caller_gave_up_before_it_started_is_not_run(backend) {
         use futures::FutureExt;
-        let db = common::open(backend, |b| b).await;
+        const ABANDONED: i64 = 10_000;
+        let db = common::open(backend, |b| b.write_queue_capacity(12_000)).await;
         db.execute_batch("CREATE TABLE t (a)").await.unwrap();
         let (release, blocker) = common::hold_writer(&db).await;
-        for i in 0..50_i64 {
+        for i in 0..ABANDONED {
             // Polled once: the write is queued, then its caller goes away before the writer gets to it.
             assert!(
                 db.execute("INSERT INTO t VALUES (?1)", (i,))
@@ -547,25 +548,27 @@ both_backends! {
             );
         }
         // Callers that keep waiting, queued behind them.
-        let waiting: Vec<_> = (100..110_i64)
+        let waiting: Vec<_> = (ABANDONED..ABANDONED + 10)
             .map(|i| {
                 let db = db.db.clone();
                 tokio::spawn(async move { db.execute("INSERT INTO t VALUES (?1)", (i,)).await })
             })
             .collect();
-        common::until_write_queue_holds(&db, 60).await;
+        common::until_write_queue_holds(&db, ABANDONED as usize + 10).await;
         release.send(()).unwrap();
         blocker.await.unwrap();
         for w in waiting {
             assert_eq!(w.await.unwrap().unwrap(), 1);
         }
-        // Acknowledged ⇒ committed; abandoned before it started ⇒ not run.
+        // Acknowledged ⇒ committed; abandoned before it started ⇒ not run, counted, and out of the queue.
         let rows = db
             .query_all("SELECT a FROM t ORDER BY a", [], |r| r.get::<_, i64>(0))
             .await
             .unwrap();
-        assert_eq!(rows, (100..110).collect::<Vec<_>>());
-        assert_eq!(db.metrics().abandoned_writes, 50);
+        assert_eq!(rows, (ABANDONED..ABANDONED + 10).collect::<Vec<_>>());
+        let metrics = db.metrics();
+        assert_eq!(metrics.abandoned_writes, ABANDONED as u64);
+        assert_eq!(metrics.write_queue_depth, 0);
         db.close().await;
     }
 }
