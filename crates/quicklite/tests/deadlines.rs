@@ -10,14 +10,36 @@ mod common;
 
 use common::both_backends;
 
+/// A database of `backend` with an empty table `t (id INTEGER PRIMARY KEY, v INTEGER)`.
+async fn table_t(backend: common::Backend) -> common::TestDb {
+    let db = common::open(backend, |b| b).await;
+    db.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
+        .await
+        .unwrap();
+    db
+}
+
+/// `outcome` is the timeout of a 100 ms deadline, reached well before a hang guard (without the deadline the
+/// runaway never ends): not a timing assertion.
+fn assert_timed_out_after_100_ms<T: std::fmt::Debug>(
+    outcome: quicklite::Result<T>,
+    started: Instant,
+) {
+    assert!(
+        matches!(outcome, Err(Error::Timeout { timeout }) if timeout == Duration::from_millis(100)),
+        "{outcome:?}"
+    );
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(30), "{took:?}");
+}
+
 const RUNAWAY: &str =
     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c";
 
 both_backends! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_runaway_read_times_out_alone_and_the_reads_beside_it_are_served(backend) {
-        let db = common::open(backend, |b| b).await;
-        db.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)").await.unwrap();
+        let db = table_t(backend).await;
         db.execute_many("INSERT INTO t VALUES (?1, ?2)", (0..100_i64).map(|i| (i, i * 2)))
             .await
             .unwrap();
@@ -42,14 +64,7 @@ both_backends! {
         for (i, p) in points.into_iter().enumerate() {
             assert_eq!(p.await.unwrap().unwrap(), i as i64 * 2);
         }
-        let timed_out = runaway.await.unwrap();
-        let took = started.elapsed();
-        assert!(
-            matches!(timed_out, Err(Error::Timeout { timeout }) if timeout == Duration::from_millis(100)),
-            "{timed_out:?}"
-        );
-        // A hang guard, not a timing assertion: without the deadline the query never ends.
-        assert!(took < Duration::from_secs(30), "{took:?}");
+        assert_timed_out_after_100_ms(runaway.await.unwrap(), started);
         // The handle goes on: reads and writes.
         db.execute("INSERT INTO t VALUES (100, 200)", ()).await.unwrap();
         let v: i64 = db.query_row("SELECT v FROM t WHERE id = 100", [], |r| r.get(0)).await.unwrap();
@@ -73,8 +88,7 @@ both_backends! {
 both_backends! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_runaway_write_times_out_and_rolls_back_alone_while_the_writes_beside_it_commit(backend) {
-        let db = common::open(backend, |b| b).await;
-        db.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)").await.unwrap();
+        let db = table_t(backend).await;
         let started = Instant::now();
         let runaway = {
             let db = db.db.clone();
@@ -96,14 +110,7 @@ both_backends! {
         for w in writes {
             assert_eq!(w.await.unwrap().unwrap(), 1);
         }
-        let timed_out = runaway.await.unwrap();
-        let took = started.elapsed();
-        assert!(
-            matches!(timed_out, Err(Error::Timeout { timeout }) if timeout == Duration::from_millis(100)),
-            "{timed_out:?}"
-        );
-        // A hang guard, not a timing assertion: without the deadline the statement never ends.
-        assert!(took < Duration::from_secs(30), "{took:?}");
+        assert_timed_out_after_100_ms(runaway.await.unwrap(), started);
         let (rows, negative): (i64, i64) = db
             .query_row("SELECT count(*), count(*) FILTER (WHERE id < 0) FROM t", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -123,13 +130,12 @@ both_backends! {
 both_backends! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_write_still_queued_past_its_deadline_never_runs(backend) {
-        let db = common::open(backend, |b| b).await;
-        db.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)").await.unwrap();
+        let db = table_t(backend).await;
         let (release, blocker) = common::hold_writer(&db).await;
         let late = {
             let db = db.db.clone();
             tokio::spawn(async move {
-                db.write_with_timeout(Duration::from_millis(50), |c| c.execute("INSERT INTO t VALUES (1)", []))
+                db.write_with_timeout(Duration::from_millis(50), |c| c.execute("INSERT INTO t VALUES (1, 1)", []))
                     .await
             })
         };

@@ -8,11 +8,13 @@ use rusqlite::Connection;
 
 use crate::engine::Shared;
 
-/// How long a connection's busy handler waits for a lock, and how often it tries. The writer shortens the wait
-/// while a checkpoint waits for readers, so that a long read cannot stall writes for the whole busy timeout, and
-/// has it try every millisecond meanwhile: quicklite's readers leave the WAL within a batch, and SQLite's growing
-/// schedule (up to 100 ms between tries) would sleep through the moment they do, holding up every write queued
-/// behind the checkpoint.
+/// How long a connection's busy handler waits for a lock, and how often it tries.
+///
+/// The writer tries every millisecond ([`BusyLimit::polling`]): a lock it waits for is held by another process
+/// (quicklite has one writer), and SQLite's growing schedule (up to 100 ms between tries) sleeps through the
+/// moments that process lets go, so a writer that commits back to back wins nearly every race. The writer also
+/// shortens the wait while a checkpoint waits for readers, so that a long read cannot stall writes for the whole
+/// busy timeout; quicklite's readers leave the WAL within a batch. Readers keep SQLite's schedule.
 #[derive(Debug, Clone)]
 pub(crate) struct BusyLimit {
     inner: Arc<Limit>,
@@ -27,11 +29,21 @@ struct Limit {
 }
 
 impl BusyLimit {
+    /// A limit of `limit` that follows SQLite's schedule of tries.
     pub(crate) fn new(limit: Duration) -> BusyLimit {
+        Self::with_schedule(limit, false)
+    }
+
+    /// A limit of `limit` that tries every millisecond.
+    pub(crate) fn polling(limit: Duration) -> BusyLimit {
+        Self::with_schedule(limit, true)
+    }
+
+    fn with_schedule(limit: Duration, every_millisecond: bool) -> BusyLimit {
         BusyLimit {
             inner: Arc::new(Limit {
                 wait_ms: AtomicU64::new(millis(limit)),
-                every_millisecond: AtomicBool::new(false),
+                every_millisecond: AtomicBool::new(every_millisecond),
             }),
         }
     }
@@ -39,9 +51,11 @@ impl BusyLimit {
     /// Runs `f` with the limit set to `limit`, trying every millisecond.
     pub(crate) fn with<T>(&self, limit: Duration, f: impl FnOnce() -> T) -> T {
         let before = self.inner.wait_ms.swap(millis(limit), Ordering::Relaxed);
-        self.inner.every_millisecond.store(true, Ordering::Relaxed);
+        let schedule = self.inner.every_millisecond.swap(true, Ordering::Relaxed);
         let out = f();
-        self.inner.every_millisecond.store(false, Ordering::Relaxed);
+        self.inner
+            .every_millisecond
+            .store(schedule, Ordering::Relaxed);
         self.inner.wait_ms.store(before, Ordering::Relaxed);
         out
     }
@@ -118,5 +132,16 @@ mod tests {
         });
         assert_eq!(busy.get(), Duration::from_secs(5));
         assert_eq!(busy.delay(6), Duration::from_millis(25));
+    }
+
+    #[test]
+    fn a_polling_limit_tries_every_millisecond_and_keeps_doing_so_after_a_checkpoint() {
+        let busy = BusyLimit::polling(Duration::from_secs(5));
+        assert_eq!(busy.delay(50), Duration::from_millis(1));
+        busy.with(Duration::from_millis(100), || {
+            assert_eq!(busy.get(), Duration::from_millis(100))
+        });
+        assert_eq!(busy.get(), Duration::from_secs(5));
+        assert_eq!(busy.delay(50), Duration::from_millis(1));
     }
 }

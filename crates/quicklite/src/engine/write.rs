@@ -96,7 +96,8 @@ impl Writer {
         rx: Receiver<WriteRequest>,
         first: bool,
     ) -> Result<OpenedWriter> {
-        let busy = BusyLimit::new(config.busy_timeout);
+        // Another process is the only one to wait for: try every millisecond ([`BusyLimit`]).
+        let busy = BusyLimit::polling(config.busy_timeout);
         let mut conn = open::open_read_write(path, config, ConnectionRole::Writer)?;
         open::instrument(conn.conn_mut(), config, shared, "writer", &busy)?;
         open::watch_wal(conn.conn_mut(), config, shared)?;

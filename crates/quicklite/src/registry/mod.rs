@@ -17,7 +17,7 @@ use crate::engine::open::refuse_links;
 use crate::sched::pool::Pool;
 use crate::sched::pool::actor::Actor;
 use crate::sched::pool::task::PooledDatabase;
-use crate::util::{read, spawn, write};
+use crate::util::{lock, read, spawn, write};
 use crate::{Builder, Database, Error, MetricsSnapshot, Result};
 
 use names::validate_name;
@@ -207,6 +207,22 @@ impl Registry {
         }
         self.inner.pool.stop();
         self.inner.pool.wake_housekeeping();
+        // Once `close` returns, no thread of the registry is left: nothing of it outlives the last handle (a
+        // temporary registry's directory goes with it).
+        // They are joined on a thread of their own, not on the caller's runtime worker.
+        let threads = std::mem::take(&mut *lock(&self.inner.handles));
+        let (joined_tx, joined) = tokio::sync::oneshot::channel();
+        let joiner = spawn("quicklite-registry-join", move || {
+            let panicked = threads
+                .into_iter()
+                .map(JoinHandle::join)
+                .filter(Result::is_err)
+                .count();
+            let _ = joined_tx.send(panicked);
+        });
+        if joiner.is_ok() && !matches!(joined.await, Ok(0)) {
+            tracing::error!("a registry thread panicked");
+        }
         Ok(())
     }
 }
