@@ -141,6 +141,7 @@ pub(crate) struct Metrics {
     pub(crate) rollbacks: AtomicU64,
     pub(crate) busy_retries: AtomicU64,
     pub(crate) busy_timeouts: AtomicU64,
+    pub(crate) checkpoint_reader_waits_given_up: AtomicU64,
     pub(crate) slow_statements: AtomicU64,
     pub(crate) checkpoints: AtomicU64,
     pub(crate) checkpoints_incomplete: AtomicU64,
@@ -191,8 +192,14 @@ pub struct MetricsSnapshot {
     pub rollbacks: u64,
     /// Times a connection waited for a lock held by another connection or process and tried again.
     pub busy_retries: u64,
-    /// Times a connection gave up waiting for a lock (the busy timeout ran out; the caller got `SQLITE_BUSY`).
+    /// Times a connection gave up waiting for a lock (the busy timeout ran out; the caller got `SQLITE_BUSY`). A
+    /// checkpoint that gave up waiting for readers is counted apart, in
+    /// [`checkpoint_reader_waits_given_up`](Self::checkpoint_reader_waits_given_up).
     pub busy_timeouts: u64,
+    /// Times a `RESTART` or `TRUNCATE` checkpoint stopped waiting for readers to leave the WAL (after the
+    /// `reader_wait` of [`Checkpointing::Managed`](crate::Checkpointing::Managed)): no request failed; the
+    /// checkpoint is retried later. Many of them mean something else holds long reads (a replicator, a backup).
+    pub checkpoint_reader_waits_given_up: u64,
     /// Statements that ran longer than the slow-statement threshold (each logged).
     pub slow_statements: u64,
     /// Checkpoints the writer ran (none under [`Checkpointing::Sqlite`](crate::Checkpointing::Sqlite) or
@@ -254,6 +261,7 @@ impl Metrics {
             rollbacks: self.rollbacks.load(Relaxed),
             busy_retries: self.busy_retries.load(Relaxed),
             busy_timeouts: self.busy_timeouts.load(Relaxed),
+            checkpoint_reader_waits_given_up: self.checkpoint_reader_waits_given_up.load(Relaxed),
             slow_statements: self.slow_statements.load(Relaxed),
             checkpoints: self.checkpoints.load(Relaxed),
             checkpoints_incomplete: self.checkpoints_incomplete.load(Relaxed),

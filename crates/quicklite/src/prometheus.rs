@@ -183,7 +183,7 @@ type HistogramSeries = (
 );
 
 fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
-    let counters: [CounterSeries; 19] = [
+    let counters: [CounterSeries; 20] = [
         ("quicklite_writes", "Write requests run.", |s| s.writes),
         (
             "quicklite_write_errors",
@@ -250,6 +250,11 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
             "quicklite_busy_timeouts",
             "Waits for a lock that ran out (SQLITE_BUSY).",
             |s| s.busy_timeouts,
+        ),
+        (
+            "quicklite_checkpoint_reader_waits_given_up",
+            "RESTART or TRUNCATE checkpoints that stopped waiting for readers (retried later; no request failed).",
+            |s| s.checkpoint_reader_waits_given_up,
         ),
         (
             "quicklite_slow_statements",

@@ -399,3 +399,32 @@ both_backends! {
         db.close().await;
     }
 }
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_checkpoint_that_stops_waiting_for_a_reader_is_counted_apart_from_busy_timeouts(backend) {
+        let db = common::open(backend, |b| {
+            b.checkpointing(Checkpointing::Managed {
+                passive_at_frames: 20,
+                restart_at_frames: 50,
+                reader_wait: Duration::from_millis(20),
+                truncate_when_idle: None,
+            })
+        })
+        .await;
+        db.execute_batch("CREATE TABLE log (x)").await.unwrap();
+        // A reader of another program (a replicator, a backup) holding a snapshot: RESTART cannot finish.
+        let foreign = rusqlite::Connection::open(db.path()).unwrap();
+        foreign.execute_batch("BEGIN").unwrap();
+        let _: i64 = foreign.query_row("SELECT count(*) FROM log", [], |r| r.get(0)).unwrap();
+        for i in 0..200_i64 {
+            db.execute("INSERT INTO log VALUES (?1)", (i,)).await.unwrap();
+        }
+        let m = db.metrics();
+        assert!(m.checkpoint_reader_waits_given_up > 0, "{m:#?}");
+        assert_eq!(m.busy_timeouts, 0, "no request gave up: {m:#?}");
+        foreign.execute_batch("COMMIT").unwrap();
+        assert_eq!(count(&db, "log").await, 200);
+        db.close().await;
+    }
+}

@@ -26,6 +26,8 @@ struct Limit {
     wait_ms: AtomicU64,
     /// Whether to try every millisecond instead of following SQLite's schedule.
     every_millisecond: AtomicBool,
+    /// Whether a checkpoint is waiting for readers (its give-ups are counted apart).
+    checkpointing: AtomicBool,
 }
 
 impl BusyLimit {
@@ -44,15 +46,19 @@ impl BusyLimit {
             inner: Arc::new(Limit {
                 wait_ms: AtomicU64::new(millis(limit)),
                 every_millisecond: AtomicBool::new(every_millisecond),
+                checkpointing: AtomicBool::new(false),
             }),
         }
     }
 
-    /// Runs `f` with the limit set to `limit`, trying every millisecond.
-    pub(crate) fn with<T>(&self, limit: Duration, f: impl FnOnce() -> T) -> T {
+    /// Runs `f`, a checkpoint waiting for readers, with the limit set to `limit`, trying every millisecond; a
+    /// give-up meanwhile is counted as the checkpoint's, not as a busy timeout.
+    pub(crate) fn for_checkpoint<T>(&self, limit: Duration, f: impl FnOnce() -> T) -> T {
         let before = self.inner.wait_ms.swap(millis(limit), Ordering::Relaxed);
         let schedule = self.inner.every_millisecond.swap(true, Ordering::Relaxed);
+        self.inner.checkpointing.store(true, Ordering::Relaxed);
         let out = f();
+        self.inner.checkpointing.store(false, Ordering::Relaxed);
         self.inner
             .every_millisecond
             .store(schedule, Ordering::Relaxed);
@@ -97,7 +103,12 @@ impl BusyLimit {
             let limit = busy.get();
             let metrics = &counters.metrics;
             if waited >= limit {
-                metrics.busy_timeouts.fetch_add(1, Ordering::Relaxed);
+                let given_up = if busy.inner.checkpointing.load(Ordering::Relaxed) {
+                    &metrics.checkpoint_reader_waits_given_up
+                } else {
+                    &metrics.busy_timeouts
+                };
+                given_up.fetch_add(1, Ordering::Relaxed);
                 return false;
             }
             metrics.busy_retries.fetch_add(1, Ordering::Relaxed);
@@ -125,7 +136,7 @@ mod tests {
         assert_eq!(busy.delay(0), Duration::from_millis(1));
         assert_eq!(busy.delay(6), Duration::from_millis(25));
         assert_eq!(busy.delay(50), Duration::from_millis(100));
-        busy.with(Duration::from_millis(100), || {
+        busy.for_checkpoint(Duration::from_millis(100), || {
             assert_eq!(busy.get(), Duration::from_millis(100));
             assert_eq!(busy.delay(6), Duration::from_millis(1));
             assert_eq!(busy.delay(50), Duration::from_millis(1));
@@ -138,7 +149,7 @@ mod tests {
     fn a_polling_limit_tries_every_millisecond_and_keeps_doing_so_after_a_checkpoint() {
         let busy = BusyLimit::polling(Duration::from_secs(5));
         assert_eq!(busy.delay(50), Duration::from_millis(1));
-        busy.with(Duration::from_millis(100), || {
+        busy.for_checkpoint(Duration::from_millis(100), || {
             assert_eq!(busy.get(), Duration::from_millis(100))
         });
         assert_eq!(busy.get(), Duration::from_secs(5));

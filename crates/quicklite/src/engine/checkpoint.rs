@@ -198,7 +198,8 @@ impl Checkpoints {
             // A checkpoint running elsewhere now would make this one fail as busy: let it end first.
             let _passive = self.passive.as_ref().map(|p| p.hold());
             if mode.waits_for_readers() {
-                self.busy.with(self.reader_wait, || run(conn.conn(), mode))
+                self.busy
+                    .for_checkpoint(self.reader_wait, || run(conn.conn(), mode))
             } else {
                 run(conn.conn(), mode)
             }
