@@ -86,8 +86,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|c| Duration::from_millis(c.warmup_ms + c.duration_ms) + CELL_OVERHEAD)
         .sum();
+    let repetitions = if options.repeat > 1 {
+        format!(
+            ", each of {} measured {} times in interleaved rounds",
+            cells.len() / options.repeat as usize,
+            options.repeat
+        )
+    } else {
+        String::new()
+    };
     eprintln!(
-        "Running {} cells (about {}), results in {}",
+        "Running {} cells{repetitions} (about {}), results in {}",
         cells.len(),
         minutes(estimate),
         dir.display()
@@ -137,6 +146,9 @@ fn options(args: &BenchArgs) -> anyhow::Result<BenchOptions> {
     }
     if let Some(s) = args.warmup {
         o.warmup_ms = millis(seconds("--warmup", s)?);
+    }
+    if let Some(n) = args.repeat {
+        o.repeat = n;
     }
     if let Some(v) = &args.concurrency {
         o.concurrency = v.clone();

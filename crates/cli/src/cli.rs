@@ -44,9 +44,9 @@ Exit status:
 /// `quicklite bench`. Lists are comma-separated; each list is one axis of the matrix.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// A run of about 3 minutes: every approach on point-read, insert, a 10-database multi-db, the queue and
-    /// http, 2 s per cell after 0.5 s of warm-up, plus memory-statistics and mutex variants and the queue at one
-    /// task. Other flags override its choices.
+    /// A run of about 4 minutes: every approach on point-read, insert, mixed, a 10-database multi-db, the
+    /// queue, http and the ORM suite, 2 s per cell after 0.5 s of warm-up, each cell once, plus variants for the
+    /// seeds' knobs. Other flags override its choices.
     #[arg(long)]
     pub quick: bool,
 
@@ -65,6 +65,12 @@ pub struct BenchArgs {
     /// Warm-up seconds per cell, not measured [default: 2].
     #[arg(long, value_name = "SECS")]
     pub warmup: Option<f64>,
+
+    /// Measure every cell N times, each in a fresh process, in rounds interleaved with the other cells of its
+    /// table; reports show medians, ranges and paired ratios, and the seeds get verdicts from 3 on
+    /// [default: 3; --quick: 1].
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
 
     /// Concurrent client tasks (http: keep-alive connections; not used by multi-db) [default: 64].
     #[arg(short, long, value_delimiter = ',', value_name = "N,N")]

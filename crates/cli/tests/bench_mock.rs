@@ -11,6 +11,10 @@ fn mock_runner() -> PathBuf {
 }
 
 fn bench(out: &Path, approaches: &str) -> assert_cmd::assert::Assert {
+    bench_repeated(out, approaches, 1)
+}
+
+fn bench_repeated(out: &Path, approaches: &str, repeat: u32) -> assert_cmd::assert::Assert {
     Command::cargo_bin("quicklite")
         .unwrap()
         .args([
@@ -21,8 +25,10 @@ fn bench(out: &Path, approaches: &str) -> assert_cmd::assert::Assert {
             "0.1",
             "--warmup",
             "0",
-            "--approaches",
+            "--repeat",
         ])
+        .arg(repeat.to_string())
+        .arg("--approaches")
         .arg(approaches)
         .arg("--runner")
         .arg(mock_runner())
@@ -54,6 +60,42 @@ fn bench_writes_every_file_with_one_row_per_cell() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     assert_eq!(json.as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn repetitions_run_in_rounds_and_the_report_pairs_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    bench_repeated(&out, "direct-blocking,quicklite", 3)
+        .success()
+        .stdout(predicate::str::contains(
+            "quicklite is 5.00× faster than direct-blocking (5.00–5.00× over 3 paired repetitions)",
+        ))
+        .stderr(predicate::str::contains(
+            "Running 6 cells, each of 2 measured 3 times in interleaved rounds",
+        ));
+    let mut reader = csv::Reader::from_path(out.join("results.csv")).unwrap();
+    let header = reader.headers().unwrap().clone();
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let order: Vec<String> = reader
+        .records()
+        .map(Result::unwrap)
+        .map(|r| format!("{} {}", &r[column("approach")], &r[column("repetition")]))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "direct-blocking 0",
+            "quicklite 0",
+            "direct-blocking 1",
+            "quicklite 1",
+            "direct-blocking 2",
+            "quicklite 2"
+        ]
+    );
+    let markdown = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(markdown.contains("Each cell ran 3 times"), "{markdown}");
+    assert!(markdown.contains("| quicklite | 3: "), "{markdown}");
 }
 
 #[test]
@@ -96,6 +138,8 @@ fn write_modes_and_total_readers_become_columns() {
             "0.1",
             "--warmup",
             "0",
+            "--repeat",
+            "1",
             "--runner",
         ])
         .arg(mock_runner())

@@ -42,6 +42,11 @@ pub struct Cell {
     pub dir: String,
     /// Seed for the operation mix and key choice, so runs are repeatable.
     pub seed: u64,
+    /// Which repetition of the same cell this is (`0` for the first), when a run measures every cell several
+    /// times (`--repeat`). The orchestrator's record only: a runner is sent `0`, which is not written, so runners
+    /// never see it and cells written before the knob existed read as the first repetition.
+    #[serde(default, skip_serializing_if = "is_first_repetition")]
+    pub repetition: u32,
     /// SQLite build profile of the runner that measures the cell (`tuned`: the workspace's `LIBSQLITE3_FLAGS`;
     /// `default`: rusqlite's bundled flags untouched; others from the lab's profile list). The orchestrator picks
     /// the runner built with it; the runner itself only records it. Absent in cells written before build profiles
@@ -56,6 +61,10 @@ pub struct Cell {
 
 /// The build profile of the workspace's own builds (its `.cargo/config.toml` flags).
 pub const DEFAULT_BUILD_PROFILE: &str = "tuned";
+
+fn is_first_repetition(repetition: &u32) -> bool {
+    *repetition == 0
+}
 
 fn default_build_profile() -> String {
     DEFAULT_BUILD_PROFILE.to_owned()

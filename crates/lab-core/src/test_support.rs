@@ -37,6 +37,7 @@ pub(crate) fn sample_cell(workload: &str, approach: &str) -> Cell {
         }),
         dir: "/nonexistent".into(),
         seed: 42,
+        repetition: 0,
         build_profile: "tuned".into(),
         postgres_url: None,
     }

@@ -61,7 +61,12 @@ pub fn run_cell(program: &Path, cell: &Cell, options: &ExecOptions) -> CellResul
         dir: dir.path().to_string_lossy().into_owned(),
         ..cell.clone()
     };
-    let input = match serde_json::to_vec(&cell) {
+    // The repetition is the record's: every repetition is the same cell to the runner.
+    let sent = Cell {
+        repetition: 0,
+        ..cell.clone()
+    };
+    let input = match serde_json::to_vec(&sent) {
         Ok(input) => input,
         Err(e) => return failed(&cell, format!("serializing the cell: {e}")),
     };

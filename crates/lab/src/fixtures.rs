@@ -23,6 +23,7 @@ fn cell(workload: &str, approach: &str) -> Cell {
         multi_db: None,
         dir: "/tmp/quicklite-cell-x".to_owned(),
         seed: 4,
+        repetition: 0,
         build_profile: "tuned".to_owned(),
         postgres_url: None,
     }
@@ -239,6 +240,32 @@ pub fn results() -> Vec<CellResult> {
 }
 
 /// The ORM suite on direct-blocking under `profile`, every operation taking `us` (its transaction twin 1.5×).
+/// [`results`] measured `times` times, as `--repeat` records them: each repetition in its own round, every rate
+/// scaled by a factor of the round (and each cell by a little of its own), latencies by its inverse.
+pub fn repeated(times: u32) -> Vec<CellResult> {
+    let mut out = Vec::new();
+    for repetition in 0..times {
+        for (i, result) in results().into_iter().enumerate() {
+            let factor = 1.0 + 0.04 * f64::from(repetition) - 0.01 * (i % 3) as f64;
+            let scale = |stats: &mut OpStats| {
+                stats.ops_per_sec *= factor;
+                stats.avg_us /= factor;
+                stats.p50_us /= factor;
+                stats.p99_us /= factor;
+            };
+            let mut r = result;
+            r.cell.repetition = repetition;
+            scale(&mut r.reads);
+            scale(&mut r.writes);
+            for op in &mut r.operations {
+                scale(&mut op.stats);
+            }
+            out.push(r);
+        }
+    }
+    out
+}
+
 fn orm(profile: &str, us: f64, env: Environment) -> CellResult {
     let mut result = ok(
         Cell {

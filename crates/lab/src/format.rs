@@ -77,6 +77,16 @@ pub fn ratio_short(ratio: f64) -> String {
     }
 }
 
+/// The range of a ratio in the direction its median reads: `5.10–6.30×` for a speed-up, the inverse range for a
+/// slow-down (`1.30× slower`: `1.20–1.45×`), so the bracket reads like the figure before it.
+pub fn ratio_range(median: f64, low: f64, high: f64) -> String {
+    if median >= 1.0 || low <= 0.0 {
+        format!("{low:.2}–{high:.2}×")
+    } else {
+        format!("{:.2}–{:.2}×", 1.0 / high, 1.0 / low)
+    }
+}
+
 /// A size in bytes, binary units: `812 B`, `96.0 KiB`, `23.4 MiB`, `1.20 GiB`.
 pub fn bytes(value: u64) -> String {
     const KIB: f64 = 1024.0;
@@ -111,6 +121,8 @@ mod tests {
         assert_eq!(latency_us(1_300.0), "1.30 ms");
         assert_eq!(duration_ms(2_500), "2.5 s");
         assert_eq!(ratio(0.5, "x"), "2.00× slower than x");
+        assert_eq!(ratio_range(5.9, 5.1, 6.3), "5.10–6.30×");
+        assert_eq!(ratio_range(0.5, 0.4, 0.8), "1.25–2.50×");
         assert_eq!(bytes(812), "812 B");
         assert_eq!(bytes(24_000_000), "22.9 MiB");
         assert_eq!(bytes(3 << 30), "3.00 GiB");

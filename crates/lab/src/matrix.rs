@@ -65,7 +65,31 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
             }
         }
     }
-    Ok(cells)
+    Ok(interleave(cells, options.repeat))
+}
+
+/// Every table's cells `repeat` times, in rounds: the cells of one table (the same load, see
+/// [`crate::Summary`]) run A B C, A B C, … with their repetition numbered, and one table's rounds run back to
+/// back, so the rows compared with each other are measured close together and alike under drift.
+pub fn interleave(cells: Vec<Cell>, repeat: u32) -> Vec<Cell> {
+    let mut tables: Vec<(Cell, Vec<Cell>)> = Vec::new();
+    for cell in cells {
+        let key = crate::summary::load_key(&cell);
+        match tables.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push(cell),
+            None => tables.push((key, vec![cell])),
+        }
+    }
+    let mut out = Vec::new();
+    for (_, members) in tables {
+        for repetition in 0..repeat.max(1) {
+            out.extend(members.iter().map(|cell| Cell {
+                repetition,
+                ..cell.clone()
+            }));
+        }
+    }
+    out
 }
 
 /// The knob combinations of one workload (approach, memory statistics and mutex still to be filled in).
@@ -86,6 +110,7 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
         multi_db: None,
         dir: String::new(),
         seed: options.seed,
+        repetition: 0,
         build_profile: String::new(),
         postgres_url: None,
     };
@@ -211,6 +236,9 @@ pub fn validate(options: &BenchOptions) -> Result<()> {
                 format!("`{name}` needs a server: add --with-postgres or --postgres-url URL"),
             ));
         }
+    }
+    if options.repeat == 0 {
+        return Err(invalid("--repeat", "must be at least 1"));
     }
     if options.duration_ms == 0 {
         return Err(invalid("--duration", "must be greater than zero"));
@@ -343,6 +371,14 @@ fn dedup<T: Clone + PartialEq>(list: &[T]) -> Vec<T> {
 mod tests {
     use super::*;
 
+    /// The full run's defaults, each cell once: the tests of the product count cells.
+    fn once() -> BenchOptions {
+        BenchOptions {
+            repeat: 1,
+            ..BenchOptions::default()
+        }
+    }
+
     #[test]
     fn quick_matrix_covers_every_approach_on_three_workloads_and_the_queue() {
         let cells = build_matrix(&BenchOptions::quick()).expect("quick options are valid");
@@ -393,13 +429,73 @@ mod tests {
     }
 
     #[test]
+    fn repetitions_run_in_rounds_within_each_table() {
+        let options = BenchOptions {
+            workloads: vec!["point-read".into(), "insert".into()],
+            approaches: vec!["quicklite".into(), "tokio-rusqlite".into()],
+            memstatus: vec![false, true],
+            concurrency: vec![64, 1],
+            repeat: 2,
+            ..once()
+        };
+        let cells = build_matrix(&options).unwrap();
+        let order: Vec<String> = cells
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {} {} {} #{}",
+                    c.workload,
+                    c.concurrency,
+                    c.approach,
+                    crate::row::on_off(c.memstatus),
+                    c.repetition
+                )
+            })
+            .collect();
+        let table = |workload: &str, tasks: u32| -> Vec<String> {
+            let round = |repetition: u32| {
+                ["off", "on"].into_iter().flat_map(move |memstatus| {
+                    ["quicklite", "tokio-rusqlite"]
+                        .into_iter()
+                        .map(move |approach| {
+                            format!("{workload} {tasks} {approach} {memstatus} #{repetition}")
+                        })
+                })
+            };
+            round(0).chain(round(1)).collect()
+        };
+        let expected: Vec<String> = [
+            table("point-read", 64),
+            table("point-read", 1),
+            table("insert", 64),
+            table("insert", 1),
+        ]
+        .concat();
+        assert_eq!(order, expected);
+        // The runner is never told: a first repetition is not written at all, a later one is.
+        let json = |c: &Cell| serde_json::to_string(c).unwrap();
+        assert!(!json(&cells[0]).contains("repetition"));
+        assert!(json(&cells[4]).contains("\"repetition\":1"));
+        let zero = BenchOptions {
+            repeat: 0,
+            ..options
+        };
+        assert!(
+            build_matrix(&zero)
+                .unwrap_err()
+                .to_string()
+                .contains("--repeat")
+        );
+    }
+
+    #[test]
     fn postgres_needs_a_server_and_runs_the_orm_suite_once() {
         let mut options = BenchOptions {
             workloads: vec!["orm".into(), "point-read".into()],
             approaches: vec!["direct-blocking".into(), "postgres".into()],
             profiles: vec!["server".into(), "sqlite-default".into()],
             memstatus: vec![false, true],
-            ..BenchOptions::default()
+            ..once()
         };
         let err = build_matrix(&options).unwrap_err().to_string();
         assert!(
@@ -435,7 +531,7 @@ mod tests {
             workloads: vec!["point-read".into()],
             approaches: vec!["quicklite".into()],
             build_profiles: vec!["tuned".into(), "default".into(), "tuned".into()],
-            ..BenchOptions::default()
+            ..once()
         };
         let cells = build_matrix(&options).unwrap();
         let profiles: Vec<&str> = cells.iter().map(|c| c.build_profile.as_str()).collect();
@@ -450,7 +546,7 @@ mod tests {
             concurrency: vec![1, 64],
             num_databases: vec![1, 10],
             write_delays_ms: vec![100],
-            ..BenchOptions::default()
+            ..once()
         };
         let cells = build_matrix(&options).unwrap();
         assert_eq!(
@@ -478,7 +574,7 @@ mod tests {
             approaches: vec!["quicklite".into(), "postgres".into()],
             mmap_size: vec![None, Some(0), None],
             postgres_url: Some("postgres://localhost/x".into()),
-            ..BenchOptions::default()
+            ..once()
         };
         let cells = build_matrix(&options).unwrap();
         let knobs: Vec<(&str, Option<u64>)> = cells
@@ -495,7 +591,7 @@ mod tests {
         );
         let empty = BenchOptions {
             mmap_size: vec![],
-            ..BenchOptions::default()
+            ..once()
         };
         assert!(
             build_matrix(&empty)
@@ -509,7 +605,7 @@ mod tests {
     fn unknown_approach_lists_the_valid_ones() {
         let options = BenchOptions {
             approaches: vec!["quicklite".into(), "tokio-sqlite".into()],
-            ..BenchOptions::default()
+            ..once()
         };
         let message = build_matrix(&options).unwrap_err().to_string();
         assert!(message.contains("`tokio-sqlite`"), "{message}");
@@ -523,7 +619,7 @@ mod tests {
     fn unknown_workload_lists_the_valid_ones() {
         let options = BenchOptions {
             workloads: vec!["reads".into()],
-            ..BenchOptions::default()
+            ..once()
         };
         let message = build_matrix(&options).unwrap_err().to_string();
         assert!(
@@ -642,7 +738,7 @@ mod tests {
             write_delays_ms: vec![100],
             write_modes: vec!["blocking".into(), "paced".into()],
             total_readers: Some(64),
-            ..BenchOptions::default()
+            ..once()
         };
         let cells = build_matrix(&options).unwrap();
         assert_eq!(cells.len(), 2 * 2 * 2);
@@ -675,7 +771,7 @@ mod tests {
             workloads: vec!["multi-db".into()],
             readers: 0,
             total_readers: Some(8),
-            ..BenchOptions::default()
+            ..once()
         };
         assert!(build_matrix(&options).is_ok());
     }
@@ -685,7 +781,7 @@ mod tests {
         let options = BenchOptions {
             workloads: vec!["insert".into()],
             readers: 0,
-            ..BenchOptions::default()
+            ..once()
         };
         assert!(build_matrix(&options).is_ok());
     }

@@ -59,6 +59,11 @@ pub struct BenchOptions {
     /// Single cells added on top of the product, to show one knob's effect without multiplying the matrix.
     /// By default, none.
     pub variants: Vec<Variant>,
+    /// Times every cell is measured, each time in a fresh process, interleaved with the other cells of its table
+    /// (A B C, A B C, … rather than A A B B C C) so that drift and moves of the CPUs hit every row alike. Tables
+    /// then show medians and spreads, ratios carry intervals, and the seeds get verdicts. By default, 3; the quick
+    /// run keeps 1 and says so.
+    pub repeat: u32,
 }
 
 /// One extra cell: a workload and approach at the first value of every axis, with some knobs changed.
@@ -107,6 +112,7 @@ impl Default for BenchOptions {
             build_profiles: vec![quicklite_lab_core::DEFAULT_BUILD_PROFILE.to_owned()],
             postgres_url: None,
             variants: Vec::new(),
+            repeat: 3,
         }
     }
 }
@@ -154,6 +160,7 @@ impl BenchOptions {
             ]),
             duration_ms: 2_000,
             warmup_ms: 500,
+            repeat: 1,
             num_databases: vec![10],
             write_delays_ms: vec![100],
             variants: vec![

@@ -59,6 +59,7 @@ pub const COLUMNS: &[&str] = &[
     "window_allocations",
     "window_alloc_bytes",
     "mmap_size",
+    "repetition",
     "failure",
     "runner",
     "sqlite_version",
@@ -142,6 +143,9 @@ pub struct CsvRow {
     /// Empty in CSVs written before the knob existed: the profile's value.
     #[serde(default)]
     pub mmap_size: Option<u64>,
+    /// `0` for the first repetition of a cell, and in CSVs written before repetitions existed.
+    #[serde(default)]
+    pub repetition: u32,
     pub failure: String,
     pub runner: String,
     pub sqlite_version: String,
@@ -230,6 +234,7 @@ impl From<&CellResult> for CsvRow {
             window_allocations: r.window_allocations,
             window_alloc_bytes: r.window_alloc_bytes,
             mmap_size: c.mmap_size,
+            repetition: c.repetition,
             failure: r.failure.clone().unwrap_or_default(),
             runner: r.env.runner.clone(),
             sqlite_version: r.env.sqlite_version.clone(),
@@ -297,6 +302,7 @@ impl From<CsvRow> for CellResult {
                 // The cell's directory is deleted after the run; it is not part of the record.
                 dir: String::new(),
                 seed: row.seed,
+                repetition: row.repetition,
                 build_profile: if row.build_profile.is_empty() {
                     DEFAULT_BUILD_PROFILE.to_owned()
                 } else {

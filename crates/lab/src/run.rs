@@ -98,5 +98,8 @@ pub fn cell_label(cell: &Cell) -> String {
     if cell.build_profile != quicklite_lab_core::DEFAULT_BUILD_PROFILE {
         label.push_str(&format!(" · build {}", cell.build_profile));
     }
+    if cell.repetition > 0 {
+        label.push_str(&format!(" · repetition {}", cell.repetition + 1));
+    }
     label
 }

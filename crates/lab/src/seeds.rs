@@ -10,6 +10,7 @@
 use quicklite_lab_core::{Cell, CellResult};
 
 use crate::format;
+use crate::repetitions::{MIN_PAIRS, Paired, Placement, SMALLEST_EFFECT, Spread, Verdict};
 use crate::summary::throughput;
 
 /// One seed, as published and as measured here.
@@ -28,10 +29,6 @@ pub struct Finding {
     /// Whether the effect reproduces here, its direction and size; or which cells would measure it.
     pub verdict: String,
 }
-
-/// Relative effects smaller than this (in either direction) are reported as no effect: two runs of the same cell
-/// on a shared 2-core machine differ by more than that.
-const NOISE: f64 = 0.10;
 
 /// The five seeds, measured from `results`.
 pub fn findings(results: &[CellResult]) -> Vec<Finding> {
@@ -77,6 +74,58 @@ fn pairs<'a>(
         .collect()
 }
 
+/// The pairs of one comparison — a cell with the knob on and its twin without — from every repetition round.
+struct Comparison<'a> {
+    /// `(with, without)`, in repetition order; never empty.
+    pairs: Vec<(&'a CellResult, &'a CellResult)>,
+}
+
+impl<'a> Comparison<'a> {
+    /// The first round's pair, whose cells name the comparison.
+    fn first(&self) -> (&'a CellResult, &'a CellResult) {
+        self.pairs[0]
+    }
+
+    /// The ratios `with / without` of throughput, pair by pair.
+    fn paired(&self) -> Paired {
+        Paired::of(self.pairs.iter().copied(), throughput)
+    }
+
+    /// The median of `value` over the `with` side (`with = true`) or the `without` side.
+    fn median(&self, with: bool, value: impl Fn(&CellResult) -> f64) -> f64 {
+        let values: Vec<f64> = self
+            .pairs
+            .iter()
+            .map(|(a, b)| value(if with { a } else { b }))
+            .collect();
+        Spread::of(&values).map_or(0.0, |s| s.median)
+    }
+}
+
+/// [`pairs`] grouped into comparisons: the same two cells, every repetition.
+fn comparisons<'a>(
+    results: &[&'a CellResult],
+    pick: impl Fn(&Cell) -> bool,
+    flip: impl Fn(&mut Cell) + Copy,
+) -> Vec<Comparison<'a>> {
+    let mut out: Vec<(Cell, Comparison<'a>)> = Vec::new();
+    for pair in pairs(results, pick, flip) {
+        let key = Cell {
+            repetition: 0,
+            dir: String::new(),
+            ..pair.0.cell.clone()
+        };
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, comparison)) => comparison.pairs.push(pair),
+            None => out.push((key, Comparison { pairs: vec![pair] })),
+        }
+    }
+    for (_, comparison) in &mut out {
+        comparison.pairs.sort_by_key(|(a, _)| a.cell.repetition);
+    }
+    out.into_iter().map(|(_, c)| c).collect()
+}
+
 /// `5.47× faster`, `1.02× slower`, for an effect `after / before`.
 fn effect(ratio: f64) -> String {
     if ratio >= 1.0 {
@@ -86,64 +135,119 @@ fn effect(ratio: f64) -> String {
     }
 }
 
-/// Whether a speed-up of `ratio` (expected > 1) reproduces a published `seed_ratio`, in direction and size.
-fn verdict(ratio: f64, seed_ratio: f64) -> String {
-    if ratio >= 1.0 + NOISE {
-        let size = if ratio >= seed_ratio * (1.0 + NOISE) {
-            "larger than the seed's"
-        } else if ratio >= seed_ratio * (1.0 - NOISE) {
-            "about the size of the seed's"
-        } else {
-            "smaller than the seed's"
-        };
-        format!(
-            "reproduces in direction: {} here, {size} {seed_ratio:.2}×",
-            effect(ratio)
-        )
-    } else if ratio <= 1.0 - NOISE {
-        format!(
-            "reversed here: {} (the seed: {seed_ratio:.2}× faster)",
-            effect(ratio)
-        )
-    } else {
-        format!(
-            "no effect beyond noise here ({}; the seed: {seed_ratio:.2}× faster)",
-            effect(ratio)
-        )
+/// `1.52× faster`, or `1.52× faster [1.40–1.60×, 5 pairs]` with repetitions: the median effect and its range.
+fn effect_range(spread: &Spread) -> String {
+    if spread.n < 2 {
+        return effect(spread.median);
+    }
+    format!(
+        "{} [{}, {} pairs]",
+        effect(spread.median),
+        format::ratio_range(spread.median, spread.low, spread.high),
+        spread.n
+    )
+}
+
+/// `; 2 pairs set aside (CPUs placed differently)`, or empty.
+fn set_aside_note(paired: &Paired) -> String {
+    match paired.set_aside {
+        0 => String::new(),
+        1 => "; 1 pair set aside (CPUs placed differently)".to_owned(),
+        n => format!("; {n} pairs set aside (CPUs placed differently)"),
     }
 }
 
-/// `label: 9.95k/s → 15k/s` for one pair, `before` first (`suite 12.3 ms → 6.1 ms` for the ORM suite).
-fn pair_text(label: &str, before: &CellResult, after: &CellResult) -> String {
-    if before.cell.workload == "orm" {
-        let suite = |r: &CellResult| {
-            crate::summary::orm_suite_us(r, false).map_or_else(String::new, format::latency_us)
-        };
-        return format!("{label}: suite {} → {}", suite(before), suite(after));
+/// Whether a speed-up (ratios `with / without`, the claim's direction above 1) reproduces a published
+/// `seed_ratio` ([`crate::repetitions::RULE`]), and how its size compares.
+fn verdict(paired: &Paired, seed_ratio: f64) -> String {
+    let Some(spread) = paired.spread() else {
+        return format!(
+            "inconclusive: every pair ran with the CPUs placed differently{}",
+            set_aside_note(paired)
+        );
+    };
+    let figure = effect_range(&spread);
+    let note = set_aside_note(paired);
+    match paired.verdict() {
+        Verdict::Reproduces => {
+            let size = if spread.high < seed_ratio {
+                "smaller than the seed's"
+            } else if spread.low > seed_ratio {
+                "larger than the seed's"
+            } else {
+                "about the size of the seed's"
+            };
+            format!("reproduces: {figure} here, {size} {seed_ratio:.2}×{note}")
+        }
+        Verdict::DoesNotReproduce => {
+            let what = if spread.high < 1.0 / (1.0 + SMALLEST_EFFECT) {
+                "reversed here"
+            } else {
+                "no effect of 10% or more here"
+            };
+            format!(
+                "does not reproduce: {what}, {figure} (the seed: {seed_ratio:.2}× faster){note}"
+            )
+        }
+        Verdict::Inconclusive if spread.n < MIN_PAIRS => format!(
+            "inconclusive: {figure} from {} (a verdict needs {MIN_PAIRS}: --repeat {MIN_PAIRS}; the seed: \
+             {seed_ratio:.2}× faster){note}",
+            pairs_text(spread.n)
+        ),
+        Verdict::Inconclusive => format!(
+            "inconclusive at this noise level: {figure}, pairs on both sides of the 10% line (the seed: \
+             {seed_ratio:.2}× faster){note}"
+        ),
+    }
+}
+
+/// `1 pair`, `2 pairs`.
+fn pairs_text(n: usize) -> String {
+    if n == 1 {
+        "1 pair".to_owned()
+    } else {
+        format!("{n} pairs")
+    }
+}
+
+/// `label: 9.95k/s → 15k/s` for one comparison, the cell without the knob first, medians over the repetitions
+/// (`suite 12.3 ms → 6.1 ms` for the ORM suite).
+fn pair_text(label: &str, comparison: &Comparison) -> String {
+    let (with, _) = comparison.first();
+    let (before, after) = (false, true);
+    if with.cell.workload == "orm" {
+        let suite = |r: &CellResult| crate::summary::orm_suite_us(r, false).unwrap_or(0.0);
+        return format!(
+            "{label}: suite {} → {}",
+            format::latency_us(comparison.median(before, suite)),
+            format::latency_us(comparison.median(after, suite))
+        );
     }
     format!(
         "{label}: {}/s → {}/s",
-        format::ops(throughput(before)),
-        format::ops(throughput(after))
+        format::ops(comparison.median(before, throughput)),
+        format::ops(comparison.median(after, throughput))
     )
 }
 
 /// Seed 000: memory statistics on → off, per-request connections.
 fn memstatus(results: &[&CellResult]) -> Finding {
     let seed_ratio = 30_737.0 / 5_622.0;
-    let mut found = pairs(
+    let mut found = comparisons(
         results,
         |c| !c.memstatus && c.approach == "per-request",
         |c| c.memstatus = true,
     );
     // The seed's endpoint is HTTP on rusqlite's bundled build; the point read is the same pattern without the HTTP
     // layer, and the project's own build differs only in its compile options.
-    found.sort_by_key(|(off, _)| {
+    found.sort_by_key(|c| {
+        let (off, _) = c.first();
         (
             off.cell.workload != "http",
             off.cell.build_profile != "default",
         )
     });
+    found.truncate(3);
     let finding = Finding {
         seed: "000",
         claim: "A connection opened per request with SQLite's memory statistics on (rusqlite's bundled default) \
@@ -156,34 +260,37 @@ fn memstatus(results: &[&CellResult]) -> Finding {
     };
     let measured: Vec<String> = found
         .iter()
-        .take(3)
-        .map(|(off, on)| {
+        .map(|c| {
+            let (off, _) = c.first();
             pair_text(
                 &format!(
                     "{} per-request, {} tasks, build {}, memstatus on → off",
                     off.cell.workload, off.cell.concurrency, off.cell.build_profile
                 ),
-                on,
-                off,
+                c,
             )
         })
         .collect();
-    let ratios: Vec<f64> = found
-        .iter()
-        .take(3)
-        .map(|(off, on)| throughput(off) / throughput(on))
-        .collect();
-    conclude(finding, &measured, &ratios, seed_ratio)
+    conclude(finding, &measured, &found, seed_ratio)
 }
 
-/// Fills in what was measured and the verdict on the first pair, naming the other pairs' effects; leaves the
-/// finding "not measured" when there is no pair.
-fn conclude(mut finding: Finding, measured: &[String], ratios: &[f64], seed_ratio: f64) -> Finding {
-    if let Some(first) = ratios.first() {
+/// Fills in what was measured and the verdict on the first comparison, naming the other comparisons' effects;
+/// leaves the finding "not measured" when there is none.
+fn conclude(
+    mut finding: Finding,
+    measured: &[String],
+    found: &[Comparison],
+    seed_ratio: f64,
+) -> Finding {
+    if let Some(first) = found.first() {
         finding.measured = Some(measured.join("; "));
-        finding.verdict = verdict(*first, seed_ratio);
-        if ratios.len() > 1 {
-            let rest: Vec<String> = ratios[1..].iter().map(|r| effect(*r)).collect();
+        finding.verdict = verdict(&first.paired(), seed_ratio);
+        if found.len() > 1 {
+            let rest: Vec<String> = found[1..]
+                .iter()
+                .filter_map(|c| c.paired().spread())
+                .map(|s| effect_range(&s))
+                .collect();
             finding
                 .verdict
                 .push_str(&format!(" (the other pairs: {})", rest.join(", ")));
@@ -208,41 +315,41 @@ fn threading(results: &[&CellResult]) -> Finding {
                   nomutex,fullmutex cells, e.g. --quick)"
                 .to_owned(),
     };
-    let builds = pairs(
+    let mut builds = comparisons(
         results,
         |c| c.build_profile == "threadsafe2",
         |c| c.build_profile = "tuned".to_owned(),
     );
-    let mutexes = pairs(
+    builds.truncate(2);
+    let mut mutexes = comparisons(
         results,
         |c| c.mutex == "nomutex" && c.workload == "point-read",
         |c| c.mutex = "fullmutex".to_owned(),
     );
+    mutexes.truncate(2);
     let mut measured = Vec::new();
-    let mut ratios = Vec::new();
-    for (multi, serialized) in builds.iter().take(2) {
-        ratios.push(throughput(multi) / throughput(serialized));
+    for c in &builds {
+        let (multi, _) = c.first();
         measured.push(pair_text(
             &format!(
                 "{} {}, build THREADSAFE=1 → 2",
                 multi.cell.workload, multi.cell.approach
             ),
-            serialized,
-            multi,
+            c,
         ));
     }
-    for (multi, serialized) in mutexes.iter().take(2) {
-        ratios.push(throughput(multi) / throughput(serialized));
+    for c in &mutexes {
+        let (multi, _) = c.first();
         measured.push(pair_text(
             &format!(
                 "{} {}, fullmutex → nomutex",
                 multi.cell.workload, multi.cell.approach
             ),
-            serialized,
-            multi,
+            c,
         ));
     }
-    conclude(finding, &measured, &ratios, seed_ratio)
+    builds.extend(mutexes);
+    conclude(finding, &measured, &builds, seed_ratio)
 }
 
 /// Seed 002: the queue's figures.
@@ -260,51 +367,96 @@ fn queue(results: &[&CellResult]) -> Finding {
         verdict: "not measured in this run (needs queue cells at --concurrency 1, e.g. --quick)"
             .to_owned(),
     };
-    let serial: Vec<&&CellResult> = results
+    // One group per approach (and set-up), its repetitions together.
+    let mut serial: Vec<(Cell, Vec<&CellResult>)> = Vec::new();
+    for r in results
         .iter()
+        .copied()
         .filter(|r| r.cell.workload == "queue" && r.cell.concurrency == 1)
         .filter(|r| r.operation("cycle").is_some_and(|o| o.stats.ops > 0))
-        .collect();
+    {
+        let key = Cell {
+            repetition: 0,
+            dir: String::new(),
+            ..r.cell.clone()
+        };
+        match serial.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, list)) => list.push(r),
+            None => serial.push((key, vec![r])),
+        }
+    }
     if serial.is_empty() {
         return finding;
     }
     let ns = |r: &CellResult, name: &str| r.operation(name).map_or(0.0, |o| o.stats.avg_us * 1e3);
+    // The median over a group's repetitions.
+    let median = |group: &[&CellResult], value: &dyn Fn(&CellResult) -> f64| {
+        let values: Vec<f64> = group.iter().map(|r| value(r)).collect();
+        Spread::of(&values).map_or(0.0, |s| s.median)
+    };
     let lines: Vec<String> = serial
         .iter()
-        .map(|r| {
-            let allocs = r
-                .operation("cycle")
-                .and_then(|o| o.allocs_per_op)
-                .map_or_else(
-                    || "allocations not counted".to_owned(),
-                    |a| format!("{a:.1} allocs"),
-                );
+        .map(|(cell, group)| {
+            let counted = group
+                .iter()
+                .all(|r| r.operation("cycle").and_then(|o| o.allocs_per_op).is_some());
+            let allocs = if counted {
+                let per_cycle = |r: &CellResult| {
+                    r.operation("cycle")
+                        .and_then(|o| o.allocs_per_op)
+                        .unwrap_or(0.0)
+                };
+                format!("{:.1} allocs", median(group, &per_cycle))
+            } else {
+                "allocations not counted".to_owned()
+            };
+            let repetitions = if group.len() > 1 {
+                format!(" (medians of {})", group.len())
+            } else {
+                String::new()
+            };
             format!(
-                "{}: publish {}, claim {}, ack {}, cycle {} ns, {allocs} per cycle",
-                r.cell.approach,
-                thousands(ns(r, "publish")),
-                thousands(ns(r, "claim")),
-                thousands(ns(r, "ack")),
-                thousands(ns(r, "cycle")),
+                "{}: publish {}, claim {}, ack {}, cycle {} ns, {allocs} per cycle{repetitions}",
+                cell.approach,
+                thousands(median(group, &|r| ns(r, "publish"))),
+                thousands(median(group, &|r| ns(r, "claim"))),
+                thousands(median(group, &|r| ns(r, "ack"))),
+                thousands(median(group, &|r| ns(r, "cycle"))),
             )
         })
         .collect();
     finding.measured = Some(lines.join("; "));
+    let cycle_of = |group: &[&CellResult]| median(group, &|r| ns(r, "cycle"));
     let best = serial
         .iter()
-        .min_by(|a, b| ns(a, "cycle").total_cmp(&ns(b, "cycle")))
-        .copied()
-        .copied();
-    if let Some(best) = best {
-        let cycle = ns(best, "cycle");
-        let claim_over_publish = ns(best, "claim") / ns(best, "publish").max(1.0);
+        .min_by(|(_, a), (_, b)| cycle_of(a).total_cmp(&cycle_of(b)));
+    if let Some((cell, group)) = best {
+        let cycle = cycle_of(group);
+        let claim_over_publish =
+            median(group, &|r| ns(r, "claim")) / median(group, &|r| ns(r, "publish")).max(1.0);
+        // The claim's line: a cycle of "tens of microseconds", under 100 µs, in every repetition.
+        let within = Verdict::of_outcomes(group.iter().map(|r| ns(r, "cycle") < 100_000.0));
+        let judged = match within {
+            Verdict::Inconclusive if group.len() < MIN_PAIRS => format!(
+                "inconclusive ({} of the fastest; a verdict needs {MIN_PAIRS}): ",
+                if group.len() == 1 {
+                    "one repetition".to_owned()
+                } else {
+                    format!("{} repetitions", group.len())
+                }
+            ),
+            verdict => format!(
+                "{} (a cycle under 100 µs in every repetition): ",
+                verdict.text()
+            ),
+        };
         finding.verdict = format!(
-            "the fastest here, {}, runs a cycle {} than the seed's C driver ({} vs 22,465 ns); its claim costs \
-             {claim_over_publish:.1}× a publish, against 53× in the seed (whose claim, 388,600 ns, exceeds its own \
-             22,465 ns cycle, so it cannot have been measured on the same queue; here the claim is an index \
-             search, checked by EXPLAIN QUERY PLAN). Allocations are Rust heap allocations of the whole runner, the async machinery included, and \
-             are not comparable one for one with Go's.",
-            best.cell.approach,
+            "{judged}the fastest here, {}, runs a cycle {} than the seed's C driver ({} vs 22,465 ns); its claim \
+             costs {claim_over_publish:.1}× a publish, against 53× in the seed (whose claim, 388,600 ns, exceeds its \
+             own 22,465 ns cycle, so it cannot have been measured on the same queue; here the claim is an index \
+             search, checked by EXPLAIN QUERY PLAN). Allocations of the Rust runners are heap allocations of the \
+             whole process, the async machinery included, and are not comparable one for one with Go's.",
+            cell.approach,
             effect(SEED_CYCLE_NS / cycle.max(1.0)),
             thousands(cycle),
         );
@@ -327,23 +479,25 @@ fn tuning(results: &[&CellResult]) -> Finding {
                   or --build-profiles tuned,default, e.g. --quick)"
             .to_owned(),
     };
-    let mut profiles = pairs(
+    let mut profiles = comparisons(
         results,
         |c| c.profile == "server",
         |c| c.profile = "sqlite-default".to_owned(),
     );
     // The seed's figure is for its ORM suite: that workload first, when it ran.
-    profiles.sort_by_key(|(server, _)| server.cell.workload != "orm");
-    let builds = pairs(
+    profiles.sort_by_key(|c| c.first().0.cell.workload != "orm");
+    let mut builds = comparisons(
         results,
         |c| c.build_profile == "tuned",
         |c| c.build_profile = "default".to_owned(),
     );
+    builds.truncate(3);
     let mut measured = Vec::new();
     let mut verdicts = Vec::new();
-    // One pair per workload: the suite is a mix of reads and writes.
+    // One comparison per workload: the suite is a mix of reads and writes.
     let mut seen: Vec<&str> = Vec::new();
-    for (server, default) in &profiles {
+    for c in &profiles {
+        let (server, _) = c.first();
         if seen.contains(&server.cell.workload.as_str()) {
             continue;
         }
@@ -353,55 +507,58 @@ fn tuning(results: &[&CellResult]) -> Finding {
                 "{} {}, sqlite-default → server PRAGMAs",
                 server.cell.workload, server.cell.approach
             ),
-            default,
-            server,
+            c,
         ));
         verdicts.push(format!(
             "PRAGMAs on {}: {}",
             server.cell.workload,
-            verdict(throughput(server) / throughput(default), seed_ratio)
+            verdict(&c.paired(), seed_ratio)
         ));
     }
-    for (tuned, default) in builds.iter().take(3) {
+    for c in &builds {
+        let (tuned, _) = c.first();
         let memstatus = if tuned.cell.memstatus { "on" } else { "off" };
         measured.push(pair_text(
             &format!(
                 "{} {} (memory statistics {memstatus} at run time), build default → tuned",
                 tuned.cell.workload, tuned.cell.approach
             ),
-            default,
-            tuned,
+            c,
         ));
         verdicts.push(format!(
             "compile tuning, {} {memstatus}: {}",
             tuned.cell.approach,
-            verdict(throughput(tuned) / throughput(default), 6.7886 / 6.5462)
+            verdict(&c.paired(), 6.7886 / 6.5462)
         ));
     }
-    // The seed's local PostgreSQL: 11.46 s, against 6.55 s for fully tuned SQLite.
-    let postgres = results
-        .iter()
-        .find(|r| r.cell.approach == "postgres" && r.cell.workload == "orm");
-    let sqlite = results.iter().find(|r| {
-        r.cell.workload == "orm"
-            && r.cell.approach == "direct-blocking"
-            && r.cell.profile == "server"
-            && r.cell.build_profile == "tuned"
+    // The seed's local PostgreSQL: 11.46 s, against 6.55 s for fully tuned SQLite; medians over the repetitions.
+    let suites = |keep: &dyn Fn(&Cell) -> bool| {
+        let values: Vec<f64> = results
+            .iter()
+            .filter(|r| r.cell.workload == "orm" && keep(&r.cell))
+            .filter_map(|r| crate::summary::orm_suite_us(r, false))
+            .collect();
+        Spread::of(&values).map(|s| s.median)
+    };
+    let postgres = suites(&|c| c.approach == "postgres");
+    let sqlite = suites(&|c| {
+        c.approach == "direct-blocking" && c.profile == "server" && c.build_profile == "tuned"
     });
-    if let (Some(postgres), Some(sqlite)) = (postgres, sqlite) {
-        let suite = |r: &CellResult| crate::summary::orm_suite_us(r, false);
-        if let (Some(pg), Some(lite)) = (suite(postgres), suite(sqlite)) {
-            measured.push(format!(
-                "orm suite: PostgreSQL {} ({}), SQLite direct-blocking with server PRAGMAs {}",
-                format::latency_us(pg),
-                postgres.env.sqlite_version,
-                format::latency_us(lite)
-            ));
-            verdicts.push(format!(
-                "PostgreSQL on loopback is {} than tuned SQLite here (the seed: 1.75× slower)",
-                effect(lite / pg)
-            ));
-        }
+    let server_version = results
+        .iter()
+        .find(|r| r.cell.approach == "postgres" && r.cell.workload == "orm")
+        .map(|r| r.env.sqlite_version.clone())
+        .unwrap_or_default();
+    if let (Some(pg), Some(lite)) = (postgres, sqlite) {
+        measured.push(format!(
+            "orm suite: PostgreSQL {} ({server_version}), SQLite direct-blocking with server PRAGMAs {}",
+            format::latency_us(pg),
+            format::latency_us(lite)
+        ));
+        verdicts.push(format!(
+            "PostgreSQL on loopback is {} than tuned SQLite here (the seed: 1.75× slower)",
+            effect(lite / pg)
+        ));
     }
     if !measured.is_empty() {
         finding.measured = Some(measured.join("; "));
@@ -422,15 +579,15 @@ fn memory_map(results: &[&CellResult]) -> Finding {
         verdict: "not measured in this run (needs point-read or mixed cells with --mmap default,0, e.g. --quick)"
             .to_owned(),
     };
-    let found = pairs(
+    let found = comparisons(
         results,
         |c| c.mmap_size.is_none() && matches!(c.workload.as_str(), "point-read" | "mixed"),
         |c| c.mmap_size = Some(0),
     );
     let mut measured = Vec::new();
     let mut verdicts = Vec::new();
-    for (mapped, unmapped) in &found {
-        let cell = &mapped.cell;
+    for c in &found {
+        let cell = &c.first().0.cell;
         let what = if cell.workload == "mixed" {
             "beside a writer"
         } else {
@@ -447,29 +604,38 @@ fn memory_map(results: &[&CellResult]) -> Finding {
                 "{} {}, {} tasks, {} rows: no map → {map}",
                 cell.workload, cell.approach, cell.concurrency, cell.rows
             ),
-            unmapped,
-            mapped,
+            c,
         ));
-        let ratio = throughput(mapped) / throughput(unmapped);
-        let effect_here = if ratio >= 1.0 + NOISE {
-            format!("the map helps, {}", effect(ratio))
-        } else if ratio <= 1.0 - NOISE {
-            format!("the map costs, {}", effect(ratio))
-        } else {
-            format!("no effect beyond noise ({})", effect(ratio))
+        let paired = c.paired();
+        let effect_here = match paired.spread() {
+            None => "inconclusive: every pair ran with the CPUs placed differently".to_owned(),
+            Some(spread) => {
+                let figure = effect_range(&spread);
+                // The claim is that the map helps; its inverse, that it costs, is judged the same way.
+                let inverse: Vec<f64> = paired.ratios.iter().map(|r| 1.0 / r).collect();
+                match (paired.verdict(), Verdict::of(&inverse)) {
+                    (Verdict::Reproduces, _) => format!("the map helps, {figure}"),
+                    (_, Verdict::Reproduces) => format!("the map costs, {figure}"),
+                    (Verdict::DoesNotReproduce, Verdict::DoesNotReproduce) => {
+                        format!("no effect of 10% or more, {figure}")
+                    }
+                    _ if spread.n < MIN_PAIRS => {
+                        format!("inconclusive, {figure} from {}", pairs_text(spread.n))
+                    }
+                    _ => format!("inconclusive at this noise level, {figure}"),
+                }
+            }
         };
         verdicts.push(format!(
-            "{} {} tasks, {what}: {effect_here}",
-            cell.approach, cell.concurrency
+            "{} {} tasks, {what}: {effect_here}{}",
+            cell.approach,
+            cell.concurrency,
+            set_aside_note(&paired)
         ));
     }
     if !measured.is_empty() {
         finding.measured = Some(measured.join("; "));
-        finding.verdict = format!(
-            "{} (one sample per pair: differences under {:.0}% are noise here)",
-            verdicts.join("; "),
-            NOISE * 100.0
-        );
+        finding.verdict = verdicts.join("; ");
     }
     finding
 }
@@ -499,44 +665,102 @@ fn multi_db(results: &[&CellResult]) -> Finding {
                 .is_some_and(|m| m.write_mode == quicklite_lab_core::WriteMode::Blocking)
         })
         .collect();
+    // One group per database count (and delay), its repetitions together.
+    let mut groups: Vec<(Cell, Vec<&CellResult>)> = Vec::new();
+    for direct in blocking.into_iter().copied() {
+        let key = Cell {
+            repetition: 0,
+            dir: String::new(),
+            ..direct.cell.clone()
+        };
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, list)) => list.push(direct),
+            None => groups.push((key, vec![direct])),
+        }
+    }
+    let median = |values: Vec<f64>| Spread::of(&values).map(|s| s.median);
     let mut measured = Vec::new();
-    let mut reproduced = Vec::new();
-    for direct in blocking {
-        let Some(direct_ratio) = completion(direct) else {
+    let mut verdicts = Vec::new();
+    for (cell, group) in &groups {
+        let Some(direct_median) = median(group.iter().filter_map(|r| completion(r)).collect())
+        else {
             continue;
         };
-        let databases = direct.cell.multi_db.as_ref().map_or(0, |m| m.num_databases);
+        let databases = cell.multi_db.as_ref().map_or(0, |m| m.num_databases);
         let mut line = format!(
             "{databases} databases: direct-blocking {}",
-            format::percent(direct_ratio)
+            format::percent(direct_median)
         );
-        let mut others_complete = true;
+        // Per repetition: did direct blocking leave writes incomplete while every other approach completed them?
+        let mut outcomes: Vec<Option<bool>> = vec![Some(true); group.len()];
         let mut any_other = false;
         for other in ["spawn-blocking", "tokio-rusqlite"] {
-            let twin = twin(results, &direct.cell, |c| c.approach = other.to_owned());
-            if let Some(ratio) = twin.and_then(completion) {
-                line.push_str(&format!(", {other} {}", format::percent(ratio)));
-                others_complete &= ratio >= 0.95;
-                any_other = true;
+            let twins: Vec<Option<&CellResult>> = group
+                .iter()
+                .map(|direct| twin(results, &direct.cell, |c| c.approach = other.to_owned()))
+                .collect();
+            let Some(other_median) = median(
+                twins
+                    .iter()
+                    .flatten()
+                    .filter_map(|r| completion(r))
+                    .collect(),
+            ) else {
+                continue;
+            };
+            any_other = true;
+            line.push_str(&format!(", {other} {}", format::percent(other_median)));
+            for ((outcome, direct), twin) in outcomes.iter_mut().zip(group).zip(&twins) {
+                *outcome = match (*outcome, twin) {
+                    (Some(shown), Some(twin)) if Placement::comparable(direct, twin) => {
+                        let direct_ratio = completion(direct).unwrap_or(1.0);
+                        let other_ratio = completion(twin).unwrap_or(0.0);
+                        Some(shown && direct_ratio < 0.9 && other_ratio >= 0.95)
+                    }
+                    _ => None,
+                };
             }
         }
-        measured.push(line);
-        if any_other {
-            reproduced.push(direct_ratio < 0.9 && others_complete);
+        if group.len() > 1 {
+            line.push_str(&format!(" (medians of {})", group.len()));
         }
+        measured.push(line);
+        if !any_other {
+            continue;
+        }
+        let kept: Vec<bool> = outcomes.into_iter().flatten().collect();
+        let text = match Verdict::of_outcomes(kept.iter().copied()) {
+            Verdict::Reproduces => "reproduces".to_owned(),
+            Verdict::DoesNotReproduce => {
+                "does not reproduce (direct blocking completed as many writes as the others)"
+                    .to_owned()
+            }
+            Verdict::Inconclusive if kept.len() < MIN_PAIRS => format!(
+                "inconclusive from {} (a verdict needs {MIN_PAIRS}); {}",
+                if kept.len() == 1 {
+                    "one repetition".to_owned()
+                } else {
+                    format!("{} repetitions", kept.len())
+                },
+                if kept.iter().all(|shown| *shown) {
+                    "there, direct blocking left writes incomplete while the others completed them"
+                } else {
+                    "the repetitions disagree"
+                }
+            ),
+            Verdict::Inconclusive => {
+                "inconclusive at this noise level (the repetitions disagree)".to_owned()
+            }
+        };
+        verdicts.push(format!("{databases} databases: {text}"));
     }
     if !measured.is_empty() {
         finding.measured = Some(measured.join("; "));
-        finding.verdict = if reproduced.is_empty() {
+        finding.verdict = if verdicts.is_empty() {
             "direct-blocking measured, but no spawn-blocking or tokio-rusqlite twin to compare with"
                 .to_owned()
-        } else if reproduced.iter().all(|r| *r) {
-            "reproduces: direct blocking calls leave writes incomplete while the others complete them".to_owned()
-        } else if reproduced.iter().any(|r| *r) {
-            "reproduces at some of the measured database counts only".to_owned()
         } else {
-            "does not reproduce here: direct blocking completed as many writes as the others"
-                .to_owned()
+            verdicts.join("; ")
         };
     }
     finding
@@ -594,7 +818,13 @@ mod tests {
             multi.measured.as_deref(),
             Some("10 databases: direct-blocking 27%, tokio-rusqlite 100%")
         );
-        assert!(multi.verdict.starts_with("reproduces"), "{}", multi.verdict);
+        assert!(
+            multi
+                .verdict
+                .starts_with("10 databases: inconclusive from one repetition"),
+            "{}",
+            multi.verdict
+        );
         // Seed 000: the fixture has no per-request pair.
         assert_eq!(found[0].measured, None);
         // Seed 003: the ORM suite, 80 µs under sqlite-default, 20 µs under server: 4×.
@@ -606,7 +836,7 @@ mod tests {
         assert!(
             tuning
                 .verdict
-                .contains("PRAGMAs on orm: reproduces in direction: 4.00× faster here"),
+                .contains("PRAGMAs on orm: inconclusive: 4.00× faster from 1 pair"),
             "{}",
             tuning.verdict
         );
@@ -629,7 +859,16 @@ mod tests {
         };
         results.push(mixed(None, 150_000.0));
         results.push(mixed(Some(0), 250_000.0));
-        let found = findings(&results);
+        // Three rounds of the same figures.
+        let rounds: Vec<CellResult> = (0..3)
+            .flat_map(|repetition| {
+                results.iter().cloned().map(move |mut r| {
+                    r.cell.repetition = repetition;
+                    r
+                })
+            })
+            .collect();
+        let found = findings(&rounds);
         let map = &found[4];
         // The fixture's point-read pair: 1.18M without a map, 1.42M with it.
         assert_eq!(
@@ -642,8 +881,8 @@ mod tests {
         );
         assert!(
             map.verdict.starts_with(
-                "quicklite 64 tasks, reads alone: the map helps, 1.20× faster; quicklite 64 tasks, beside a \
-                 writer: the map costs, 1.67× slower"
+                "quicklite 64 tasks, reads alone: the map helps, 1.20× faster [1.20–1.20×, 3 pairs]; quicklite \
+                 64 tasks, beside a writer: the map costs, 1.67× slower [1.67–1.67×, 3 pairs]"
             ),
             "{}",
             map.verdict
@@ -651,13 +890,101 @@ mod tests {
     }
 
     #[test]
-    fn a_pair_within_noise_is_not_called_a_reproduction() {
-        assert!(verdict(1.05, 1.25).starts_with("no effect beyond noise"));
-        assert!(verdict(1.5, 5.47).contains("smaller than the seed's"));
-        assert!(verdict(6.5, 5.47).contains("larger than the seed's"));
-        assert!(verdict(1.23, 1.25).contains("about the size of the seed's"));
-        assert!(verdict(0.5, 1.25).starts_with("reversed"));
+    fn verdicts_follow_the_rule_of_repeated_pairs() {
+        let paired = |ratios: &[f64]| Paired {
+            ratios: ratios.to_vec(),
+            set_aside: 0,
+        };
+        let v = verdict(&paired(&[1.5, 1.6, 1.4]), 5.47);
+        assert_eq!(
+            v,
+            "reproduces: 1.50× faster [1.40–1.60×, 3 pairs] here, smaller than the seed's 5.47×"
+        );
+        assert!(verdict(&paired(&[6.5, 7.0, 6.1]), 5.47).contains("larger than the seed's"));
+        assert!(verdict(&paired(&[1.2, 1.3, 1.25]), 1.25).contains("about the size of the seed's"));
+        assert!(
+            verdict(&paired(&[1.05, 0.98, 1.02]), 1.25)
+                .starts_with("does not reproduce: no effect of 10% or more here")
+        );
+        assert!(
+            verdict(&paired(&[0.5, 0.6, 0.55]), 1.25)
+                .starts_with("does not reproduce: reversed here")
+        );
+        assert!(
+            verdict(&paired(&[1.5, 1.05, 1.3]), 1.25).starts_with(
+                "inconclusive at this noise level: 1.30× faster [1.05–1.50×, 3 pairs]"
+            )
+        );
+        // One sample, however large its effect, is no verdict.
+        assert_eq!(
+            verdict(&paired(&[4.0]), 2.0),
+            "inconclusive: 4.00× faster from 1 pair (a verdict needs 3: --repeat 3; the seed: 2.00× faster)"
+        );
+        let lost = Paired {
+            ratios: vec![],
+            set_aside: 2,
+        };
+        assert_eq!(
+            verdict(&lost, 2.0),
+            "inconclusive: every pair ran with the CPUs placed differently; 2 pairs set aside (CPUs placed \
+             differently)"
+        );
         assert_eq!(thousands(388_600.4), "388,600");
         assert_eq!(thousands(950.0), "950");
+    }
+
+    #[test]
+    fn repeated_results_get_verdicts_and_one_repetition_does_not() {
+        let once = findings(&fixtures::results());
+        // Seed 003's ORM suite, 80 µs → 20 µs: one pair, so no verdict.
+        assert!(
+            once[3]
+                .verdict
+                .starts_with("PRAGMAs on orm: inconclusive: 4.00× faster from 1 pair"),
+            "{}",
+            once[3].verdict
+        );
+        assert!(
+            once[5].verdict.starts_with(
+                "10 databases: inconclusive from one repetition (a verdict needs 3); there, direct"
+            ),
+            "{}",
+            once[5].verdict
+        );
+        let thrice = findings(&fixtures::repeated(3));
+        assert!(
+            thrice[3]
+                .verdict
+                .starts_with("PRAGMAs on orm: reproduces: 4.0"),
+            "{}",
+            thrice[3].verdict
+        );
+        assert_eq!(thrice[5].verdict, "10 databases: reproduces");
+        assert_eq!(
+            thrice[5].measured.as_deref(),
+            Some("10 databases: direct-blocking 27%, tokio-rusqlite 100% (medians of 3)")
+        );
+        // The queue's figures are medians over the repetitions.
+        let queue = thrice[2].measured.as_deref().unwrap();
+        assert!(queue.contains("(medians of 3)"), "{queue}");
+        assert!(
+            thrice[2]
+                .verdict
+                .starts_with("reproduces (a cycle under 100 µs in every repetition)"),
+            "{}",
+            thrice[2].verdict
+        );
+        // A pair whose CPUs moved is set aside; with two pairs left, no verdict.
+        let mut moved = fixtures::repeated(3);
+        for r in moved.iter_mut().filter(|r| r.cell.repetition == 1) {
+            r.env.core_round_trip_after_ns = Some(340.0);
+        }
+        let found = findings(&moved);
+        assert!(
+            found[3].verdict.contains("from 2 pairs")
+                && found[3].verdict.contains("1 pair set aside"),
+            "{}",
+            found[3].verdict
+        );
     }
 }

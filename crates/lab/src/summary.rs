@@ -8,6 +8,7 @@
 use quicklite_lab_core::{Cell, CellResult, Workload};
 
 use crate::format;
+use crate::repetitions::{Paired, Spread};
 use crate::row::on_off;
 
 /// Every result, grouped into comparable tables.
@@ -49,19 +50,32 @@ pub struct Table {
     pub has_operations: bool,
     /// Whether the table is the ORM suite's: suite times instead of rates.
     pub is_orm: bool,
+    /// The most repetitions any row has.
+    pub repetitions: usize,
 }
 
-/// One successful cell in a table.
+/// One cell of a table, every repetition that succeeded.
 #[derive(Debug, Clone)]
 pub struct Row {
     /// Approach, plus the set-up knobs that differ from the table's usual values.
     pub label: String,
-    /// The full result.
+    /// The median repetition (the lower middle one for an even count): its latencies, CPU time and environment
+    /// stand for the row.
     pub result: CellResult,
-    /// Reads + writes per second (queue cycles per second for the queue): the ranking key.
+    /// Every successful repetition, in repetition order.
+    pub samples: Vec<CellResult>,
+    /// Reads + writes per second (queue cycles per second for the queue) of the median repetition: the ranking
+    /// key.
     pub throughput: f64,
-    /// `throughput / baseline throughput`, if the baseline measured anything.
+    /// The median and range of the repetitions' throughput; `None` for a single repetition.
+    pub spread: Option<Spread>,
+    /// This row's throughput over the baseline's: the median of the ratios of repetitions from the same round
+    /// (pairs in different placements set aside, [`Paired`]), or the ratio of the medians when no pair is left.
     pub ratio: Option<f64>,
+    /// The median and range of those paired ratios, when there are two or more.
+    pub ratio_spread: Option<Spread>,
+    /// Pairs with the baseline set aside because their placements differ.
+    pub pairs_set_aside: usize,
     /// Whether this row is the baseline.
     pub is_baseline: bool,
 }
@@ -104,17 +118,19 @@ impl Table {
         let fastest = candidates.first()?;
         if !fastest.is_baseline {
             return Some(format!(
-                "{} is {}",
+                "{} is {}{}",
                 fastest.label,
-                fastest.ratio_text(baseline)
+                fastest.ratio_text(baseline),
+                fastest.interval_note()
             ));
         }
         let runner_up = candidates.get(1)?;
         Some(format!(
-            "{} is the fastest here; next, {} is {}",
+            "{} is the fastest here; next, {} is {}{}",
             fastest.label,
             runner_up.label,
-            runner_up.ratio_text(baseline)
+            runner_up.ratio_text(baseline),
+            runner_up.interval_note()
         ))
     }
 }
@@ -159,20 +175,49 @@ impl Row {
         }
     }
 
-    /// `5.92× faster`, `baseline`, or empty: for a column headed with the baseline's name.
+    /// `5.92× faster`, `5.92× faster (5.10–6.30×)` with repetitions, `baseline`, or empty: for a column headed
+    /// with the baseline's name. A dagger marks a ratio some of whose pairs were set aside for their placement.
     pub fn ratio_short(&self) -> String {
-        match (self.is_baseline, self.ratio) {
-            (true, _) => "baseline".to_owned(),
-            (false, Some(ratio)) => format::ratio_short(ratio),
-            (false, None) => String::new(),
+        let dagger = if self.pairs_set_aside > 0 { " †" } else { "" };
+        match (self.is_baseline, self.ratio, &self.ratio_spread) {
+            (true, _, _) => "baseline".to_owned(),
+            (false, Some(ratio), Some(s)) => format!(
+                "{} ({}){dagger}",
+                format::ratio_short(ratio),
+                format::ratio_range(ratio, s.low, s.high)
+            ),
+            (false, Some(ratio), None) => format!("{}{dagger}", format::ratio_short(ratio)),
+            (false, None, _) => String::new(),
+        }
+    }
+
+    /// ` (5.10–6.30× over 5 paired repetitions)` when the ratio has a range, else empty.
+    pub fn interval_note(&self) -> String {
+        match (self.ratio, &self.ratio_spread) {
+            (Some(ratio), Some(s)) => format!(
+                " ({} over {} paired repetitions)",
+                format::ratio_range(ratio, s.low, s.high),
+                s.n
+            ),
+            _ => String::new(),
+        }
+    }
+
+    /// `5: 1.10M–1.31M/s`: the repetitions and the range of their throughput; empty for one repetition.
+    pub fn spread_text(&self) -> String {
+        match &self.spread {
+            Some(s) => format!("{}: {}–{}/s", s.n, format::ops(s.low), format::ops(s.high)),
+            None => String::new(),
         }
     }
 }
 
-/// The cell with everything that may differ inside one table blanked out.
-fn load_key(cell: &Cell) -> Cell {
+/// The cell with everything that may differ inside one table blanked out: the approach, its set-up knobs and the
+/// repetition.
+pub(crate) fn load_key(cell: &Cell) -> Cell {
     Cell {
         approach: String::new(),
+        repetition: 0,
         memstatus: false,
         mutex: String::new(),
         mmap_size: None,
@@ -205,23 +250,34 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
         }
         label
     };
-    let mut rows: Vec<Row> = members
-        .iter()
-        .filter(|r| r.failure.is_none())
-        .map(|r| Row {
-            label: label(&r.cell),
-            result: (*r).clone(),
-            throughput: throughput(r),
-            ratio: None,
-            is_baseline: false,
-        })
+    let repeated = members.iter().any(|r| r.cell.repetition > 0);
+    // One row per cell, its repetitions together.
+    let mut samples: Vec<(Cell, Vec<&CellResult>)> = Vec::new();
+    for result in members.iter().filter(|r| r.failure.is_none()) {
+        let key = Cell {
+            repetition: 0,
+            dir: String::new(),
+            ..result.cell.clone()
+        };
+        match samples.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, list)) => list.push(result),
+            None => samples.push((key, vec![result])),
+        }
+    }
+    let mut rows: Vec<Row> = samples
+        .into_iter()
+        .map(|(cell, list)| row(label(&cell), &list))
         .collect();
     rows.sort_by(|a, b| b.throughput.total_cmp(&a.throughput));
     let failures = members
         .iter()
         .filter_map(|r| {
             r.failure.as_ref().map(|message| Failure {
-                label: label(&r.cell),
+                label: if repeated {
+                    format!("{} · repetition {}", label(&r.cell), r.cell.repetition + 1)
+                } else {
+                    label(&r.cell)
+                },
                 message: message.clone(),
             })
         })
@@ -242,9 +298,12 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
             requested: named.is_some(),
         }
     });
-    if let Some(base) = chosen.map(|i| rows[i].throughput).filter(|t| *t > 0.0) {
+    if let Some(base) = chosen
+        .map(|i| rows[i].clone())
+        .filter(|b| b.throughput > 0.0)
+    {
         for row in &mut rows {
-            row.ratio = Some(row.throughput / base);
+            compare(row, &base);
         }
     }
     Table {
@@ -259,9 +318,54 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
         has_process: first.multi_db.is_some(),
         has_open_databases: first.multi_db.is_some()
             && rows.iter().any(|r| r.result.open_databases.is_some()),
+        repetitions: rows.iter().map(|r| r.samples.len()).max().unwrap_or(0),
         rows,
         failures,
         baseline,
+    }
+}
+
+/// The row of one cell's successful repetitions (at least one).
+fn row(label: String, samples: &[&CellResult]) -> Row {
+    let mut by_throughput: Vec<&CellResult> = samples.to_vec();
+    by_throughput.sort_by(|a, b| throughput(a).total_cmp(&throughput(b)));
+    let median = by_throughput[(by_throughput.len() - 1) / 2];
+    let mut samples: Vec<CellResult> = samples.iter().map(|r| (*r).clone()).collect();
+    samples.sort_by_key(|r| r.cell.repetition);
+    let throughputs: Vec<f64> = samples.iter().map(throughput).collect();
+    Row {
+        label,
+        result: median.clone(),
+        throughput: throughput(median),
+        spread: Spread::of(&throughputs).filter(|s| s.n > 1),
+        samples,
+        ratio: None,
+        ratio_spread: None,
+        pairs_set_aside: 0,
+        is_baseline: false,
+    }
+}
+
+/// Fills in `row`'s ratio to `base`: repetitions of the same round paired, or the medians when no pair is left.
+fn compare(row: &mut Row, base: &Row) {
+    if row.is_baseline {
+        row.ratio = Some(1.0);
+        return;
+    }
+    let pairs = row.samples.iter().filter_map(|sample| {
+        base.samples
+            .iter()
+            .find(|b| b.cell.repetition == sample.cell.repetition)
+            .map(|b| (sample, b))
+    });
+    let paired = Paired::of(pairs, throughput);
+    row.pairs_set_aside = paired.set_aside;
+    match paired.spread() {
+        Some(spread) => {
+            row.ratio = Some(spread.median);
+            row.ratio_spread = Some(spread).filter(|s| s.n > 1);
+        }
+        None => row.ratio = Some(row.throughput / base.throughput),
     }
 }
 
@@ -360,6 +464,28 @@ pub fn orm_suite_us(result: &CellResult, txn: bool) -> Option<f64> {
     Some(ops.iter().map(|o| o.stats.avg_us).sum())
 }
 
+/// How often the cells ran and how to read the figures that follow, for the top of every report.
+pub fn repetitions_note(results: &[CellResult]) -> String {
+    let runs = results
+        .iter()
+        .map(|r| r.cell.repetition + 1)
+        .max()
+        .unwrap_or(1);
+    if runs <= 1 {
+        return "Each cell ran once, so every figure and ratio is a single sample: on this kind of machine two runs \
+                of the same cell differ by 10% and more, and by far more when their core round trips differ. Run \
+                with `--repeat 3` or more for medians, ranges and verdicts."
+            .to_owned();
+    }
+    format!(
+        "Each cell ran {runs} times, each time in a fresh process, in rounds interleaved with the other cells of \
+         its table. A row shows its median repetition, and `repetitions: range` the range of their throughput; a \
+         ratio is the median of the ratios of repetitions from the same round, with their range in brackets. A \
+         pair whose CPUs were placed differently (core round trips in different bands) is set aside; † marks a \
+         ratio that lost pairs that way."
+    )
+}
+
 /// When a workload has several tables, adds the settings that tell them apart to their titles.
 fn distinguish_titles(tables: &mut [Table]) {
     let snapshot: Vec<(String, Vec<(String, String)>)> = tables
@@ -445,6 +571,83 @@ mod tests {
             "5.92× faster than tokio-rusqlite"
         );
         assert_eq!(reads.failures.len(), 1);
+    }
+
+    #[test]
+    fn repetitions_make_one_row_with_a_median_a_range_and_paired_ratios() {
+        let mut results = fixtures::repeated(3);
+        // The third round of tokio-rusqlite's point reads failed.
+        let failed = results
+            .iter_mut()
+            .find(|r| {
+                r.cell.workload == "point-read"
+                    && r.cell.approach == "tokio-rusqlite"
+                    && r.cell.repetition == 2
+            })
+            .unwrap();
+        failed.failure = Some("runner exited with exit status: 101".to_owned());
+        let summary = Summary::new(&results, "tokio-rusqlite");
+        let reads = &summary.tables[0];
+        assert_eq!(reads.repetitions, 3);
+        assert_eq!(reads.rows.len(), 5, "one row per cell, not per repetition");
+        let quicklite = &reads.rows[0];
+        assert_eq!(quicklite.label, "quicklite");
+        assert_eq!(quicklite.samples.len(), 3);
+        let spread = quicklite.spread.unwrap();
+        // The middle repetition stands for the row.
+        assert_eq!(quicklite.result.cell.repetition, 1);
+        assert_eq!(quicklite.throughput, spread.median);
+        assert!(spread.low < spread.median && spread.median < spread.high);
+        // Two rounds have both sides; the ratio is their median, with their range.
+        let ratio = quicklite.ratio_spread.unwrap();
+        assert_eq!(ratio.n, 2);
+        assert_eq!(quicklite.ratio, Some(ratio.median));
+        assert!(
+            quicklite.ratio_short().starts_with("5.8")
+                && quicklite.ratio_short().contains("× faster ("),
+            "{}",
+            quicklite.ratio_short()
+        );
+        assert!(
+            reads
+                .headline()
+                .unwrap()
+                .ends_with("over 2 paired repetitions)"),
+            "{:?}",
+            reads.headline()
+        );
+        assert!(
+            reads
+                .failures
+                .iter()
+                .any(|f| f.label == "tokio-rusqlite · repetition 3"),
+            "{:?}",
+            reads.failures
+        );
+        assert!(repetitions_note(&results).starts_with("Each cell ran 3 times"));
+        assert!(repetitions_note(&fixtures::results()).starts_with("Each cell ran once"));
+    }
+
+    #[test]
+    fn a_pair_in_another_placement_is_set_aside_and_marked() {
+        let mut results = fixtures::repeated(3);
+        for r in results.iter_mut().filter(|r| {
+            r.cell.workload == "point-read"
+                && r.cell.approach == "quicklite"
+                && r.cell.repetition == 0
+        }) {
+            r.env.core_round_trip_before_ns = Some(330.0);
+            r.env.core_round_trip_after_ns = Some(350.0);
+        }
+        let summary = Summary::new(&results, "tokio-rusqlite");
+        let quicklite = &summary.tables[0].rows[0];
+        assert_eq!(quicklite.pairs_set_aside, 1);
+        assert_eq!(quicklite.ratio_spread.map(|s| s.n), Some(2));
+        assert!(
+            quicklite.ratio_short().ends_with(" †"),
+            "{}",
+            quicklite.ratio_short()
+        );
     }
 
     #[test]

@@ -21,6 +21,7 @@ impl Exporter for AsciiExporter {
     fn serialize(&self, results: &[CellResult], baseline: &str) -> Result<Vec<u8>> {
         let summary = Summary::new(results, baseline);
         let mut out = String::new();
+        let _ = writeln!(out, "{}\n", crate::summary::repetitions_note(results));
         for table in &summary.tables {
             // Writing to a String cannot fail.
             let _ = writeln!(out, "{}", table.title);

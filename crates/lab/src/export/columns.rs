@@ -16,6 +16,10 @@ pub struct Columns {
 /// Renders `table`, leaving out columns no row has a value for.
 pub fn columns(table: &Table) -> Columns {
     let mut headers: Vec<(String, bool)> = vec![("approach".to_owned(), false)];
+    let repeated = table.repetitions > 1;
+    if repeated {
+        headers.push(("repetitions: range".to_owned(), true));
+    }
     let has_errors = table.rows.iter().any(|r| r.result.errors > 0);
     if table.has_operations {
         for h in [
@@ -82,6 +86,9 @@ pub fn columns(table: &Table) -> Columns {
         .map(|row| {
             let r = &row.result;
             let mut cells = vec![row.label.clone()];
+            if repeated {
+                cells.push(row.spread_text());
+            }
             if table.has_operations {
                 let op = |name: &str| r.operation(name);
                 let mean = |name: &str| {

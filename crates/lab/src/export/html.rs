@@ -30,6 +30,7 @@ td.wrap { white-space: normal; min-width: 12rem; }
 .chart-title { font-size: 15px; font-weight: 600; fill: #1f2933; }
 .label, .value { font-size: 13px; fill: #323f4b; }
 .bar { fill: #2680c2; } .bar.baseline { fill: #9aa5b1; }
+.range { stroke: #102a43; stroke-width: 1.5; } .sample { fill: #f0b429; stroke: #102a43; stroke-width: 1; }
 .failure { color: #ab091e; }
 .headline { font-size: 1.1rem; font-weight: 600; }
 code { background: #f0f4f8; padding: 0 .2rem; font-size: .8rem; word-break: break-all; }
@@ -52,6 +53,11 @@ impl Exporter for HtmlExporter {
              Grey bars mark the baseline.</p>",
             results.len(),
             escape(baseline)
+        );
+        let _ = writeln!(
+            out,
+            "<p>{}</p>",
+            inline_markup(&crate::summary::repetitions_note(results))
         );
         for table in &summary.tables {
             section(&mut out, table, baseline);
@@ -87,6 +93,11 @@ fn section(out: &mut String, table: &Table, baseline: &str) {
                 value: r.throughput,
                 text: format!("{}/s", format::ops(r.throughput)),
                 baseline: r.is_baseline,
+                samples: if r.samples.len() > 1 {
+                    r.samples.iter().map(crate::summary::throughput).collect()
+                } else {
+                    Vec::new()
+                },
             })
             .collect();
         if let Some(headline) = table.headline() {
@@ -121,6 +132,11 @@ fn section(out: &mut String, table: &Table, baseline: &str) {
                 value: pick(&r.result),
                 text: format::latency_us(pick(&r.result)),
                 baseline: r.is_baseline,
+                samples: if r.samples.len() > 1 {
+                    r.samples.iter().map(pick).collect()
+                } else {
+                    Vec::new()
+                },
             })
             .collect();
         let title = if table.is_orm {
@@ -140,6 +156,14 @@ fn section(out: &mut String, table: &Table, baseline: &str) {
                         value: ratio,
                         text: format::percent(ratio),
                         baseline: r.is_baseline,
+                        samples: if r.samples.len() > 1 {
+                            r.samples
+                                .iter()
+                                .map(|s| s.write_completion.as_ref().map_or(0.0, |c| c.ratio))
+                                .collect()
+                        } else {
+                            Vec::new()
+                        },
                     }
                 })
                 .collect();
@@ -198,6 +222,7 @@ fn seeds(out: &mut String, results: &[CellResult]) {
          (computed from the cells above; a seed whose cells did not run says so).</p>",
         escape(&machine)
     );
+    let _ = writeln!(out, "<p>{}</p>", inline_markup(crate::repetitions::RULE));
     out.push_str("<table><thead><tr><th>seed</th><th>claim</th><th>published (machine)</th><th>measured here</th><th>reproduces here?</th></tr></thead><tbody>\n");
     for f in crate::seeds::findings(results) {
         let _ = writeln!(
@@ -212,6 +237,31 @@ fn seeds(out: &mut String, results: &[CellResult]) {
         );
     }
     out.push_str("</tbody></table>\n");
+}
+
+/// Escapes `text` and turns its Markdown emphasis (`**bold**`) and code spans (`` `code` ``) into HTML.
+fn inline_markup(text: &str) -> String {
+    let mut out = String::new();
+    let (mut bold, mut code) = (false, false);
+    let escaped = escape(text);
+    let mut rest = escaped.as_str();
+    while let Some(i) = rest.find(['*', '`']) {
+        out.push_str(&rest[..i]);
+        if rest[i..].starts_with("**") {
+            out.push_str(if bold { "</b>" } else { "<b>" });
+            bold = !bold;
+            rest = &rest[i + 2..];
+        } else if rest[i..].starts_with('`') {
+            out.push_str(if code { "</code>" } else { "<code>" });
+            code = !code;
+            rest = &rest[i + 1..];
+        } else {
+            out.push('*');
+            rest = &rest[i + 1..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn environment(out: &mut String, env: &EnvSummary) {
@@ -296,6 +346,14 @@ fn environment(out: &mut String, env: &EnvSummary) {
 mod tests {
     use super::*;
     use crate::fixtures;
+
+    #[test]
+    fn markdown_emphasis_and_code_become_html() {
+        assert_eq!(
+            inline_markup("a **b** `c<d>` 2 * 3"),
+            "a <b>b</b> <code>c&lt;d&gt;</code> 2 * 3"
+        );
+    }
 
     #[test]
     fn html_snapshot() {

@@ -8,7 +8,8 @@ use super::Exporter;
 use super::columns::{columns, settings_line};
 use crate::environment::EnvSummary;
 use crate::error::Result;
-use crate::summary::Summary;
+use crate::repetitions::RULE;
+use crate::summary::{Summary, repetitions_note};
 
 /// `summary.md`.
 #[derive(Debug, Default, Clone, Copy)]
@@ -27,6 +28,7 @@ impl Exporter for MarkdownExporter {
             results.len(),
             results.iter().filter(|r| r.failure.is_some()).count(),
         );
+        let _ = writeln!(out, "{}\n", repetitions_note(results));
         for table in &summary.tables {
             let _ = writeln!(out, "## {}\n", table.title);
             let _ = writeln!(out, "Settings: {}\n", settings_line(table));
@@ -88,6 +90,7 @@ fn seeds(out: &mut String, results: &[CellResult]) {
          above; a seed whose cells did not run says so).\n",
         or_unknown(&env.cpus.join("; "))
     );
+    let _ = writeln!(out, "{RULE}\n");
     let _ = writeln!(
         out,
         "| seed | claim | published (machine) | measured here | reproduces here? |"
@@ -225,6 +228,22 @@ fn escape(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::fixtures;
+
+    #[test]
+    fn repeated_cells_show_their_range_and_paired_ratios() {
+        let text = String::from_utf8(
+            MarkdownExporter
+                .serialize(&fixtures::repeated(3), "tokio-rusqlite")
+                .unwrap(),
+        )
+        .unwrap();
+        assert!(text.contains("Each cell ran 3 times"), "{text}");
+        assert!(text.contains("| approach | repetitions: range |"), "{text}");
+        assert!(text.contains("| quicklite | 3: "), "{text}");
+        assert!(text.contains("over 3 paired repetitions)**"), "{text}");
+        assert!(text.contains("| 004 |"), "{text}");
+        assert!(text.contains("10 databases: reproduces |"), "{text}");
+    }
 
     #[test]
     fn markdown_snapshot() {

@@ -12,6 +12,9 @@ pub struct Bar {
     pub text: String,
     /// Drawn in the baseline colour.
     pub baseline: bool,
+    /// Each repetition's value, drawn as a dot on the bar with a line from the smallest to the largest; empty
+    /// for a single repetition.
+    pub samples: Vec<f64>,
 }
 
 const WIDTH: f64 = 960.0;
@@ -23,7 +26,10 @@ const TOP: f64 = 34.0;
 
 /// An SVG bar chart titled `title`, one bar per entry, in the given order.
 pub fn bar_chart(title: &str, bars: &[Bar]) -> String {
-    let max = bars.iter().map(|b| b.value).fold(0.0, f64::max);
+    let max = bars
+        .iter()
+        .flat_map(|b| b.samples.iter().copied().chain([b.value]))
+        .fold(0.0, f64::max);
     let height = TOP + bars.len() as f64 * (BAR_HEIGHT + GAP) + GAP;
     let span = WIDTH - LABEL_WIDTH - VALUE_WIDTH;
     let mut svg = String::new();
@@ -55,6 +61,25 @@ pub fn bar_chart(title: &str, bars: &[Bar]) -> String {
             vx = LABEL_WIDTH + length + 8.0,
             text = escape(&bar.text),
         );
+        if bar.samples.len() > 1 && max > 0.0 {
+            let x = |v: f64| LABEL_WIDTH + v / max * span;
+            let low = bar.samples.iter().copied().fold(f64::INFINITY, f64::min);
+            let high = bar.samples.iter().copied().fold(0.0, f64::max);
+            let middle = y + BAR_HEIGHT / 2.0;
+            let _ = write!(
+                svg,
+                r#"<line x1="{:.1}" x2="{:.1}" y1="{middle}" y2="{middle}" class="range"/>"#,
+                x(low),
+                x(high)
+            );
+            for value in &bar.samples {
+                let _ = write!(
+                    svg,
+                    r#"<circle cx="{:.1}" cy="{middle}" r="3" class="sample"/>"#,
+                    x(*value)
+                );
+            }
+        }
     }
     svg.push_str("</svg>");
     svg
