@@ -39,13 +39,28 @@ pub const APPROACHES: &[&str] = &[
     "quicklite",
 ];
 
+/// The Go drivers (`runners/go`): `database/sql` over mattn/go-sqlite3 (cgo) and over modernc.org/sqlite (pure
+/// Go, seed 002's baseline), and zombiezen.com/go/sqlite's pool.
+pub const GO_APPROACHES: &[&str] = &["go-mattn", "go-modernc", "go-zombiezen"];
+
+/// The Node drivers (`runners/node`): better-sqlite3, and node:sqlite when the installed Node has it (seed 001).
+pub const NODE_APPROACHES: &[&str] = &["node-better-sqlite3", "node-sqlite"];
+
+/// Whether `name` is measured by a runner in another language (Go, Node).
+pub fn is_other_language(name: &str) -> bool {
+    GO_APPROACHES.contains(&name) || NODE_APPROACHES.contains(&name)
+}
+
 /// Approaches that need a server the run provides (`--with-postgres` or `--postgres-url`): never in the default
 /// list, and only for the workloads they implement.
 pub const SERVER_APPROACHES: &[&str] = &["postgres"];
 
-/// Whether `name` is an approach the lab knows, built in or server-backed.
+/// Whether `name` is an approach the lab knows, built in, in another language or server-backed.
 pub fn is_approach(name: &str) -> bool {
-    APPROACHES.contains(&name) || SERVER_APPROACHES.contains(&name)
+    APPROACHES.contains(&name)
+        || GO_APPROACHES.contains(&name)
+        || NODE_APPROACHES.contains(&name)
+        || SERVER_APPROACHES.contains(&name)
 }
 
 /// PRAGMA profiles a runner understands.
@@ -76,6 +91,12 @@ pub fn unsupported(workload: &str) -> &'static [&'static str] {
 pub fn supports(workload: &str, approach: &str) -> bool {
     if SERVER_APPROACHES.contains(&approach) {
         return workload == ORM;
+    }
+    if GO_APPROACHES.contains(&approach) {
+        return ["point-read", "insert", QUEUE, MULTI_DB].contains(&workload);
+    }
+    if NODE_APPROACHES.contains(&approach) {
+        return ["point-read", "insert", QUEUE].contains(&workload);
     }
     !unsupported(workload).contains(&approach)
 }

@@ -39,6 +39,14 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
                         {
                             continue;
                         }
+                        // A runner in another language links its own SQLite, set up by its driver: the process
+                        // knobs of a Rust runner (memory statistics, mutex mode, build profile) do not reach it.
+                        let process_knobs_vary = memstatus != first_memstatus
+                            || mutex != first_mutex
+                            || base.build_profile != first_build;
+                        if catalog::is_other_language(approach) && process_knobs_vary {
+                            continue;
+                        }
                         cells.push(Cell {
                             postgres_url: catalog::SERVER_APPROACHES
                                 .contains(&approach.as_str())
@@ -227,7 +235,15 @@ pub fn validate(options: &BenchOptions) -> Result<()> {
         if !catalog::is_approach(name) {
             return Err(LabError::UnknownApproach {
                 name: name.clone(),
-                valid: catalog::list(catalog::APPROACHES),
+                valid: catalog::list(
+                    &[
+                        catalog::APPROACHES,
+                        catalog::GO_APPROACHES,
+                        catalog::NODE_APPROACHES,
+                        catalog::SERVER_APPROACHES,
+                    ]
+                    .concat(),
+                ),
             });
         }
         if catalog::SERVER_APPROACHES.contains(&name.as_str()) && options.postgres_url.is_none() {

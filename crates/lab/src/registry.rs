@@ -1,9 +1,11 @@
 //! Which program measures which approach, and building those programs.
 //!
-//! The approaches live in three runner programs because cargo allows one `links = "sqlite3"` crate per
+//! The Rust approaches live in three runner programs because cargo allows one `links = "sqlite3"` crate per
 //! workspace: the main workspace's `quicklite-runner` (rusqlite 0.41), and two peer workspaces under `runners/`
-//! for the crates that pin other SQLite bindings (see docs/design.md, "Lab architecture"). Every runner answers
-//! `--approaches` with the JSON array of approaches it supports, which is checked before anything runs.
+//! for the crates that pin other SQLite bindings (see docs/design.md, "Lab architecture"). The drivers of other
+//! languages (Go, Node) have runners of their own under `runners/`, each built by its `build.sh`; when a toolchain
+//! is missing, their cells fail with the reason and the run goes on. Every runner answers `--approaches` with the
+//! JSON array of approaches it supports, which is checked before anything runs.
 //!
 //! Each build profile ([`crate::build_profiles`]) other than the workspace's own gets its runners built with the
 //! profile's `LIBSQLITE3_FLAGS` into `<target>/lab-profiles/<profile>`; cargo's own caching makes the second run
@@ -15,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::build_profiles::{self, BuildProfile};
+use crate::catalog;
 use crate::error::{LabError, Result};
 
 /// A runner program the lab knows how to build.
@@ -22,8 +25,11 @@ use crate::error::{LabError, Result};
 struct RunnerSpec {
     /// Binary (and target) name.
     bin: &'static str,
-    /// Manifest of its own workspace, relative to the repository root; `None` for the main workspace.
+    /// Manifest of its own workspace, relative to the repository root; `None` for the main workspace (and for a
+    /// runner built by a script).
     manifest: Option<&'static str>,
+    /// How a runner in another language is built; `None` for a Rust runner, which cargo builds.
+    script: Option<Script>,
     /// Approaches it provides.
     approaches: &'static [&'static str],
     /// Cargo features it declares for build profiles (`+name` in the profile list).
@@ -34,6 +40,7 @@ const RUNNERS: &[RunnerSpec] = &[
     RunnerSpec {
         bin: "quicklite-runner",
         manifest: None,
+        script: None,
         approaches: &[
             "direct-blocking",
             "spawn-blocking",
@@ -47,16 +54,48 @@ const RUNNERS: &[RunnerSpec] = &[
     RunnerSpec {
         bin: "runner-rusqlite040",
         manifest: Some("runners/rusqlite040/Cargo.toml"),
+        script: None,
         approaches: &["tokio-rusqlite", "deadpool-sqlite"],
         features: &[],
     },
     RunnerSpec {
         bin: "runner-sqlx",
         manifest: Some("runners/sqlx/Cargo.toml"),
+        script: None,
         approaches: &["sqlx"],
         features: &[],
     },
+    RunnerSpec {
+        bin: "runner-go",
+        manifest: None,
+        script: Some(Script {
+            dir: "runners/go",
+            program: "target/runner-go",
+        }),
+        approaches: catalog::GO_APPROACHES,
+        features: &[],
+    },
+    RunnerSpec {
+        bin: "runner-node",
+        manifest: None,
+        script: Some(Script {
+            dir: "runners/node",
+            program: "runner-node",
+        }),
+        approaches: catalog::NODE_APPROACHES,
+        features: &[],
+    },
 ];
+
+/// A runner in another language: `bash <dir>/build.sh` (run from the repository root) builds it, or fails
+/// saying which toolchain is missing, and leaves the program at `<dir>/<program>`.
+#[derive(Debug, Clone, Copy)]
+struct Script {
+    /// Its directory, relative to the repository root.
+    dir: &'static str,
+    /// The program, relative to `dir`.
+    program: &'static str,
+}
 
 /// How to find runner programs.
 #[derive(Debug, Clone, Default)]
@@ -81,6 +120,9 @@ pub struct RunnerRegistry {
     profiled: BTreeMap<(String, String), PathBuf>,
     /// Programs given as they are, by approach: they serve every profile.
     given: BTreeMap<String, PathBuf>,
+    /// Approaches whose runner could not be built or does not provide them here, with the reason: their cells
+    /// fail saying so (a toolchain of another language may be missing on this machine).
+    unavailable: BTreeMap<String, String>,
 }
 
 impl RunnerRegistry {
@@ -119,7 +161,8 @@ impl RunnerRegistry {
                 None => find_repo_root()?,
             };
             let flags = profile.expanded_flags(&build_profiles::read_workspace_flags(&root)?);
-            for spec in RUNNERS {
+            // Runners in other languages link their own SQLite: they measure the workspace's profile only.
+            for spec in RUNNERS.iter().filter(|s| s.script.is_none()) {
                 let wanted: Vec<&String> = missing
                     .iter()
                     .filter(|a| spec.approaches.contains(&a.as_str()))
@@ -166,9 +209,10 @@ impl RunnerRegistry {
             return Ok(Self {
                 programs,
                 given,
-                profiled: BTreeMap::new(),
+                ..Self::default()
             });
         }
+        let mut unavailable = BTreeMap::new();
         let root = match &setup.repo_root {
             Some(root) => root.clone(),
             None => find_repo_root()?,
@@ -180,6 +224,33 @@ impl RunnerRegistry {
                 .filter(|a| spec.approaches.contains(&a.as_str()))
                 .collect();
             if wanted.is_empty() {
+                continue;
+            }
+            if let Some(script) = spec.script {
+                match script_runner(&root, spec, script, setup.build) {
+                    Ok((program, provided)) => {
+                        for approach in wanted {
+                            if provided.contains(approach) {
+                                programs.insert(approach.clone(), program.clone());
+                            } else {
+                                unavailable.insert(
+                                    approach.clone(),
+                                    format!(
+                                        "{} does not provide it on this machine (it provides: {})",
+                                        spec.bin,
+                                        provided.join(", ")
+                                    ),
+                                );
+                            }
+                        }
+                    }
+                    Err(reason) => {
+                        eprintln!("{}: {reason}; its cells will fail saying so", spec.bin);
+                        for approach in wanted {
+                            unavailable.insert(approach.clone(), reason.clone());
+                        }
+                    }
+                }
                 continue;
             }
             let program = if setup.build {
@@ -199,7 +270,7 @@ impl RunnerRegistry {
             }
         }
         for approach in approaches {
-            if !programs.contains_key(approach) {
+            if !programs.contains_key(approach) && !unavailable.contains_key(approach) {
                 return Err(LabError::NoRunner {
                     approach: approach.clone(),
                     hint: String::new(),
@@ -210,7 +281,13 @@ impl RunnerRegistry {
             programs,
             given,
             profiled: BTreeMap::new(),
+            unavailable,
         })
+    }
+
+    /// Why `approach` has no runner on this machine, if its runner could not be built or does not provide it.
+    pub fn unavailable(&self, approach: &str) -> Option<&str> {
+        self.unavailable.get(approach).map(String::as_str)
     }
 
     /// The program that measures `approach` under `build_profile`.
@@ -391,6 +468,52 @@ fn build(
     executable.ok_or_else(|| fail("cargo built no executable by that name".to_owned()))
 }
 
+/// A runner in another language: built by its script when `build` is set (its output goes to our stderr), then
+/// asked for its approaches. The error is the reason its cells will fail with.
+fn script_runner(
+    root: &Path,
+    spec: &RunnerSpec,
+    script: Script,
+    build: bool,
+) -> std::result::Result<(PathBuf, Vec<String>), String> {
+    let dir = root.join(script.dir);
+    let program = dir.join(script.program);
+    let build_script = format!("{}/build.sh", script.dir);
+    if build {
+        eprintln!("Building {} (bash {build_script}) …", spec.bin);
+        let output = Command::new("bash")
+            .arg(&build_script)
+            .current_dir(root)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot start bash {build_script}: {e}"))?;
+        // Everything the script printed goes to stderr: stdout is the summary's.
+        eprint!("{}", String::from_utf8_lossy(&output.stdout));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        eprint!("{stderr}");
+        if !output.status.success() {
+            let last = stderr
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("no message");
+            return Err(format!(
+                "`bash {build_script}` failed ({}): {}",
+                output.status,
+                last.trim()
+            ));
+        }
+    }
+    if !program.is_file() {
+        return Err(format!(
+            "not built at {} (run `bash {build_script}`, or drop --no-build)",
+            program.display()
+        ));
+    }
+    let provided = query_approaches(&program).map_err(|e| e.to_string())?;
+    Ok((program, provided))
+}
+
 /// The `executable` of a `compiler-artifact` message for `bin`, if `line` is one.
 fn artifact_executable(line: &str, bin: &str) -> Option<PathBuf> {
     let message: serde_json::Value = serde_json::from_str(line).ok()?;
@@ -431,11 +554,16 @@ fn prebuilt(root: &Path, spec: &RunnerSpec, profile: Option<&BuildProfile>) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog;
 
     #[test]
     fn every_approach_has_exactly_one_runner() {
-        for approach in catalog::APPROACHES {
+        let all = [
+            catalog::APPROACHES,
+            catalog::GO_APPROACHES,
+            catalog::NODE_APPROACHES,
+        ]
+        .concat();
+        for approach in &all {
             let owners = RUNNERS
                 .iter()
                 .filter(|s| s.approaches.contains(approach))
@@ -541,6 +669,80 @@ mod tests {
         assert!(
             looked_at.contains("lab-profiles/default/release/quicklite-runner"),
             "{looked_at}"
+        );
+    }
+
+    #[test]
+    fn a_runner_in_another_language_that_cannot_be_built_fails_its_cells_not_the_run() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let go = root.path().join("runners/go");
+        let node = root.path().join("runners/node");
+        std::fs::create_dir_all(&go).unwrap();
+        std::fs::create_dir_all(&node).unwrap();
+        // No toolchain for Go on this imaginary machine.
+        std::fs::write(
+            go.join("build.sh"),
+            "echo 'building' ; echo 'runner-go: go is not installed (apt-get install golang)' >&2; exit 1\n",
+        )
+        .unwrap();
+        // Node builds, and its node has no node:sqlite.
+        std::fs::write(
+            node.join("built"),
+            "#!/bin/sh\necho '[\"node-better-sqlite3\"]'\n",
+        )
+        .unwrap();
+        std::fs::write(
+            node.join("build.sh"),
+            "cp runners/node/built runners/node/runner-node && chmod +x runners/node/runner-node\n",
+        )
+        .unwrap();
+        let setup = RunnerSetup {
+            build: true,
+            repo_root: Some(root.path().to_owned()),
+            ..RunnerSetup::default()
+        };
+        let wanted: Vec<String> = ["go-mattn", "node-better-sqlite3", "node-sqlite"]
+            .map(str::to_owned)
+            .to_vec();
+        let registry = RunnerRegistry::resolve(&wanted, &setup).unwrap();
+        assert_eq!(registry.program("go-mattn", "tuned"), None);
+        let reason = registry.unavailable("go-mattn").unwrap();
+        assert!(
+            reason.contains("bash runners/go/build.sh` failed")
+                && reason.contains("go is not installed"),
+            "{reason}"
+        );
+        assert_eq!(
+            registry.program("node-better-sqlite3", "tuned"),
+            Some(node.join("runner-node").as_path())
+        );
+        assert!(registry.program("node-better-sqlite3", "default").is_none());
+        assert_eq!(
+            registry.unavailable("node-sqlite"),
+            Some(
+                "runner-node does not provide it on this machine (it provides: node-better-sqlite3)"
+            )
+        );
+        let mode = std::fs::metadata(node.join("runner-node"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_ne!(mode & 0o111, 0);
+        // Without a build, a missing program says how to build it.
+        let unbuilt = RunnerRegistry::resolve(
+            &wanted[..1],
+            &RunnerSetup {
+                build: false,
+                ..setup
+            },
+        )
+        .unwrap();
+        assert!(
+            unbuilt
+                .unavailable("go-mattn")
+                .unwrap()
+                .contains("run `bash runners/go/build.sh`, or drop --no-build"),
         );
     }
 

@@ -45,11 +45,14 @@ pub fn run_all(
                 cell,
                 std::path::Path::new(""),
                 &now_rfc3339(),
-                format!(
-                    "no runner for approach `{}` with build profile `{}` (a profile with runner features, e.g. \
+                match registry.unavailable(&cell.approach) {
+                    Some(reason) => format!("{} is not available here: {reason}", cell.approach),
+                    None => format!(
+                        "no runner for approach `{}` with build profile `{}` (a profile with runner features, e.g. \
                      `sqlcipher`, is measured only by the runners that have them)",
-                    cell.approach, cell.build_profile
-                ),
+                        cell.approach, cell.build_profile
+                    ),
+                },
             ),
         };
         store.push(result)?;
