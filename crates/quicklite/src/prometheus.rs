@@ -40,8 +40,8 @@ pub fn render(databases: &[(&str, &MetricsSnapshot)]) -> String {
     out
 }
 
-/// Renders a [`Registry`]: its own figures (`quicklite_registry_*`: threads, open and known databases, opens,
-/// evictions, idle closes, queued tasks) and every known database's metrics, labelled with its name.
+/// Renders a [`Registry`]: its own figures (`quicklite_registry_*`: threads, write threads added, retired and at
+/// their peak, open and known databases, opens, evictions, idle closes, queued tasks) and every known database's metrics, labelled with its name.
 pub fn render_registry(registry: &Registry) -> String {
     let mut out = String::new();
     let mut prom = PromRegistry::default();
@@ -58,11 +58,21 @@ pub struct RegistryCollector(pub Registry);
 impl Collector for RegistryCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let m = self.0.metrics();
-        let gauges: [(&str, &str, u64); 6] = [
+        let gauges: [(&str, &str, u64); 8] = [
             (
                 "quicklite_registry_threads",
-                "Threads of the registry's pool.",
+                "Threads of the registry's pool when it started.",
                 m.threads as u64,
+            ),
+            (
+                "quicklite_registry_write_threads",
+                "Write threads now, those added while long writes held every one included.",
+                m.write_threads as u64,
+            ),
+            (
+                "quicklite_registry_write_threads_peak",
+                "The most write threads at once.",
+                m.write_threads_peak as u64,
             ),
             (
                 "quicklite_registry_open_databases",
@@ -95,7 +105,17 @@ impl Collector for RegistryCollector {
                 .encode_descriptor(name, help, None, MetricType::Gauge)?
                 .encode_gauge(&value)?;
         }
-        let counters: [(&str, &str, u64); 3] = [
+        let counters: [(&str, &str, u64); 5] = [
+            (
+                "quicklite_registry_write_threads_added",
+                "Write threads added while long writes held every one.",
+                m.write_threads_added,
+            ),
+            (
+                "quicklite_registry_write_threads_retired",
+                "Added write threads retired once idle.",
+                m.write_threads_retired,
+            ),
             (
                 "quicklite_registry_opens",
                 "Times a database's connections were opened.",

@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::registry::housekeeping::housekeeping;
 use crate::registry::{Configure, Registry, RegistryInner};
 use crate::sched::pool::actor::Actor;
+use crate::sched::pool::elastic::{Lane, supervise};
 use crate::sched::pool::{Pool, run_pool_thread};
 use crate::util::{lock, spawn};
 use crate::{Builder, Error, Result};
@@ -18,6 +19,7 @@ use crate::{Builder, Error, Result};
 pub struct RegistryBuilder {
     dir: PathBuf,
     threads: Option<usize>,
+    max_write_threads: usize,
     max_open: usize,
     max_reader_connections: Option<usize>,
     idle_timeout: Duration,
@@ -31,6 +33,7 @@ impl std::fmt::Debug for RegistryBuilder {
         f.debug_struct("RegistryBuilder")
             .field("dir", &self.dir)
             .field("threads", &self.threads)
+            .field("max_write_threads", &self.max_write_threads)
             .field("max_open", &self.max_open)
             .field("max_reader_connections", &self.max_reader_connections)
             .field("idle_timeout", &self.idle_timeout)
@@ -51,6 +54,7 @@ impl RegistryBuilder {
         RegistryBuilder {
             dir: dir.to_path_buf(),
             threads: None,
+            max_write_threads: 256,
             max_open: 128,
             max_reader_connections: None,
             idle_timeout: Duration::from_secs(30),
@@ -60,10 +64,25 @@ impl RegistryBuilder {
     }
 
     /// Threads serving every database of the registry: half serve writes, half reads (at least one each), so slow
-    /// writes cannot starve reads. By default, twice the available cores. The pool never grows: a thread is busy
-    /// for as long as one group of writes or one batch of reads takes.
+    /// writes cannot starve reads. By default, twice the available cores. A thread is busy for as long as one group
+    /// of writes or one batch of reads takes; while every write thread has been held by one write for 20 ms and
+    /// more and other writes wait, the registry adds write threads (up to [`max_write_threads`]), and retires them
+    /// one by one once the lane has been idle for a second.
+    ///
+    /// [`max_write_threads`]: RegistryBuilder::max_write_threads
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = Some(n);
+        self
+    }
+
+    /// Most write threads at once, counting the ones added while long writes (work inside the transaction, a slow
+    /// disk) hold every write thread — the hand-off tokio's blocking pool makes for blocking calls, so that the
+    /// other databases' writes go on. By default, 256; the write half of [`threads`] (or this, whichever is larger)
+    /// keeps the lane from growing at all.
+    ///
+    /// [`threads`]: RegistryBuilder::threads
+    pub fn max_write_threads(mut self, n: usize) -> Self {
+        self.max_write_threads = n;
         self
     }
 
@@ -141,10 +160,12 @@ impl RegistryBuilder {
         let read_threads = threads.saturating_sub(write_threads).max(1);
         let threads = write_threads + read_threads;
         let (wake, wakes) = std::sync::mpsc::sync_channel(1);
+        let (lane, stalls) = Lane::new(write_threads, self.max_write_threads);
         let (pool, write_tasks, read_tasks) = Pool::<Actor>::new(
             self.max_open,
             self.max_reader_connections.unwrap_or(usize::MAX),
             wake,
+            lane.clone(),
         );
         let inner = Arc::new(RegistryInner {
             dir,
@@ -158,18 +179,22 @@ impl RegistryBuilder {
             _temporary: temporary,
         });
         let mut handles = Vec::with_capacity(threads + 1);
-        let lanes = [
-            ("write", write_threads, write_tasks),
-            ("read", read_threads, read_tasks),
-        ];
-        for (lane, count, tasks) in lanes {
-            for i in 0..count {
-                let tasks = tasks.clone();
-                handles.push(spawn(format!("quicklite-{lane}-{i}"), move || {
-                    run_pool_thread(tasks)
-                })?);
-            }
+        for i in 0..write_threads {
+            let (tasks, lane) = (write_tasks.clone(), lane.clone());
+            handles.push(spawn(format!("quicklite-write-{i}"), move || {
+                run_pool_thread(tasks, Some(lane))
+            })?);
         }
+        for i in 0..read_threads {
+            let tasks = read_tasks.clone();
+            handles.push(spawn(format!("quicklite-read-{i}"), move || {
+                run_pool_thread(tasks, None)
+            })?);
+        }
+        let weak_pool = Arc::downgrade(&inner.pool);
+        handles.push(spawn("quicklite-supervisor", move || {
+            supervise(weak_pool, write_tasks, lane, stalls)
+        })?);
         let tick = (self.idle_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
         let weak = Arc::downgrade(&inner);
         handles.push(spawn("quicklite-registry", move || {

@@ -81,8 +81,16 @@ impl std::fmt::Debug for Registry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RegistryMetrics {
-    /// Threads of the pool (fixed).
+    /// Threads of the pool when it started: its base.
     pub threads: usize,
+    /// Write threads now: the base write half, plus those added while long writes held every one.
+    pub write_threads: usize,
+    /// Write threads added since the registry opened.
+    pub write_threads_added: u64,
+    /// Added write threads retired since.
+    pub write_threads_retired: u64,
+    /// The most write threads at once.
+    pub write_threads_peak: usize,
     /// Databases the registry holds a handle to (open or not).
     pub known_databases: usize,
     /// Databases with open connections.
@@ -172,8 +180,13 @@ impl Registry {
             }
         }
         let pool = &self.inner.pool;
+        let lane = &pool.write_lane;
         RegistryMetrics {
             threads: self.inner.threads,
+            write_threads: lane.threads.load(Ordering::Relaxed),
+            write_threads_added: lane.added.load(Ordering::Relaxed),
+            write_threads_retired: lane.retired.load(Ordering::Relaxed),
+            write_threads_peak: lane.peak.load(Ordering::Relaxed),
             known_databases: known.len(),
             open_databases: pool.open_count(),
             max_open: pool.max_open,

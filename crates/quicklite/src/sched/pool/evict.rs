@@ -78,7 +78,9 @@ fn gcd(mut a: usize, mut b: usize) -> usize {
 /// Closes one of `candidates`: the least recently used idle one, else the most recently used one whose work
 /// waits in the run queue. Returns whether it closed one.
 pub(crate) fn close_one<D: PooledDatabase>(candidates: &mut [Arc<D>]) -> bool {
-    candidates.sort_by_key(|a| a.last_used_ms());
+    // Each key read once: tasks on other threads move `last_used` during the sort, and a sort whose keys change
+    // under it has no consistent order (the standard library's sort panics on one).
+    candidates.sort_by_cached_key(|a| a.last_used_ms());
     candidates.iter().any(|a| a.try_close())
         || candidates.iter().rev().any(|a| a.try_close_queued())
 }
@@ -92,7 +94,65 @@ impl<D> OpenSet<D> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
     use super::*;
+    use crate::Error;
+
+    /// A database whose `last_used` moves every time it is read, as it does under tasks on other threads.
+    struct Busy {
+        name: String,
+        clock: Arc<AtomicU64>,
+        closed: AtomicBool,
+    }
+
+    impl PooledDatabase for Busy {
+        fn name(&self) -> &str {
+            &self.name
+        }
+        fn run_write(self: &Arc<Self>) {}
+        fn run_read(self: &Arc<Self>) {}
+        fn fail_queued(&self, _: &Error) {}
+        fn is_idle(&self) -> bool {
+            true
+        }
+        fn last_used_ms(&self) -> u64 {
+            // Every read sees a later time than the one before, over all databases.
+            self.clock.fetch_sub(1, Ordering::SeqCst)
+        }
+        fn try_close(self: &Arc<Self>) -> bool {
+            !self.closed.swap(true, Ordering::SeqCst)
+        }
+        fn try_close_queued(self: &Arc<Self>) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn choosing_among_databases_whose_use_moves_during_the_choice_is_consistent() {
+        let clock = Arc::new(AtomicU64::new(u64::MAX / 2));
+        let mut candidates: Vec<Arc<Busy>> = (0..1_000)
+            .map(|i| {
+                Arc::new(Busy {
+                    name: format!("db-{i}"),
+                    clock: clock.clone(),
+                    closed: AtomicBool::new(false),
+                })
+            })
+            .collect();
+        // A sort that read the moving keys at every comparison would see no consistent order (and panic).
+        assert!(close_one(&mut candidates));
+        // Each key was read once, the last read the smallest: the last database is the least recently used.
+        assert!(candidates[0].closed.load(Ordering::SeqCst));
+        assert_eq!(candidates[0].name, "db-999");
+        assert_eq!(
+            candidates
+                .iter()
+                .filter(|c| c.closed.load(Ordering::SeqCst))
+                .count(),
+            1
+        );
+    }
 
     #[test]
     fn sampled_places_are_distinct_and_in_range() {

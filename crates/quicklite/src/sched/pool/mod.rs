@@ -24,10 +24,12 @@ use crate::Error;
 use crate::util::lock;
 
 pub(crate) mod actor;
+pub(crate) mod elastic;
 mod evict;
 mod roles;
 pub(crate) mod task;
 
+use elastic::Lane;
 use evict::{DRAWS, OpenSet, SAMPLED, close_one};
 use task::{PooledDatabase, Task};
 
@@ -62,6 +64,8 @@ pub(crate) struct Pool<D> {
     max_readers: usize,
     /// Reader connections open now.
     readers_open: AtomicUsize,
+    /// The write threads: their count grows while long writes hold them all.
+    pub(crate) write_lane: Arc<Lane>,
     epoch: Instant,
 }
 
@@ -74,6 +78,7 @@ impl<D: PooledDatabase> Pool<D> {
         max_open: usize,
         max_readers: usize,
         wake: SyncSender<()>,
+        write_lane: Arc<Lane>,
     ) -> (Arc<Pool<D>>, RunQueue<D>, RunQueue<D>) {
         let (writes, write_rx) = async_channel::unbounded();
         let (reads, read_rx) = async_channel::unbounded();
@@ -92,6 +97,7 @@ impl<D: PooledDatabase> Pool<D> {
             waiting_len: AtomicUsize::new(0),
             max_readers,
             readers_open: AtomicUsize::new(0),
+            write_lane,
             epoch: Instant::now(),
         });
         (shared, write_rx, read_rx)
@@ -101,13 +107,19 @@ impl<D: PooledDatabase> Pool<D> {
         // Refused only once the pool is stopped (the registry closed or dropped): nothing will serve the
         // database any more, so whatever it has queued is answered `Closed` rather than left waiting.
         let lane = match task {
-            Task::Write(_) => &self.writes,
+            Task::Write(_) | Task::Retire => &self.writes,
             Task::Read(_) => &self.reads,
         };
-        if let Err(refused) = lane.try_send(task) {
-            let (Task::Write(actor) | Task::Read(actor)) = refused.into_inner();
+        if let Err(refused) = lane.try_send(task)
+            && let Task::Write(actor) | Task::Read(actor) = refused.into_inner()
+        {
             actor.fail_queued(&Error::Closed);
         }
+    }
+
+    /// Queues the retirement of one write thread; `false` once the pool has stopped.
+    pub(crate) fn retire_write_thread(&self) -> bool {
+        self.writes.try_send(Task::Retire).is_ok()
     }
 
     /// Milliseconds since the pool started: the clock of `last_used`.
@@ -206,6 +218,7 @@ impl<D: PooledDatabase> Pool<D> {
     pub(crate) fn stop(&self) {
         self.writes.close();
         self.reads.close();
+        self.write_lane.wake();
         self.resume_waiting(usize::MAX);
     }
 
@@ -280,12 +293,25 @@ impl<D: PooledDatabase> Pool<D> {
     }
 }
 
-/// The body of a pool thread: runs tasks until the run queue is closed and empty.
-pub(crate) fn run_pool_thread<D: PooledDatabase>(tasks: RunQueue<D>) {
+/// The body of a pool thread: runs tasks until the run queue is closed and empty, or it takes a retirement. A
+/// write thread reports each task to its `lane`, whose supervisor adds threads while every one is held.
+pub(crate) fn run_pool_thread<D: PooledDatabase>(tasks: RunQueue<D>, lane: Option<Arc<Lane>>) {
+    let slot = lane.as_ref().map(|lane| lane.join());
     while let Ok(task) = tasks.recv_blocking() {
         match task {
-            Task::Write(actor) => actor.run_write(),
+            Task::Write(actor) => match (&lane, &slot) {
+                (Some(lane), Some(slot)) => {
+                    lane.started(slot);
+                    actor.run_write();
+                    lane.finished(slot);
+                }
+                _ => actor.run_write(),
+            },
             Task::Read(actor) => actor.run_read(),
+            Task::Retire => break,
         }
+    }
+    if let (Some(lane), Some(slot)) = (&lane, &slot) {
+        lane.leave(slot);
     }
 }

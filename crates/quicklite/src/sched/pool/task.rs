@@ -4,10 +4,13 @@ use std::sync::Arc;
 
 use crate::Error;
 
-/// A unit of work on the pool: one turn of a database's writer or of one of its readers.
+/// A unit of work on the pool: one turn of a database's writer or of one of its readers, or the end of an extra
+/// write thread ([`super::elastic`]).
 pub(crate) enum Task<D> {
     Write(Arc<D>),
     Read(Arc<D>),
+    /// The thread that takes it exits.
+    Retire,
 }
 
 /// A database served by the pool (the pool's [`Actor`](crate::sched::pool::actor::Actor)), as the pool's run

@@ -1,0 +1,371 @@
+//! The write lane's threads: a base count that serves the normal case, and more while every one of them is held by
+//! a long write and other databases' writes wait — the hand-off tokio's blocking pool and Go's scheduler make when a
+//! thread blocks. Without it, writes that block (work inside the transaction, a slow disk) hold every write thread
+//! and the other databases' writes stop completing, however few of them are slow.
+//!
+//! A supervisor thread sleeps until a write task starts with every write thread busy; from then on it looks every
+//! [`TICK`]: when every thread has run its task for [`HELD`] or longer, is blocked in it (asleep or waiting for the
+//! disk, as the kernel reports the thread: not running or runnable, at [`BLOCKED_LOOKS`] looks in a row) and write
+//! tasks are queued, it adds threads
+//! (up to as many as are queued, doubling at most, within the cap); when the lane has had threads idle and nothing
+//! queued for [`RETIRE_AFTER`], it retires the extra ones, one per tick, by queueing a
+//! [`Task::Retire`](super::task::Task::Retire) that the next free thread takes and exits on. The base threads never
+//! go.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::task::PooledDatabase;
+use super::{Pool, RunQueue, run_pool_thread};
+use crate::util::{lock, spawn};
+
+/// How often the supervisor looks while the lane is saturated or has extra threads.
+const TICK: Duration = Duration::from_millis(5);
+
+/// How long a task must have run for its thread to count as held by it: far longer than a normal write group
+/// (tens of microseconds to a millisecond), so a lane that is merely busy with short writes does not grow.
+const HELD: Duration = Duration::from_millis(20);
+
+/// Looks in a row that must find a thread blocked before it counts as blocked.
+const BLOCKED_LOOKS: u32 = 3;
+
+/// How long the lane must have had an idle thread and nothing queued before extra threads retire.
+const RETIRE_AFTER: Duration = Duration::from_secs(1);
+
+/// One thread of the lane: its current task, and where the kernel reports its state.
+#[derive(Debug, Default)]
+pub(crate) struct SlotState {
+    /// When its current task started, on the lane's clock, plus one; `0` while idle.
+    started: AtomicU64,
+    /// Its thread id, where the kernel says whether it runs (`/proc/self/task/<tid>/stat`); `None` where there is
+    /// no `/proc`, and then a held thread counts as blocked.
+    tid: Option<u32>,
+    /// The supervisor's looks in a row that found it blocked: a thread starved of CPU is caught waiting for a lock
+    /// now and then, a thread in a long sleep or a slow write at every look.
+    blocked_looks: AtomicU32,
+}
+
+type Slot = Arc<SlotState>;
+
+/// The calling thread's id, from `/proc/thread-self` (`<pid>/task/<tid>`).
+fn own_tid() -> Option<u32> {
+    let link = std::fs::read_link("/proc/thread-self").ok()?;
+    link.file_name()?.to_str()?.parse().ok()
+}
+
+/// Whether thread `tid` of this process is blocked (sleeping, or waiting for the disk) rather than running or
+/// waiting for a CPU; `true` when the kernel cannot tell us.
+fn blocked(tid: Option<u32>) -> bool {
+    let Some(tid) = tid else { return true };
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) else {
+        // The thread is gone (it just retired): it holds nothing.
+        return true;
+    };
+    // `tid (comm) state …`; the name may hold spaces and parentheses, the state follows the last `)`.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    !matches!(state, Some('R'))
+}
+
+/// The write lane's thread counts and the threads' current tasks.
+pub(crate) struct Lane {
+    /// Threads the lane starts with and never goes below.
+    pub(crate) base: usize,
+    /// Threads it never goes above.
+    pub(crate) max: usize,
+    /// Threads running (or about to retire: a retirement counts once it is queued).
+    pub(crate) threads: AtomicUsize,
+    /// Threads running a task now.
+    busy: AtomicUsize,
+    /// The threads' slots.
+    slots: Mutex<Vec<Slot>>,
+    /// Wakes the supervisor: a task started with every thread busy. A full channel means a wake-up is pending.
+    stall: SyncSender<()>,
+    pub(crate) added: AtomicU64,
+    pub(crate) retired: AtomicU64,
+    pub(crate) peak: AtomicUsize,
+    epoch: Instant,
+}
+
+impl Lane {
+    /// A lane of `base` threads that may grow to `max`, and the receiving end of its supervisor's wake-ups.
+    pub(crate) fn new(base: usize, max: usize) -> (Arc<Lane>, Receiver<()>) {
+        let (stall, stalls) = sync_channel(1);
+        let lane = Lane {
+            base,
+            max: max.max(base),
+            threads: AtomicUsize::new(base),
+            busy: AtomicUsize::new(0),
+            slots: Mutex::new(Vec::new()),
+            stall,
+            added: AtomicU64::new(0),
+            retired: AtomicU64::new(0),
+            peak: AtomicUsize::new(base),
+            epoch: Instant::now(),
+        };
+        (Arc::new(lane), stalls)
+    }
+
+    /// Milliseconds since the lane started: the clock of the slots.
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Registers a thread of the lane; its slot says what it runs.
+    pub(crate) fn join(&self) -> Slot {
+        let slot = Arc::new(SlotState {
+            started: AtomicU64::new(0),
+            tid: own_tid(),
+            blocked_looks: AtomicU32::new(0),
+        });
+        lock(&self.slots).push(slot.clone());
+        slot
+    }
+
+    /// Unregisters a thread that exits.
+    pub(crate) fn leave(&self, slot: &Slot) {
+        lock(&self.slots).retain(|s| !Arc::ptr_eq(s, slot));
+    }
+
+    /// A thread of the lane starts a task.
+    pub(crate) fn started(&self, slot: &Slot) {
+        self.started_at(slot, self.now_ms());
+    }
+
+    fn started_at(&self, slot: &Slot, now_ms: u64) {
+        slot.started.store(now_ms + 1, Ordering::SeqCst);
+        let busy = self.busy.fetch_add(1, Ordering::SeqCst) + 1;
+        if busy >= self.threads.load(Ordering::SeqCst) {
+            let _ = self.stall.try_send(());
+        }
+    }
+
+    /// A thread of the lane finished its task.
+    pub(crate) fn finished(&self, slot: &Slot) {
+        slot.started.store(0, Ordering::SeqCst);
+        self.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Whether every registered thread has run its current task for `held_ms` or longer at `now_ms`.
+    fn all_held(&self, now_ms: u64, held_ms: u64) -> bool {
+        let slots = lock(&self.slots);
+        !slots.is_empty()
+            && slots.iter().all(|s| {
+                let started = s.started.load(Ordering::SeqCst);
+                started != 0 && now_ms.saturating_sub(started - 1) >= held_ms
+            })
+    }
+
+    /// Looks at every registered thread's state; returns whether each has been blocked at [`BLOCKED_LOOKS`] looks
+    /// in a row, this one included.
+    fn all_blocked(&self) -> bool {
+        let slots: Vec<Slot> = lock(&self.slots).clone();
+        let mut all = !slots.is_empty();
+        for slot in slots {
+            let looks = if blocked(slot.tid) {
+                slot.blocked_looks.fetch_add(1, Ordering::Relaxed) + 1
+            } else {
+                slot.blocked_looks.store(0, Ordering::Relaxed);
+                0
+            };
+            all &= looks >= BLOCKED_LOOKS;
+        }
+        all
+    }
+
+    /// Wakes the supervisor, e.g. to see that the pool has stopped.
+    pub(crate) fn wake(&self) {
+        let _ = self.stall.try_send(());
+    }
+
+    /// Whether some thread has no task.
+    fn some_idle(&self) -> bool {
+        self.busy.load(Ordering::SeqCst) < self.threads.load(Ordering::SeqCst)
+    }
+}
+
+/// What the supervisor decides on one look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// Start this many threads.
+    Grow(usize),
+    /// Retire one extra thread.
+    Retire,
+    /// Nothing to do.
+    Hold,
+}
+
+/// The supervisor's rule, apart from its clock and threads so that it can be tested alone: grow when every thread
+/// is held and tasks are queued; retire an extra thread after `RETIRE_AFTER` of idleness.
+pub(crate) fn decide(
+    threads: usize,
+    lane: (usize, usize),
+    queued: usize,
+    all_held: bool,
+    idle_for: Option<Duration>,
+) -> Decision {
+    let (base, max) = lane;
+    if all_held && queued > 0 && threads < max {
+        return Decision::Grow(queued.min(threads.max(1)).min(max - threads));
+    }
+    if threads > base && idle_for.is_some_and(|idle| idle >= RETIRE_AFTER) {
+        return Decision::Retire;
+    }
+    Decision::Hold
+}
+
+/// The supervisor: runs until the pool stops, then joins the threads it started.
+pub(crate) fn supervise<D: PooledDatabase>(
+    pool: Weak<Pool<D>>,
+    tasks: RunQueue<D>,
+    lane: Arc<Lane>,
+    stalls: Receiver<()>,
+) {
+    let mut started: Vec<JoinHandle<()>> = Vec::new();
+    let mut idle_since: Option<Instant> = None;
+    loop {
+        let watching = lane.threads.load(Ordering::SeqCst) > lane.base || !lane.some_idle();
+        let woke = if watching {
+            stalls.recv_timeout(TICK)
+        } else {
+            stalls.recv().map_err(|_| RecvTimeoutError::Disconnected)
+        };
+        if matches!(woke, Err(RecvTimeoutError::Disconnected)) || tasks.is_closed() {
+            break;
+        }
+        let Some(pool) = pool.upgrade() else { break };
+        let threads = lane.threads.load(Ordering::SeqCst);
+        let queued = tasks.len();
+        let idle = queued == 0 && lane.some_idle();
+        if !idle {
+            idle_since = None;
+        }
+        let idle_for = idle.then(|| idle_since.get_or_insert_with(Instant::now).elapsed());
+        // Every thread is looked at on every tick, so that "blocked at every look" means what it says.
+        let blocked = lane.all_blocked();
+        let held = lane.all_held(lane.now_ms(), HELD.as_millis() as u64) && blocked;
+        match decide(threads, (lane.base, lane.max), queued, held, idle_for) {
+            Decision::Grow(n) => {
+                for _ in 0..n {
+                    let index = lane.threads.fetch_add(1, Ordering::SeqCst);
+                    let (tasks, lane_for_thread) = (tasks.clone(), lane.clone());
+                    match spawn(format!("quicklite-write-{index}"), move || {
+                        run_pool_thread(tasks, Some(lane_for_thread));
+                    }) {
+                        Ok(handle) => {
+                            started.push(handle);
+                            lane.added.fetch_add(1, Ordering::Relaxed);
+                            lane.peak.fetch_max(index + 1, Ordering::Relaxed);
+                        }
+                        Err(_) => {
+                            // No thread to be had: the lane serves on with what it has.
+                            lane.threads.fetch_sub(1, Ordering::SeqCst);
+                            break;
+                        }
+                    }
+                }
+            }
+            Decision::Retire => {
+                if pool.retire_write_thread() {
+                    lane.threads.fetch_sub(1, Ordering::SeqCst);
+                    lane.retired.fetch_add(1, Ordering::Relaxed);
+                }
+                // The next retirement waits a tick, so the lane shrinks one thread at a time.
+            }
+            Decision::Hold => {}
+        }
+        started.retain(|h| !h.is_finished());
+    }
+    for handle in started {
+        let _ = handle.join();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lane_grows_only_while_every_thread_is_held_and_work_waits() {
+        let lane = (2, 8);
+        // Two threads held by long writes, five writes waiting: double.
+        assert_eq!(decide(2, lane, 5, true, None), Decision::Grow(2));
+        // One waiting: one more.
+        assert_eq!(decide(4, lane, 1, true, None), Decision::Grow(1));
+        // Never past the cap.
+        assert_eq!(decide(7, lane, 50, true, None), Decision::Grow(1));
+        assert_eq!(decide(8, lane, 50, true, None), Decision::Hold);
+        // Busy with short writes, or nothing waiting: no growth.
+        assert_eq!(decide(2, lane, 5, false, None), Decision::Hold);
+        assert_eq!(decide(2, lane, 0, true, None), Decision::Hold);
+    }
+
+    #[test]
+    fn extra_threads_retire_after_a_second_of_idleness_and_the_base_stays() {
+        let lane = (2, 8);
+        let idle = |ms| Some(Duration::from_millis(ms));
+        assert_eq!(decide(6, lane, 0, false, idle(200)), Decision::Hold);
+        assert_eq!(decide(6, lane, 0, false, idle(1_000)), Decision::Retire);
+        assert_eq!(decide(3, lane, 0, false, idle(5_000)), Decision::Retire);
+        assert_eq!(decide(2, lane, 0, false, idle(5_000)), Decision::Hold);
+    }
+
+    #[test]
+    fn the_kernel_tells_a_sleeping_thread_from_a_running_one() {
+        use std::sync::atomic::AtomicBool;
+        let stop = Arc::new(AtomicBool::new(false));
+        let spawn_reporting = |spin: bool| {
+            let stop = stop.clone();
+            let (tx, rx) = std::sync::mpsc::channel();
+            let handle = std::thread::spawn(move || {
+                tx.send(own_tid()).unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    if !spin {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                }
+            });
+            (rx.recv().unwrap(), handle)
+        };
+        let (sleeper, a) = spawn_reporting(false);
+        let (spinner, b) = spawn_reporting(true);
+        assert!(sleeper.is_some(), "no /proc/thread-self here");
+        // A sleeper may be caught between two sleeps; most looks find it asleep. A spinner is always running or
+        // waiting for a CPU.
+        let asleep = (0..50)
+            .filter(|_| {
+                std::thread::sleep(Duration::from_millis(1));
+                blocked(sleeper)
+            })
+            .count();
+        assert!(asleep > 25, "{asleep} of 50");
+        assert!((0..50).all(|_| !blocked(spinner)));
+        stop.store(true, Ordering::Relaxed);
+        a.join().unwrap();
+        b.join().unwrap();
+        assert!(blocked(None));
+    }
+
+    #[test]
+    fn a_thread_counts_as_held_once_its_task_has_run_long_enough() {
+        let (lane, _stalls) = Lane::new(2, 4);
+        let (a, b) = (lane.join(), lane.join());
+        lane.started_at(&a, 100);
+        assert!(!lane.all_held(200, 20), "one thread is idle");
+        lane.started_at(&b, 190);
+        assert!(!lane.all_held(200, 20), "one task is 10 ms old");
+        assert!(lane.all_held(210, 20));
+        lane.finished(&a);
+        assert!(!lane.all_held(500, 20));
+        assert!(lane.some_idle());
+        lane.leave(&a);
+        assert!(
+            lane.all_held(500, 20),
+            "the thread that left no longer counts"
+        );
+    }
+}
