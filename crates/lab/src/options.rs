@@ -10,7 +10,8 @@ use crate::catalog;
 pub struct BenchOptions {
     /// Workloads to run. By default, all of [`catalog::WORKLOADS`].
     pub workloads: Vec<String>,
-    /// Approaches to compare. By default, all of [`catalog::APPROACHES`].
+    /// Approaches to compare. By default, every approach: [`catalog::APPROACHES`], then the Go and Node drivers
+    /// ([`catalog::GO_APPROACHES`], [`catalog::NODE_APPROACHES`]) on the workloads they implement.
     pub approaches: Vec<String>,
     /// Measured time per cell, in milliseconds. By default, 10 s.
     pub duration_ms: u64,
@@ -92,7 +93,14 @@ impl Default for BenchOptions {
     fn default() -> Self {
         Self {
             workloads: owned(catalog::WORKLOADS),
-            approaches: owned(catalog::APPROACHES),
+            approaches: owned(
+                &[
+                    catalog::APPROACHES,
+                    catalog::GO_APPROACHES,
+                    catalog::NODE_APPROACHES,
+                ]
+                .concat(),
+            ),
             duration_ms: 10_000,
             warmup_ms: 2_000,
             concurrency: vec![64],
@@ -118,7 +126,7 @@ impl Default for BenchOptions {
 }
 
 impl BenchOptions {
-    /// The README's run: every approach on `point-read`, `insert`, `mixed`, a 10-database `multi-db`, the `queue`,
+    /// The README's run: every Rust approach on `point-read`, `insert`, `mixed`, a 10-database `multi-db`, the `queue`,
     /// `http` and `orm`, 2 s measured after 0.5 s of warm-up, plus variants showing memory statistics and the
     /// serialized mutex (seeds 000 and 001), the queue one cycle at a time (seed 002's figures are for one
     /// goroutine), the ORM suite without the server PRAGMAs (seed 003), `mixed` one request at a time, and reads
@@ -149,6 +157,8 @@ impl BenchOptions {
             ..base
         };
         Self {
+            // The Rust approaches: the runners in other languages take minutes to build (`--approaches` adds them).
+            approaches: owned(catalog::APPROACHES),
             workloads: owned(&[
                 "point-read",
                 "insert",

@@ -34,3 +34,35 @@ pub(crate) fn spawn(
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new().name(name.into()).spawn(f)
 }
+
+thread_local! {
+    /// The flag of a pool thread that watches its work ([`watch_blocking_work`]); `None` on other threads.
+    static BLOCKING_WORK: std::cell::RefCell<Option<std::sync::Arc<std::sync::atomic::AtomicBool>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Has [`blocking_work`] raise `flag` on the calling thread while it runs: a registry's write lane watches its
+/// threads this way, so that only a thread held by an application's closure or by SQLite's commit (work that may
+/// sleep or wait for the disk for as long as it likes) makes the lane grow — not one waiting inside quicklite.
+pub(crate) fn watch_blocking_work(flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    BLOCKING_WORK.with(|slot| *slot.borrow_mut() = Some(flag));
+}
+
+/// Runs `f`, an application's closure or a commit, with the calling thread's watched flag (if any) raised.
+pub(crate) fn blocking_work<T>(f: impl FnOnce() -> T) -> T {
+    /// Lowers the flag however `f` ends.
+    struct Lower(Option<std::sync::Arc<std::sync::atomic::AtomicBool>>);
+    impl Drop for Lower {
+        fn drop(&mut self) {
+            if let Some(flag) = &self.0 {
+                flag.store(false, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    }
+    let flag = BLOCKING_WORK.with(|slot| slot.borrow().clone());
+    if let Some(flag) = &flag {
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    let _lower = Lower(flag);
+    f()
+}

@@ -13,6 +13,7 @@ use crate::Error;
 use crate::engine::Shared;
 use crate::engine::guard::GuardedConnection;
 use crate::request::{Ran, WriteKind, WriteRequest};
+use crate::util::blocking_work;
 
 /// Transaction-control statements, kept prepared in the statement cache.
 pub(crate) const BEGIN: &str = "BEGIN IMMEDIATE";
@@ -54,7 +55,7 @@ pub(crate) fn commit_group(
         let ran = {
             let request = &mut group[i];
             let _span = tracing::debug_span!(parent: &request.span, "quicklite.write").entered();
-            request.job.run(conn.conn())
+            blocking_work(|| request.job.run(conn.conn()))
         };
         if ran == Ran::Panicked {
             metrics.panics.fetch_add(1, Ordering::Relaxed);
@@ -113,7 +114,7 @@ pub(crate) fn commit_group(
         return false;
     }
     let committing = Instant::now();
-    match conn.control(COMMIT) {
+    match blocking_work(|| conn.control(COMMIT)) {
         Ok(()) => {
             metrics.commit_us.record_duration(committing.elapsed());
             metrics.write_txn_us.record_duration(began.elapsed());
@@ -164,8 +165,9 @@ pub(crate) fn run_alone(
             Err(e) => return Some(Error::copy_sqlite(&e)),
             Ok(()) => {
                 let deadline = request.deadline;
-                let (ran, late) =
-                    conn.run_until(deadline.map(|(at, _)| at), || request.job.run(conn.conn()));
+                let (ran, late) = conn.run_until(deadline.map(|(at, _)| at), || {
+                    blocking_work(|| request.job.run(conn.conn()))
+                });
                 let timed_out = late && !ran.is_ok();
                 let outcome = if let Some((_, timeout)) = deadline
                     && timed_out
@@ -234,7 +236,7 @@ pub(crate) fn run_alone(
 /// Commits a write's own transaction.
 fn commit_alone(conn: &GuardedConnection, shared: &Shared, started: Instant) -> Option<Error> {
     let metrics = &shared.metrics;
-    match conn.control(COMMIT) {
+    match blocking_work(|| conn.control(COMMIT)) {
         Ok(()) => {
             shared.publish_commit();
             metrics.write_batch.record(1);

@@ -4,15 +4,15 @@
 //! and the other databases' writes stop completing, however few of them are slow.
 //!
 //! A supervisor thread sleeps until a write task starts with every write thread busy; from then on it looks every
-//! [`TICK`]: when every thread has run its task for [`HELD`] or longer, is blocked in it (asleep or waiting for the
-//! disk, as the kernel reports the thread: not running or runnable, at [`BLOCKED_LOOKS`] looks in a row) and write
-//! tasks are queued, it adds threads
+//! [`TICK`]: when every thread has run its task for [`HELD`] or longer, is blocked in an application's closure or in
+//! a commit (asleep or waiting for the disk, as the kernel reports the thread: not running or runnable, at
+//! [`BLOCKED_LOOKS`] looks in a row) and write tasks are queued, it adds threads
 //! (up to as many as are queued, doubling at most, within the cap); when the lane has had threads idle and nothing
 //! queued for [`RETIRE_AFTER`], it retires the extra ones, one per tick, by queueing a
 //! [`Task::Retire`](super::task::Task::Retire) that the next free thread takes and exits on. The base threads never
 //! go.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use super::task::PooledDatabase;
 use super::{Pool, RunQueue, run_pool_thread};
-use crate::util::{lock, spawn};
+use crate::util::{lock, spawn, watch_blocking_work};
 
 /// How often the supervisor looks while the lane is saturated or has extra threads.
 const TICK: Duration = Duration::from_millis(5);
@@ -46,6 +46,10 @@ pub(crate) struct SlotState {
     /// The supervisor's looks in a row that found it blocked: a thread starved of CPU is caught waiting for a lock
     /// now and then, a thread in a long sleep or a slow write at every look.
     blocked_looks: AtomicU32,
+    /// Raised while it runs an application's closure or a commit ([`crate::util::blocking_work`]): a thread that
+    /// waits inside quicklite (for a lock, a database closing) waits for the other threads, which more threads would
+    /// not help.
+    in_work: Arc<AtomicBool>,
 }
 
 type Slot = Arc<SlotState>;
@@ -115,12 +119,15 @@ impl Lane {
         u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Registers a thread of the lane; its slot says what it runs.
+    /// Registers the calling thread in the lane; its slot says what it runs.
     pub(crate) fn join(&self) -> Slot {
+        let in_work = Arc::new(AtomicBool::new(false));
+        watch_blocking_work(in_work.clone());
         let slot = Arc::new(SlotState {
             started: AtomicU64::new(0),
             tid: own_tid(),
             blocked_looks: AtomicU32::new(0),
+            in_work,
         });
         lock(&self.slots).push(slot.clone());
         slot
@@ -166,7 +173,7 @@ impl Lane {
         let slots: Vec<Slot> = lock(&self.slots).clone();
         let mut all = !slots.is_empty();
         for slot in slots {
-            let looks = if blocked(slot.tid) {
+            let looks = if slot.in_work.load(Ordering::SeqCst) && blocked(slot.tid) {
                 slot.blocked_looks.fetch_add(1, Ordering::Relaxed) + 1
             } else {
                 slot.blocked_looks.store(0, Ordering::Relaxed);
