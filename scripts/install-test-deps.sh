@@ -3,7 +3,9 @@
 # Chromium renders the lab's HTML report headlessly (crates/cli/tests/html_render.rs), and PostgreSQL's server
 # binaries run the `postgres` approach's end-to-end test (crates/runner/tests/runner.rs, through
 # scripts/postgres.sh, which starts a throwaway server of its own); OpenSSL's headers build SQLCipher for the
-# encryption tests, whose Python checks that another program cannot read an encrypted file.
+# encryption tests, whose Python checks that another program cannot read an encrypted file. Go and Node build the
+# lab's runners in those languages (runners/go, runners/node: their build.sh scripts fetch the Go modules and npm
+# packages they pin); Debian's are installed only when none is on the PATH.
 # Idempotent: does nothing when the tools are already there.
 set -euo pipefail
 
@@ -21,8 +23,16 @@ fi
 if ! command -v python3 >/dev/null 2>&1; then
     packages+=(python3)
 fi
+if ! command -v go >/dev/null 2>&1; then
+    # Debian's Go is older than runners/go/go.mod asks for; with GOTOOLCHAIN=auto (the default) it fetches the
+    # toolchain the module names from the Go module proxy.
+    packages+=(golang-go)
+fi
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    packages+=(nodejs npm)
+fi
 if [ "${#packages[@]}" -eq 0 ]; then
-    echo "install-test-deps: chromium, postgresql, libssl-dev and python3 already installed"
+    echo "install-test-deps: chromium, postgresql, libssl-dev, python3, go and node already installed"
     exit 0
 fi
 

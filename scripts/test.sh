@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: installs what the tests need beyond the Rust toolchain, then `cargo test --workspace`.
+# Runs the whole test suite: installs what the tests need beyond the Rust toolchain, builds the Go and Node runners,
+# then `cargo test --workspace` and the runners' own tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-test-deps.sh
-cargo test --workspace "$@"
+# The lab's runners in other languages, built first so that the lab's tests can run them (and must: see
+# crates/cli/tests/other_languages.rs).
+bash runners/go/build.sh
+bash runners/node/build.sh
+QUICKLITE_OTHER_LANGUAGE_RUNNERS=required cargo test --workspace "$@"
+# Their own protocol and workload tests.
+(cd runners/go && go test ./...)
+(cd runners/node && npm test)
 # Encryption at rest: the same library built with SQLCipher (a SQLite of its own, so a build of its own).
 cargo test -p quicklite --features sqlcipher --test encryption
 # Model checks of the hand-written concurrency (the request queue, a pooled database's roles) under loom.

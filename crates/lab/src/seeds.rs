@@ -455,7 +455,8 @@ fn queue(results: &[&CellResult]) -> Finding {
              costs {claim_over_publish:.1}× a publish, against 53× in the seed (whose claim, 388,600 ns, exceeds its \
              own 22,465 ns cycle, so it cannot have been measured on the same queue; here the claim is an index \
              search, checked by EXPLAIN QUERY PLAN). Allocations of the Rust runners are heap allocations of the \
-             whole process, the async machinery included, and are not comparable one for one with Go's.",
+             whole process, the async machinery included; the Go runners (go-mattn, go-modernc, go-zombiezen) \
+             count Go's heap allocations per cycle (runtime.MemStats), as the seed did.",
             cell.approach,
             effect(SEED_CYCLE_NS / cycle.max(1.0)),
             thousands(cycle),
