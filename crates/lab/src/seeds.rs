@@ -190,23 +190,14 @@ fn verdict(paired: &Paired, seed_ratio: f64) -> String {
             )
         }
         Verdict::Inconclusive if spread.n < MIN_PAIRS => format!(
-            "inconclusive: {figure} from {} (a verdict needs {MIN_PAIRS}: --repeat {MIN_PAIRS}; the seed: \
-             {seed_ratio:.2}× faster){note}",
-            pairs_text(spread.n)
+            "inconclusive: {figure}{} (a verdict needs {MIN_PAIRS} pairs in matching placements: --repeat \
+             {MIN_PAIRS} or more; the seed: {seed_ratio:.2}× faster){note}",
+            if spread.n == 1 { " from 1 pair" } else { "" }
         ),
         Verdict::Inconclusive => format!(
             "inconclusive at this noise level: {figure}, pairs on both sides of the 10% line (the seed: \
              {seed_ratio:.2}× faster){note}"
         ),
-    }
-}
-
-/// `1 pair`, `2 pairs`.
-fn pairs_text(n: usize) -> String {
-    if n == 1 {
-        "1 pair".to_owned()
-    } else {
-        format!("{n} pairs")
     }
 }
 
@@ -621,7 +612,8 @@ fn memory_map(results: &[&CellResult]) -> Finding {
                         format!("no effect of 10% or more, {figure}")
                     }
                     _ if spread.n < MIN_PAIRS => {
-                        format!("inconclusive, {figure} from {}", pairs_text(spread.n))
+                        let from = if spread.n == 1 { " from 1 pair" } else { "" };
+                        format!("inconclusive, {figure}{from}")
                     }
                     _ => format!("inconclusive at this noise level, {figure}"),
                 }
@@ -919,7 +911,8 @@ mod tests {
         // One sample, however large its effect, is no verdict.
         assert_eq!(
             verdict(&paired(&[4.0]), 2.0),
-            "inconclusive: 4.00× faster from 1 pair (a verdict needs 3: --repeat 3; the seed: 2.00× faster)"
+            "inconclusive: 4.00× faster from 1 pair (a verdict needs 3 pairs in matching placements: --repeat 3 \
+             or more; the seed: 2.00× faster)"
         );
         let lost = Paired {
             ratios: vec![],
@@ -982,7 +975,7 @@ mod tests {
         }
         let found = findings(&moved);
         assert!(
-            found[3].verdict.contains("from 2 pairs")
+            found[3].verdict.contains(", 2 pairs] (a verdict needs 3")
                 && found[3].verdict.contains("1 pair set aside"),
             "{}",
             found[3].verdict
