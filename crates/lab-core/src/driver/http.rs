@@ -22,6 +22,9 @@ use crate::http_load::{LoadReport, LoadSpec};
 use crate::measurement::Measurement;
 use crate::timekeeper::spawn_timekeeper;
 
+/// The environment variable naming a load generator to use instead of this runner's own `--http-load` mode.
+pub const LOAD_PROGRAM: &str = "QUICKLITE_LAB_HTTP_LOAD";
+
 /// The endpoint: one row by primary key.
 async fn item<A: Approach>(State(approach): State<Arc<A>>, Path(id): Path<i64>) -> Response {
     match approach.point_read(id).await {
@@ -59,9 +62,17 @@ pub(super) async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<
         rows: cell.rows,
         seed: cell.seed,
     };
-    let program = std::env::current_exe().context("cannot find this runner's executable")?;
+    // Another load generator may stand in for the built-in one, to check it against a tool users know
+    // (`scripts/http-load-wrk.sh`): the same spec on its stdin, the same report on its stdout.
+    let (program, args) = match std::env::var_os(LOAD_PROGRAM) {
+        Some(program) => (std::path::PathBuf::from(program), Vec::new()),
+        None => (
+            std::env::current_exe().context("cannot find this runner's executable")?,
+            vec!["--http-load"],
+        ),
+    };
     let mut child = std::process::Command::new(&program)
-        .arg("--http-load")
+        .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
