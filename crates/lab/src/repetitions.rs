@@ -8,7 +8,7 @@
 //! 26, 60–90 or 300–400 ns (docs/design.md); a pair measured in different places measures the move, not the
 //! approaches, so it is set aside.
 
-use quicklite_lab_core::CellResult;
+use quicklite_lab_core::{Cell, CellResult};
 
 /// The smallest effect the seeds section names: a ratio within 10% of 1 is no effect (two runs of the same cell on
 /// a shared 2-core machine differ by about that much even in one placement).
@@ -25,6 +25,26 @@ pub const RULE: &str = "Each claim is tested on pairs of cells that differ in on
     **inconclusive at this noise level** when the pairs fall on both sides of that line; with fewer pairs it is \
     inconclusive (run with `--repeat 3` or more). The bracket after a figure is the range of the pairs: with n \
     pairs it holds the true median with probability 1 − 2^(1−n) (75% for 3, 94% for 5).";
+
+/// Results grouped by cell, every repetition of one cell together (in the order given), the groups in the order
+/// their first result comes; each group's key is the cell with its repetition and directory blanked.
+pub fn by_cell<'a>(
+    results: impl IntoIterator<Item = &'a CellResult>,
+) -> Vec<(Cell, Vec<&'a CellResult>)> {
+    let mut groups: Vec<(Cell, Vec<&CellResult>)> = Vec::new();
+    for result in results {
+        let key = Cell {
+            repetition: 0,
+            dir: String::new(),
+            ..result.cell.clone()
+        };
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push(result),
+            None => groups.push((key, vec![result])),
+        }
+    }
+    groups
+}
 
 /// The median and range of some measurements.
 #[derive(Debug, Clone, Copy, PartialEq)]

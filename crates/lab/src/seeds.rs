@@ -10,7 +10,7 @@
 use quicklite_lab_core::{Cell, CellResult};
 
 use crate::format;
-use crate::repetitions::{MIN_PAIRS, Paired, Placement, SMALLEST_EFFECT, Spread, Verdict};
+use crate::repetitions::{MIN_PAIRS, Paired, Placement, SMALLEST_EFFECT, Spread, Verdict, by_cell};
 use crate::summary::throughput;
 
 /// One seed, as published and as measured here.
@@ -108,22 +108,18 @@ fn comparisons<'a>(
     pick: impl Fn(&Cell) -> bool,
     flip: impl Fn(&mut Cell) + Copy,
 ) -> Vec<Comparison<'a>> {
-    let mut out: Vec<(Cell, Comparison<'a>)> = Vec::new();
-    for pair in pairs(results, pick, flip) {
-        let key = Cell {
-            repetition: 0,
-            dir: String::new(),
-            ..pair.0.cell.clone()
-        };
-        match out.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, comparison)) => comparison.pairs.push(pair),
-            None => out.push((key, Comparison { pairs: vec![pair] })),
-        }
-    }
-    for (_, comparison) in &mut out {
-        comparison.pairs.sort_by_key(|(a, _)| a.cell.repetition);
-    }
-    out.into_iter().map(|(_, c)| c).collect()
+    let found = pairs(results, pick, flip);
+    by_cell(found.iter().map(|(with, _)| *with))
+        .into_iter()
+        .map(|(_, withs)| {
+            let mut pairs: Vec<(&CellResult, &CellResult)> = withs
+                .iter()
+                .filter_map(|w| found.iter().find(|(a, _)| std::ptr::eq(*a, *w)).copied())
+                .collect();
+            pairs.sort_by_key(|(a, _)| a.cell.repetition);
+            Comparison { pairs }
+        })
+        .collect()
 }
 
 /// `5.47× faster`, `1.02× slower`, for an effect `after / before`.
@@ -359,23 +355,13 @@ fn queue(results: &[&CellResult]) -> Finding {
             .to_owned(),
     };
     // One group per approach (and set-up), its repetitions together.
-    let mut serial: Vec<(Cell, Vec<&CellResult>)> = Vec::new();
-    for r in results
-        .iter()
-        .copied()
-        .filter(|r| r.cell.workload == "queue" && r.cell.concurrency == 1)
-        .filter(|r| r.operation("cycle").is_some_and(|o| o.stats.ops > 0))
-    {
-        let key = Cell {
-            repetition: 0,
-            dir: String::new(),
-            ..r.cell.clone()
-        };
-        match serial.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, list)) => list.push(r),
-            None => serial.push((key, vec![r])),
-        }
-    }
+    let serial = by_cell(
+        results
+            .iter()
+            .copied()
+            .filter(|r| r.cell.workload == "queue" && r.cell.concurrency == 1)
+            .filter(|r| r.operation("cycle").is_some_and(|o| o.stats.ops > 0)),
+    );
     if serial.is_empty() {
         return finding;
     }
@@ -659,18 +645,7 @@ fn multi_db(results: &[&CellResult]) -> Finding {
         })
         .collect();
     // One group per database count (and delay), its repetitions together.
-    let mut groups: Vec<(Cell, Vec<&CellResult>)> = Vec::new();
-    for direct in blocking.into_iter().copied() {
-        let key = Cell {
-            repetition: 0,
-            dir: String::new(),
-            ..direct.cell.clone()
-        };
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, list)) => list.push(direct),
-            None => groups.push((key, vec![direct])),
-        }
-    }
+    let groups = by_cell(blocking.into_iter().copied());
     let median = |values: Vec<f64>| Spread::of(&values).map(|s| s.median);
     let mut measured = Vec::new();
     let mut verdicts = Vec::new();

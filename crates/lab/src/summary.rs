@@ -8,7 +8,7 @@
 use quicklite_lab_core::{Cell, CellResult, Workload};
 
 use crate::format;
-use crate::repetitions::{Paired, Spread};
+use crate::repetitions::{Paired, Spread, by_cell};
 use crate::row::on_off;
 
 /// Every result, grouped into comparable tables.
@@ -252,18 +252,7 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
     };
     let repeated = members.iter().any(|r| r.cell.repetition > 0);
     // One row per cell, its repetitions together.
-    let mut samples: Vec<(Cell, Vec<&CellResult>)> = Vec::new();
-    for result in members.iter().filter(|r| r.failure.is_none()) {
-        let key = Cell {
-            repetition: 0,
-            dir: String::new(),
-            ..result.cell.clone()
-        };
-        match samples.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, list)) => list.push(result),
-            None => samples.push((key, vec![result])),
-        }
-    }
+    let samples = by_cell(members.iter().copied().filter(|r| r.failure.is_none()));
     let mut rows: Vec<Row> = samples
         .into_iter()
         .map(|(cell, list)| row(label(&cell), &list))
