@@ -19,6 +19,7 @@ fn options(approaches: &[&str]) -> BenchOptions {
         approaches: approaches.iter().map(|a| (*a).to_owned()).collect(),
         duration_ms: 100,
         warmup_ms: 0,
+        repeat: 1,
         ..BenchOptions::default()
     }
 }
