@@ -48,21 +48,24 @@ pub(crate) fn watch_blocking_work(flag: std::sync::Arc<std::sync::atomic::Atomic
     BLOCKING_WORK.with(|slot| *slot.borrow_mut() = Some(flag));
 }
 
-/// Runs `f`, an application's closure or a commit, with the calling thread's watched flag (if any) raised.
+/// Runs `f`, an application's closure or a commit, with the calling thread's watched flag (if any) raised. On the
+/// write path of every database: it touches the thread-local, never the flag's reference count.
 pub(crate) fn blocking_work<T>(f: impl FnOnce() -> T) -> T {
+    fn set(raised: bool) {
+        BLOCKING_WORK.with(|slot| {
+            if let Some(flag) = &*slot.borrow() {
+                flag.store(raised, std::sync::atomic::Ordering::SeqCst);
+            }
+        });
+    }
     /// Lowers the flag however `f` ends.
-    struct Lower(Option<std::sync::Arc<std::sync::atomic::AtomicBool>>);
+    struct Lower;
     impl Drop for Lower {
         fn drop(&mut self) {
-            if let Some(flag) = &self.0 {
-                flag.store(false, std::sync::atomic::Ordering::SeqCst);
-            }
+            set(false);
         }
     }
-    let flag = BLOCKING_WORK.with(|slot| slot.borrow().clone());
-    if let Some(flag) = &flag {
-        flag.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-    let _lower = Lower(flag);
+    set(true);
+    let _lower = Lower;
     f()
 }
