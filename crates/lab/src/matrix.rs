@@ -240,6 +240,7 @@ pub fn validate(options: &BenchOptions) -> Result<()> {
                         catalog::APPROACHES,
                         catalog::GO_APPROACHES,
                         catalog::NODE_APPROACHES,
+                        catalog::VARIANT_APPROACHES,
                         catalog::SERVER_APPROACHES,
                     ]
                     .concat(),

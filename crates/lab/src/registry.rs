@@ -47,6 +47,7 @@ const RUNNERS: &[RunnerSpec] = &[
             "per-request",
             "async-sqlite",
             "quicklite",
+            "quicklite-timeouts",
             "postgres",
         ],
         features: &["sqlcipher"],
@@ -561,6 +562,7 @@ mod tests {
             catalog::APPROACHES,
             catalog::GO_APPROACHES,
             catalog::NODE_APPROACHES,
+            catalog::VARIANT_APPROACHES,
         ]
         .concat();
         for approach in &all {

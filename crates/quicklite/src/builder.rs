@@ -52,6 +52,7 @@ pub struct Builder {
     temporary: bool,
     key: Option<Key>,
     read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
 }
 
 impl Database {
@@ -100,6 +101,7 @@ impl Builder {
             temporary: false,
             key: None,
             read_timeout: None,
+            write_timeout: None,
         }
     }
 
@@ -246,6 +248,17 @@ impl Builder {
     /// By default, none.
     pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.read_timeout = timeout;
+        self
+    }
+
+    /// How long every grouped write ([`Database::write`], [`Database::execute`], [`Database::execute_many`],
+    /// [`Database::write_and_then`]) may wait in the queue: one that has not started by then fails with
+    /// [`Error::Timeout`] and never runs, so a backlog sheds the writes nobody waits for any more. One that has
+    /// started runs to its end and commits with its group: interrupting it would roll its whole group back
+    /// (SQLite rolls back the transaction of an interrupted writing statement). To bound a running write too, use
+    /// [`Database::write_with_timeout`], which runs alone. By default, none.
+    pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.write_timeout = timeout;
         self
     }
 
@@ -403,6 +416,7 @@ impl Builder {
             hooks: self.hooks,
             key: self.key,
             read_timeout: self.read_timeout,
+            write_timeout: self.write_timeout,
         })
     }
 }

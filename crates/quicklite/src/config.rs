@@ -156,6 +156,8 @@ pub(crate) struct Config {
     pub(crate) key: Option<Key>,
     /// How long a read may take, queued and running, before it fails with `Error::Timeout`.
     pub(crate) read_timeout: Option<Duration>,
+    /// How long a grouped write may wait in the queue before it fails with `Error::Timeout` without running.
+    pub(crate) write_timeout: Option<Duration>,
 }
 
 /// Who checkpoints the WAL. Set with [`Builder::checkpointing`](crate::Builder::checkpointing).

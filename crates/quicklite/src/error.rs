@@ -76,9 +76,11 @@ pub enum Error {
     },
 
     /// The request ran past its timeout ([`Builder::read_timeout`](crate::Builder::read_timeout),
-    /// [`Database::read_with_timeout`](crate::Database::read_with_timeout)): its statement was interrupted, or it
-    /// waited in the queue that long and did not run. Only this request failed; the others of its batch were
-    /// served.
+    /// [`Database::read_with_timeout`](crate::Database::read_with_timeout),
+    /// [`Builder::write_timeout`](crate::Builder::write_timeout),
+    /// [`Database::write_with_timeout`](crate::Database::write_with_timeout)): its statement was interrupted, or it
+    /// waited in the queue that long and did not run. Only this request failed; the others of its batch or group
+    /// were served.
     #[error("timed out after {timeout:?}")]
     Timeout {
         /// The request's timeout.

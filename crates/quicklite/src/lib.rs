@@ -12,6 +12,7 @@
 //! - [`Database::write`] runs a closure on the writer's connection inside a write transaction;
 //! - [`Database::execute`], [`Database::query_row`], [`Database::query_all`], [`Database::execute_many`] and
 //!   [`Database::execute_batch`] cover the one-liners, with prepared statements cached per connection;
+//! - [`Database::stream`] returns a large result as an async stream, read by key a chunk at a time ([`Keyset`]);
 //! - [`Database::transaction`] and [`Database::with_write_connection`] run a write alone (migrations, `VACUUM`);
 //! - [`Database::close`] drains the queues, checkpoints and joins the threads;
 //! - [`Database::metrics`] returns counters and distributions ([`prometheus`] renders them for Prometheus);
@@ -101,6 +102,7 @@ pub use backup::BackupReport;
 pub use builder::Builder;
 pub use config::{BoxError, Checkpointing, ConnectionRole, QueueFull};
 pub use database::Database;
+pub use database::stream::{Keyset, RowStream};
 pub use error::{Error, Result};
 pub use metrics::{Distribution, MetricsSnapshot};
 pub use profile::Profile;

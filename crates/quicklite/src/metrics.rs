@@ -183,7 +183,7 @@ pub struct MetricsSnapshot {
     pub panics: u64,
     /// Requests refused with [`Error::Overloaded`](crate::Error::Overloaded).
     pub overloaded: u64,
-    /// Reads skipped because their caller had stopped waiting before they started.
+    /// Reads whose caller had stopped waiting: skipped if they had not started, interrupted if they were running.
     pub abandoned_reads: u64,
     /// Writes skipped because their caller had stopped waiting before they started: not run, not committed.
     pub abandoned_writes: u64,

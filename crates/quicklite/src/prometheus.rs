@@ -253,7 +253,7 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
         ),
         (
             "quicklite_abandoned_reads",
-            "Reads skipped because their caller had stopped waiting before they started.",
+            "Reads whose caller had stopped waiting: skipped before they started, or interrupted.",
             |s| s.abandoned_reads,
         ),
         (

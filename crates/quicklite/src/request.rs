@@ -1,6 +1,7 @@
 //! Requests as they travel through the queues: a type-erased closure, the thread it came from, and the channel its
 //! answer goes back on.
 
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
@@ -41,8 +42,9 @@ pub(crate) struct WriteRequest {
     pub(crate) enqueued: Instant,
     /// The caller's span, parent of the writer's span for this request.
     pub(crate) span: tracing::Span,
-    /// When the request times out, if it has a timeout (given as the duration, for the error). Only a write that
-    /// runs alone has one ([`WriteKind::Transaction`]).
+    /// When the request times out, if it has a timeout (given as the duration, for the error). A grouped write
+    /// must start by then; a [`WriteKind::Transaction`] must also finish by then (it runs alone, so interrupting
+    /// it rolls back nothing else).
     pub(crate) deadline: Option<(Instant, std::time::Duration)>,
     pub(crate) job: Box<dyn WriteJob>,
 }
@@ -98,6 +100,52 @@ pub(crate) trait WriteJob: Reply {
         let failed = self.resolve(group_failure);
         self.reply(None);
         failed
+    }
+}
+
+/// A reply channel, type-erased, and how to ask it whether its caller is still waiting.
+type Watched = (*const (), unsafe fn(*const ()) -> bool);
+
+thread_local! {
+    /// The reply channel of the read running on this thread, if any: SQLite's progress handler asks it
+    /// ([`caller_gone`]).
+    static WATCHED: Cell<Option<Watched>> = const { Cell::new(None) };
+}
+
+/// Whether the caller of the read running on this thread has stopped waiting for it (false when no read runs).
+pub(crate) fn caller_gone() -> bool {
+    WATCHED.with(|watched| {
+        // SAFETY: `Watch` sets the pointer to a reply channel that outlives it and clears it when dropped, on this
+        // thread; the function was made for the channel's type.
+        watched
+            .get()
+            .is_some_and(|(reply, closed)| unsafe { closed(reply) })
+    })
+}
+
+/// Whether the channel behind `reply`, a `oneshot::Sender<Answer<T>>`, has lost its receiver.
+///
+/// # Safety
+/// `reply` must point to a live `oneshot::Sender<Answer<T>>`.
+unsafe fn reply_closed<T>(reply: *const ()) -> bool {
+    // SAFETY: the caller's promise.
+    unsafe { (*reply.cast::<oneshot::Sender<Answer<T>>>()).is_closed() }
+}
+
+/// While it lives, [`caller_gone`] on this thread watches one reply channel, which outlives it.
+struct Watch<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'a> Watch<'a> {
+    fn set<T>(reply: &'a oneshot::Sender<Answer<T>>) -> Watch<'a> {
+        let reply: *const oneshot::Sender<Answer<T>> = reply;
+        WATCHED.with(|watched| watched.set(Some((reply.cast(), reply_closed::<T>))));
+        Watch(std::marker::PhantomData)
+    }
+}
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        WATCHED.with(|watched| watched.set(None));
     }
 }
 
@@ -208,6 +256,11 @@ where
     }
 
     fn call(&mut self, call: impl FnOnce(C) -> rusqlite::Result<T>) -> Ran {
+        self.call_watched(false, call)
+    }
+
+    /// Runs the closure; with `watched`, [`caller_gone`] answers for this job's caller meanwhile.
+    fn call_watched(&mut self, watched: bool, call: impl FnOnce(C) -> rusqlite::Result<T>) -> Ran {
         let state = std::mem::replace(&mut self.state, JobState::Done(Err(Error::Closed)));
         let JobState::Queued(closure) = state else {
             // Each request is taken from its queue once and run once; nothing runs a job twice.
@@ -215,7 +268,11 @@ where
             self.state = state;
             return Ran::Failed;
         };
-        let (out, ran) = match catch_unwind(AssertUnwindSafe(|| call(closure))) {
+        let outcome = {
+            let _watch = watched.then(|| Watch::set(&self.reply));
+            catch_unwind(AssertUnwindSafe(|| call(closure)))
+        };
+        let (out, ran) = match outcome {
             Ok(Ok(v)) => (Ok(v), Ran::Ok),
             Ok(Err(e)) => (Err(Error::Sqlite(e)), Ran::Failed),
             Err(payload) => (
@@ -295,7 +352,8 @@ where
     T: Send + 'static,
 {
     fn run(&mut self, conn: &Connection) -> Ran {
-        self.call(|c| c.call(conn))
+        // A read has no effect but its answer: once nobody waits for it, SQLite's progress handler stops it.
+        self.call_watched(true, |c| c.call(conn))
     }
 
     fn fail(mut self: Box<Self>, error: Error) {

@@ -148,3 +148,82 @@ both_backends! {
         db.close().await;
     }
 }
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_running_read_whose_caller_gave_up_is_interrupted_and_frees_its_reader(backend) {
+        let db = common::open(backend, |b| b.readers(1)).await;
+        db.execute_batch("CREATE TABLE t (a); INSERT INTO t VALUES (1)").await.unwrap();
+        let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+        // No deadline: only its caller's leaving can stop it.
+        let runaway = {
+            let db = db.db.clone();
+            tokio::spawn(async move {
+                db.read(move |c| {
+                    let _ = started_tx.send(());
+                    c.query_row(RUNAWAY, [], |r| r.get::<_, i64>(0))
+                })
+                .await
+            })
+        };
+        started_rx.await.unwrap();
+        runaway.abort();
+        assert!(runaway.await.unwrap_err().is_cancelled());
+        // The only reader is free again: a read is served (the guard only catches a hang).
+        let a = tokio::time::timeout(
+            Duration::from_secs(30),
+            db.query_row("SELECT a FROM t", [], |r| r.get::<_, i64>(0)),
+        )
+        .await
+        .expect("the abandoned runaway read still holds the reader")
+        .unwrap();
+        assert_eq!(a, 1);
+        let metrics = db.metrics();
+        assert_eq!((metrics.abandoned_reads, metrics.read_errors), (1, 0));
+        db.close().await;
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn grouped_writes_queued_past_the_builder_timeout_never_run_and_a_started_one_finishes(backend) {
+        let db = common::open(backend, |b| b.write_timeout(Some(Duration::from_millis(100)))).await;
+        db.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)").await.unwrap();
+        let (release, blocker) = common::hold_writer(&db).await;
+        // Queued behind the held writer, as statements and as closures.
+        let late: Vec<_> = (0..20_i64)
+            .map(|i| {
+                let db = db.db.clone();
+                tokio::spawn(async move {
+                    if i % 2 == 0 {
+                        db.execute("INSERT INTO t VALUES (?1, 0)", (i,)).await
+                    } else {
+                        db.write(move |c| c.execute("INSERT INTO t VALUES (?1, 0)", (i,))).await
+                    }
+                })
+            })
+            .collect();
+        common::until_write_queue_holds(&db, 20).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        release.send(()).unwrap();
+        blocker.await.unwrap();
+        for w in late {
+            let e = w.await.unwrap().unwrap_err();
+            assert!(matches!(e, Error::Timeout { timeout } if timeout == Duration::from_millis(100)), "{e}");
+        }
+        assert_eq!(common::count(&db, "t").await, 0, "no write that timed out ran");
+        // A grouped write that started in time runs to its end and commits, though it ends past the timeout.
+        let slow = db
+            .write(|c| {
+                std::thread::sleep(Duration::from_millis(300));
+                c.execute("INSERT INTO t VALUES (100, 1)", [])
+            })
+            .await;
+        assert_eq!(slow.unwrap(), 1);
+        assert_eq!(common::count(&db, "t").await, 1);
+        let metrics = db.metrics();
+        assert!(metrics.write_errors >= 20, "{}", metrics.write_errors);
+        assert_eq!(metrics.write_queue_depth, 0);
+        db.close().await;
+    }
+}

@@ -54,7 +54,7 @@ impl Runner for QuickliteRunner {
         }
 
         // Process-wide, before the first connection of the process (seeding included).
-        let is_quicklite = cell.approach == "quicklite";
+        let is_quicklite = cell.approach.starts_with("quicklite");
         let memstatus_request = if is_quicklite {
             env.memstatus = approaches::quicklite::configure(&knobs);
             None
@@ -81,7 +81,7 @@ impl Runner for QuickliteRunner {
                 let approach = AsyncSqlite::open(cell, workload, &knobs, env).await?;
                 measure(cell, env, memstatus_request, Arc::new(approach)).await
             }
-            "quicklite" => {
+            "quicklite" | "quicklite-timeouts" => {
                 let approach = Arc::new(Quicklite::open(cell, workload, &knobs, env).await?);
                 let measured = measure(cell, env, memstatus_request, approach.clone()).await;
                 approach.log_metrics();

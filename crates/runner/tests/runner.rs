@@ -88,6 +88,23 @@ fn quicklite_point_read() {
 }
 
 #[test]
+fn quicklite_with_timeouts_reads_and_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_cell("quicklite-timeouts", "point-read", dir.path()));
+    assert_measured_with_server_profile(&result);
+    let memstatus = result["env"]["memstatus"].as_str().unwrap();
+    assert!(memstatus.contains("quicklite::configure"), "{memstatus}");
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_cell("quicklite-timeouts", "insert", dir.path()));
+    assert_eq!(
+        (&result["failure"], &result["errors"]),
+        (&Value::Null, &Value::from(0)),
+        "{result}"
+    );
+    assert!(result["writes"]["ops"].as_u64().unwrap() > 0, "{result}");
+}
+
+#[test]
 fn quicklite_write_read_times_each_write_and_the_read_after_it() {
     let dir = tempfile::tempdir().unwrap();
     let result = run(&tiny_cell("quicklite", "write-read", dir.path()));

@@ -3,6 +3,7 @@
 
 mod and_then;
 mod statements;
+pub(crate) mod stream;
 #[cfg(feature = "serde")]
 mod typed;
 
@@ -294,7 +295,13 @@ impl Database {
         T: Send + 'static,
     {
         let (job, rx) = Job::new(f);
-        self.submit_job(kind, None, job, rx).await
+        let timeout = self
+            .inner
+            .config
+            .write_timeout
+            .filter(|_| kind.is_grouped());
+        let deadline = timeout.map(|t| (Instant::now() + t, t));
+        self.submit_job(kind, deadline, job, rx).await
     }
 
     /// Queues a write job and waits for its answer.

@@ -7,7 +7,7 @@ use crate::database::Database;
 use crate::{Error, Result};
 
 /// A row that did not deserialize, as quicklite's error.
-fn decode_error(e: serde_rusqlite::Error) -> Error {
+pub(super) fn decode_error(e: serde_rusqlite::Error) -> Error {
     match e {
         serde_rusqlite::Error::Rusqlite(e) => Error::Sqlite(e),
         serde_rusqlite::Error::Deserialization { column, message } => {

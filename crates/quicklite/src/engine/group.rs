@@ -164,13 +164,16 @@ pub(crate) fn run_alone(
         WriteKind::Grouped | WriteKind::Transaction => match conn.control(BEGIN) {
             Err(e) => return Some(Error::copy_sqlite(&e)),
             Ok(()) => {
-                let deadline = request.deadline;
-                let (ran, late) = conn.run_until(deadline.map(|(at, _)| at), || {
+                // A grouped write's deadline bounds its wait only, wherever it runs.
+                let deadline = request
+                    .deadline
+                    .filter(|_| request.kind == WriteKind::Transaction);
+                let ran = conn.run_until(deadline.map(|(at, _)| at), || {
                     blocking_work(|| request.job.run(conn.conn()))
                 });
-                let timed_out = late && !ran.is_ok();
-                let outcome = if let Some((_, timeout)) = deadline
-                    && timed_out
+                let outcome = if let Some((at, timeout)) = deadline
+                    && !ran.is_ok()
+                    && Instant::now() >= at
                 {
                     // Interrupted: rolled back (by SQLite already, if the statement was writing), and answered
                     // with the timeout rather than the interruption.

@@ -70,7 +70,8 @@ pub(crate) struct GuardedConnection {
     conn: Connection,
     guard: TxGuard,
     /// The running request's deadline, in microseconds since [`epoch`] (0: none), which SQLite's progress
-    /// handler checks: a statement still running past it is interrupted.
+    /// handler checks: a statement still running past it is interrupted, as is a read's whose caller has stopped
+    /// waiting ([`crate::request::caller_gone`]).
     deadline: Arc<AtomicU64>,
 }
 
@@ -101,7 +102,8 @@ impl GuardedConnection {
             PROGRESS_EVERY,
             Some(move || {
                 let at = watched.load(Ordering::Relaxed);
-                at != 0 && micros_since_epoch(Instant::now()) >= at
+                (at != 0 && micros_since_epoch(Instant::now()) >= at)
+                    || crate::request::caller_gone()
             }),
         )?;
         Ok(GuardedConnection {
@@ -112,20 +114,16 @@ impl GuardedConnection {
     }
 
     /// Runs `f` with `deadline` (if any) enforced on the statements it runs: past it, the running statement is
-    /// interrupted (`SQLITE_INTERRUPT`). Returns `f`'s result and whether the deadline passed.
-    pub(crate) fn run_until<T>(
-        &self,
-        deadline: Option<Instant>,
-        f: impl FnOnce() -> T,
-    ) -> (T, bool) {
+    /// interrupted (`SQLITE_INTERRUPT`).
+    pub(crate) fn run_until<T>(&self, deadline: Option<Instant>, f: impl FnOnce() -> T) -> T {
         let Some(deadline) = deadline else {
-            return (f(), false);
+            return f();
         };
         self.deadline
             .store(micros_since_epoch(deadline), Ordering::Relaxed);
         let out = f();
         self.deadline.store(0, Ordering::Relaxed);
-        (out, Instant::now() >= deadline)
+        out
     }
 
     /// The connection, as user closures see it.

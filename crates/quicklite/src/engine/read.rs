@@ -113,7 +113,7 @@ struct Held {
     reads: u64,
     errors: u64,
     panics: u64,
-    /// Requests dropped because their caller had stopped waiting.
+    /// Requests dropped, or interrupted, because their caller had stopped waiting.
     abandoned: u64,
     wait_us: LocalHistogram,
 }
@@ -235,7 +235,7 @@ impl BatchedReads {
     }
 
     /// Runs one request, keeping its answer until the next hand-over; returns the number of answers held. A
-    /// request whose caller has stopped waiting is dropped without running.
+    /// request whose caller has stopped waiting is dropped without running, or interrupted if it is running.
     fn serve(&mut self, conn: &GuardedConnection, mut req: ReadRequest, now: Instant) -> usize {
         if req.job.abandoned() {
             self.held.abandoned += 1;
@@ -249,10 +249,10 @@ impl BatchedReads {
             }
             deadline => {
                 let _span = tracing::debug_span!(parent: &req.span, "quicklite.read").entered();
-                let (ran, late) =
-                    conn.run_until(deadline.map(|(at, _)| at), || req.job.run(conn.conn()));
+                let ran = conn.run_until(deadline.map(|(at, _)| at), || req.job.run(conn.conn()));
                 match deadline {
-                    Some((_, timeout)) if late && !ran.is_ok() => {
+                    // Failed past its deadline: interrupted (or failing anyway, too late to tell).
+                    Some((at, timeout)) if !ran.is_ok() && Instant::now() >= at => {
                         req.job.fail_later(Error::Timeout { timeout });
                         Ran::Failed
                     }
@@ -262,6 +262,11 @@ impl BatchedReads {
         };
         let held = &mut self.held;
         held.wait_us.record_duration(now - req.enqueued);
+        if !ran.is_ok() && req.job.abandoned() {
+            // Its caller left while it ran (SQLite's progress handler interrupted it): nobody takes the answer.
+            held.abandoned += 1;
+            return held.answers.len();
+        }
         held.reads += 1;
         held.errors += u64::from(!ran.is_ok());
         held.panics += u64::from(ran == Ran::Panicked);

@@ -191,9 +191,11 @@ impl Writer {
     /// Serves `first` and, if it is a grouped write, the grouped writes queued behind it; then runs the
     /// checkpoint that is due, if any.
     pub(crate) fn serve(&mut self, first: WriteRequest) {
-        if self.abandoned(&first) {
+        let Some(first) = self.still_wanted(first) else {
+            // Its timeout, if it timed out.
+            self.relays.answer_all(&mut self.answers);
             return;
-        }
+        };
         let mut group = std::mem::take(&mut self.group);
         let alone = !first.kind.is_grouped();
         group.push(first);
@@ -218,8 +220,7 @@ impl Writer {
         let max = self.config.write_batch_max;
         while group.len() < max {
             match self.inbox.pop_now_up_to(max - group.len()) {
-                Some(r) if self.abandoned(&r) => {}
-                Some(r) if r.kind.is_grouped() => group.push(r),
+                Some(r) if r.kind.is_grouped() => group.extend(self.still_wanted(r)),
                 Some(r) => {
                     self.inbox.push_front(r);
                     return;
@@ -234,17 +235,26 @@ impl Writer {
         }
     }
 
-    /// Whether the caller of `request` has stopped waiting before it started: then it is not run (so not
-    /// committed), only counted. A write that has started runs to its end whatever its caller does.
-    fn abandoned(&self, request: &WriteRequest) -> bool {
-        let gone = request.job.abandoned();
-        if gone {
-            self.shared
-                .metrics
-                .abandoned_writes
-                .fetch_add(1, Ordering::Relaxed);
+    /// `request`, unless its caller has stopped waiting (then it is not run, so not committed, only counted) or it
+    /// is past its deadline (then it is answered with the timeout). A write that has started runs to its end
+    /// whatever its caller does.
+    fn still_wanted(&mut self, request: WriteRequest) -> Option<WriteRequest> {
+        let metrics = &self.shared.metrics;
+        if request.job.abandoned() {
+            metrics.abandoned_writes.fetch_add(1, Ordering::Relaxed);
+            return None;
         }
-        gone
+        match request.deadline {
+            Some((at, timeout)) if Instant::now() >= at => {
+                let mut job = request.job;
+                job.fail_later(Error::Timeout { timeout });
+                metrics.writes.fetch_add(1, Ordering::Relaxed);
+                metrics.write_errors.fetch_add(1, Ordering::Relaxed);
+                self.answers.push((request.caller, job as Box<dyn Reply>));
+                None
+            }
+            _ => Some(request),
+        }
     }
 
     /// Runs a group of writes in one transaction; the outcomes wait in `self.outcomes`.

@@ -15,5 +15,6 @@ pub const NAMES: &[&str] = &[
     "per-request",
     "async-sqlite",
     "quicklite",
+    "quicklite-timeouts",
     "postgres",
 ];

@@ -68,8 +68,17 @@ pub fn configure(knobs: &Knobs) -> String {
     )
 }
 
-/// `builder` with the cell's profile, open flags and PRAGMAs.
-fn with_knobs(builder: Builder, knobs: &Knobs) -> Builder {
+/// The timeouts of the `quicklite-timeouts` approach: long enough that no request of a cell meets them, so the
+/// cell measures what keeping them costs.
+const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether `approach` is quicklite with a timeout on every read and write (`quicklite-timeouts`).
+pub fn with_timeouts(approach: &str) -> bool {
+    approach == "quicklite-timeouts"
+}
+
+/// `builder` with the cell's profile, open flags and PRAGMAs, and the approach's timeouts.
+fn with_knobs(builder: Builder, knobs: &Knobs, timeouts: bool) -> Builder {
     let mut builder = builder
         .profile(match knobs.profile {
             Profile::Server => quicklite::Profile::Server,
@@ -84,6 +93,11 @@ fn with_knobs(builder: Builder, knobs: &Knobs) -> Builder {
     #[cfg(feature = "sqlcipher")]
     if let Some(key) = connect::KEY {
         builder = builder.key(key);
+    }
+    if timeouts {
+        builder = builder
+            .read_timeout(Some(TIMEOUT))
+            .write_timeout(Some(TIMEOUT));
     }
     builder
 }
@@ -119,7 +133,8 @@ impl Quicklite {
             Self::open_registry(cell, workload, knobs).await?
         } else {
             let path = workload.database_path(cell, 0);
-            let database = with_knobs(Database::builder(&path), knobs)
+            let timeouts = with_timeouts(&cell.approach);
+            let database = with_knobs(Database::builder(&path), knobs, timeouts)
                 .open()
                 .await
                 .with_context(|| format!("cannot open {} with quicklite", path.display()))?;
@@ -147,11 +162,12 @@ impl Quicklite {
         let databases = workload.databases(cell);
         let limit = process::open_files_limits().map_or(1024, |(soft, _)| soft);
         let knobs = knobs.clone();
+        let timeouts = with_timeouts(&cell.approach);
         let (max_open, max_readers) = caps(databases, limit);
         let registry = Registry::builder(&cell.dir)
             .max_open(max_open)
             .max_reader_connections(max_readers)
-            .configure(move |builder| with_knobs(builder, &knobs))
+            .configure(move |builder| with_knobs(builder, &knobs, timeouts))
             .open()
             .await
             .with_context(|| format!("cannot open a quicklite registry on {}", cell.dir))?;
