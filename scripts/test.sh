@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: installs what the tests need beyond the Rust toolchain, builds the Go and Node runners,
-# then `cargo test --workspace` and the runners' own tests.
+# Runs the whole test suite: installs what the tests need beyond the Rust toolchain, builds the Go and Node runners
+# and Litestream, then `cargo test --workspace` and the runners' own tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-test-deps.sh
@@ -8,6 +8,10 @@ bash scripts/install-test-deps.sh
 # crates/cli/tests/other_languages.rs).
 bash runners/go/build.sh
 bash runners/node/build.sh
+# Litestream and an S3 server on loopback, for the replication tests (which must run: see
+# crates/quicklite/tests/litestream.rs).
+QUICKLITE_LITESTREAM=$(bash scripts/install-litestream.sh)
+export QUICKLITE_LITESTREAM QUICKLITE_LITESTREAM_REQUIRED=1
 QUICKLITE_OTHER_LANGUAGE_RUNNERS=required cargo test --workspace "$@"
 # Their own protocol and workload tests.
 (cd runners/go && go test ./...)

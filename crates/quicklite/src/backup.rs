@@ -5,6 +5,11 @@
 //! commits go to the WAL, which the copy's snapshot holds back from checkpointing until it ends). The copy is
 //! written to a temporary file next to the destination, flushed to disk, then renamed into place, so a failed
 //! or interrupted backup never leaves a partial file under the destination's name.
+//!
+//! A copy is a rollback-journal database, whatever the source's journal mode: one in WAL mode (its header says so)
+//! needs a `-shm` file beside it even to be read, so a read-only open would create files next to it, or fail
+//! where it cannot (another user's copy, a read-only directory). A copy in rollback-journal mode opens anywhere and
+//! a read leaves nothing behind.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,7 +45,9 @@ impl Database {
     /// one consistent snapshot.
     ///
     /// `dest` must not exist yet. In WAL mode (the `Server` and `Durable` profiles) writes carry on during the
-    /// backup; in rollback-journal mode SQLite's locks make them wait until it ends.
+    /// backup; in rollback-journal mode SQLite's locks make them wait until it ends. The copy is in
+    /// rollback-journal mode, a single file that opens anywhere, read-only included, without leaving a `-wal` or
+    /// `-shm` file beside it; open it with quicklite (or `PRAGMA journal_mode = WAL`) to serve it in WAL mode again.
     pub async fn backup(&self, dest: impl AsRef<Path>) -> Result<BackupReport> {
         let source = self.source();
         let dest = dest.as_ref().to_path_buf();
@@ -79,7 +86,8 @@ impl Database {
 
     /// Writes a compacted copy of the database to a new file at `dest` with `VACUUM INTO`: no free pages,
     /// rebuilt indexes, often smaller than a page-for-page backup. Same guarantees as [`Database::backup`]
-    /// (a snapshot containing every write acknowledged before the call; `dest` must not exist yet).
+    /// (a snapshot containing every write acknowledged before the call; `dest` must not exist yet; a
+    /// rollback-journal copy).
     pub async fn vacuum_into(&self, dest: impl AsRef<Path>) -> Result<BackupReport> {
         let source = self.source();
         let dest = dest.as_ref().to_path_buf();
@@ -117,6 +125,20 @@ impl Source {
                 .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
         }
         Ok(conn)
+    }
+}
+
+impl Source {
+    /// Puts the copy at `path` in rollback-journal mode (`DELETE`), which it keeps for every later open.
+    fn rollback_journal(&self, path: &Path) -> rusqlite::Result<()> {
+        let conn = self.open_copy(path, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+        let mode: String = conn.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("delete") {
+            return Err(rusqlite::Error::ToSqlConversionFailure(
+                format!("the copy stayed in journal mode {mode}").into(),
+            ));
+        }
+        conn.close().map_err(|(_, e)| e)
     }
 }
 
@@ -193,6 +215,7 @@ fn copy(
     }
 
     let written = write(&src, &partial)
+        .and_then(|counts| source.rollback_journal(&partial).map(|()| counts))
         .map_err(|e| fail(e.to_string()))
         .and_then(|counts| {
             // Durable before it takes the destination's name, and the name durable in its directory.
@@ -204,7 +227,7 @@ fn copy(
             Ok(counts)
         });
     if written.is_err() {
-        for leftover in [partial.clone(), companion(&partial, "-journal")] {
+        for leftover in ["", "-journal", "-wal", "-shm"].map(|suffix| companion(&partial, suffix)) {
             let _ = std::fs::remove_file(leftover);
         }
     }

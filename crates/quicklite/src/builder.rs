@@ -12,6 +12,9 @@ use crate::config::{
 };
 use crate::{Database, Error, Profile, Result};
 
+/// The default of [`Builder::wal_size_warning`]: 1 GiB.
+const DEFAULT_WAL_SIZE_WARNING: u64 = 1 << 30;
+
 /// Builds a [`Database`] with non-default options. Made by [`Database::builder`].
 ///
 /// ```no_run
@@ -53,6 +56,7 @@ pub struct Builder {
     key: Option<Key>,
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
+    wal_size_warning: Option<u64>,
 }
 
 impl Database {
@@ -102,6 +106,7 @@ impl Builder {
             key: None,
             read_timeout: None,
             write_timeout: None,
+            wal_size_warning: Some(DEFAULT_WAL_SIZE_WARNING),
         }
     }
 
@@ -262,6 +267,16 @@ impl Builder {
         self
     }
 
+    /// The WAL size, in bytes, past which the writer logs a warning and counts it
+    /// ([`MetricsSnapshot::wal_size_warnings`](crate::MetricsSnapshot::wal_size_warnings)); once more each time the
+    /// WAL has shrunk below half of it and grows past it again. Under [`Checkpointing::External`] nothing in
+    /// quicklite bounds the WAL: a WAL this large most likely means the tool that owns checkpoints (Litestream) is
+    /// not running. By default 1 GiB (Litestream itself truncates the WAL at about 500 MB); `None` never warns.
+    pub fn wal_size_warning(mut self, bytes: Option<u64>) -> Self {
+        self.wal_size_warning = bytes;
+        self
+    }
+
     /// Runs `f` on every connection the database opens — the writer, each reader, the checkpointer, a backup's
     /// source, and every connection a registry opens again after closing it — to register functions, collations,
     /// virtual tables or hooks, load extensions, or `ATTACH` other databases: what must hold on every connection.
@@ -417,6 +432,7 @@ impl Builder {
             key: self.key,
             read_timeout: self.read_timeout,
             write_timeout: self.write_timeout,
+            wal_size_warning: self.wal_size_warning,
         })
     }
 }

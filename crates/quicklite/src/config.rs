@@ -158,6 +158,8 @@ pub(crate) struct Config {
     pub(crate) read_timeout: Option<Duration>,
     /// How long a grouped write may wait in the queue before it fails with `Error::Timeout` without running.
     pub(crate) write_timeout: Option<Duration>,
+    /// WAL size past which the writer logs a warning.
+    pub(crate) wal_size_warning: Option<u64>,
 }
 
 /// Who checkpoints the WAL. Set with [`Builder::checkpointing`](crate::Builder::checkpointing).
@@ -170,6 +172,11 @@ pub enum Checkpointing {
     /// (waits up to `reader_wait` for readers to leave the WAL, then starts it over) once it holds
     /// `restart_at_frames`, which bounds the WAL; and a `TRUNCATE` checkpoint (the `-wal` file back to zero bytes)
     /// when no write has arrived for `truncate_when_idle`. SQLite's automatic checkpoint is turned off.
+    ///
+    /// Checkpoints that give up waiting for readers (another program holds a long read) back off: the next one to
+    /// wait for readers comes no sooner than 1 s later, then 2, 4, … 64 s while they keep giving up, `PASSIVE`
+    /// ones going on meanwhile. When Litestream replicates the database (its tables are in it, found at open and
+    /// after a give-up), the writer leaves the checkpoints that wait for readers to it and runs only `PASSIVE` ones.
     Managed {
         /// WAL frames (pages) after which a `PASSIVE` checkpoint runs.
         passive_at_frames: u32,
@@ -185,7 +192,10 @@ pub enum Checkpointing {
     Sqlite,
     /// Never checkpoint: another tool owns checkpoints (Litestream, for example, asks applications to leave
     /// them to it). SQLite's automatic checkpoint is turned off, and so is the checkpoint SQLite runs when the
-    /// last connection closes (`SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE`); the WAL grows until the tool checkpoints.
+    /// last connection closes (`SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE`), so `close` leaves the WAL to the tool too;
+    /// the WAL grows until the tool checkpoints, and past
+    /// [`Builder::wal_size_warning`](crate::Builder::wal_size_warning) the writer warns that it may not be
+    /// running.
     External,
 }
 

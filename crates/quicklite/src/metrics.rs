@@ -146,6 +146,9 @@ pub(crate) struct Metrics {
     pub(crate) checkpoints: AtomicU64,
     pub(crate) checkpoints_incomplete: AtomicU64,
     pub(crate) checkpoint_errors: AtomicU64,
+    pub(crate) wal_size_warnings: AtomicU64,
+    /// Whether another program checkpoints the database (the writer defers to it).
+    pub(crate) another_checkpointer: std::sync::atomic::AtomicBool,
     /// Frames in the WAL after the last commit, as SQLite's WAL hook reports them.
     pub(crate) wal_frames: AtomicU64,
     pub(crate) checkpoint_frames: Log2Histogram,
@@ -209,6 +212,14 @@ pub struct MetricsSnapshot {
     pub checkpoints_incomplete: u64,
     /// Checkpoints that failed with an error.
     pub checkpoint_errors: u64,
+    /// Times the WAL grew past [`Builder::wal_size_warning`](crate::Builder::wal_size_warning) (each logged as a
+    /// warning): under [`Checkpointing::External`](crate::Checkpointing::External), most likely the tool that
+    /// owns checkpoints is not running.
+    pub wal_size_warnings: u64,
+    /// Another program checkpoints this database — Litestream, whose tables are in it — so the writer runs only
+    /// `PASSIVE` checkpoints, which never wait for readers (logged once; `quicklite doctor` advises
+    /// [`Checkpointing::External`](crate::Checkpointing::External)).
+    pub another_checkpointer: bool,
     /// Frames (pages) in the WAL after the last commit, as SQLite reports them to the WAL hook (0 under
     /// [`Checkpointing::Sqlite`](crate::Checkpointing::Sqlite), which keeps SQLite's own hook).
     pub wal_frames: u64,
@@ -266,6 +277,8 @@ impl Metrics {
             checkpoints: self.checkpoints.load(Relaxed),
             checkpoints_incomplete: self.checkpoints_incomplete.load(Relaxed),
             checkpoint_errors: self.checkpoint_errors.load(Relaxed),
+            wal_size_warnings: self.wal_size_warnings.load(Relaxed),
+            another_checkpointer: self.another_checkpointer.load(Relaxed),
             wal_frames: self.wal_frames.load(Relaxed),
             wal_bytes,
             checkpoint_frames: self.checkpoint_frames.snapshot(),

@@ -203,7 +203,7 @@ type HistogramSeries = (
 );
 
 fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
-    let counters: [CounterSeries; 20] = [
+    let counters: [CounterSeries; 21] = [
         ("quicklite_writes", "Write requests run.", |s| s.writes),
         (
             "quicklite_write_errors",
@@ -296,6 +296,11 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
             "Checkpoints that failed.",
             |s| s.checkpoint_errors,
         ),
+        (
+            "quicklite_wal_size_warnings",
+            "Times the WAL grew past the warning size (the tool that owns checkpoints may not be running).",
+            |s| s.wal_size_warnings,
+        ),
     ];
     for (name, help, get) in counters {
         let mut family = e.encode_descriptor(name, help, None, MetricType::Counter)?;
@@ -306,7 +311,7 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
         }
     }
 
-    let gauges: [GaugeSeries; 4] = [
+    let gauges: [GaugeSeries; 5] = [
         (
             "quicklite_write_queue_depth",
             "Write requests queued.",
@@ -330,6 +335,12 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
             "Size of the -wal file.",
             Some(Unit::Bytes),
             |s| s.wal_bytes,
+        ),
+        (
+            "quicklite_another_checkpointer",
+            "1 when another program (Litestream) checkpoints the database and the writer runs only PASSIVE ones.",
+            None,
+            |s| u64::from(s.another_checkpointer),
         ),
     ];
     for (name, help, unit, get) in gauges {

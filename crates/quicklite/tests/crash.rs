@@ -7,9 +7,7 @@
 //! operating system's cache, before `COMMIT` returns; only a power cut can lose what was not yet synced.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 mod common;
@@ -62,7 +60,7 @@ async fn crash_child() {
     }
 }
 
-/// Runs one child until it is killed `after` its first acknowledged write; returns the ids it acknowledged.
+/// Runs one child until it is killed `after` it is ready; returns the ids it acknowledged.
 fn crash_round(
     backend: Backend,
     dir: &Path,
@@ -70,52 +68,18 @@ fn crash_round(
     profile: &str,
     after: Duration,
 ) -> BTreeSet<i64> {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "crash_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_DIR, dir)
-        .env(CHILD_BACKEND, backend.name())
-        .env(CHILD_ROUND, round.to_string())
-        .env(CHILD_PROFILE, profile)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    // Kill from another thread at the chosen moment after the child is ready, while this one reads its output.
-    // `Child::kill` sends SIGKILL on Unix.
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
-    let killer = std::thread::spawn(move || {
-        ready_rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("the child got ready");
-        std::thread::sleep(after);
-        child.kill().expect("SIGKILL");
-        child.wait().unwrap()
-    });
+    let envs = [
+        (CHILD_DIR, dir.display().to_string()),
+        (CHILD_BACKEND, backend.name().to_string()),
+        (CHILD_ROUND, round.to_string()),
+        (CHILD_PROFILE, profile.to_string()),
+    ];
     let mut acked = BTreeSet::new();
-    let mut ready = Some(ready_tx);
-    for line in BufReader::new(stdout).lines() {
-        let Ok(line) = line else { break };
+    common::run_child_until_killed("crash_child", &envs, after, |line| {
         if let Some(id) = line.strip_prefix("ack ") {
             acked.insert(id.parse::<i64>().unwrap());
         }
-        if line.contains("ready")
-            && let Some(tx) = ready.take()
-        {
-            tx.send(()).unwrap();
-        }
-    }
-    let status = killer.join().unwrap();
-    assert!(
-        !status.success(),
-        "the child was killed, not finished: {status:?}"
-    );
+    });
     acked
 }
 

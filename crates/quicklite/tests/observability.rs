@@ -321,6 +321,49 @@ both_backends! {
 
 both_backends! {
     #[tokio::test]
+    async fn a_copy_is_one_rollback_journal_file_that_a_read_only_open_leaves_alone(backend) {
+        let db = common::open(backend, |b| b).await;
+        db.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'one')")
+            .await
+            .unwrap();
+        for (name, copy) in [("backup", "copies/backup.db"), ("vacuum_into", "copies/vacuumed.db")] {
+            let dir = db.env.dir.join("copies");
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = db.env.dir.join(copy);
+            if name == "backup" {
+                db.backup(&path).await.unwrap();
+            } else {
+                db.vacuum_into(&path).await.unwrap();
+            }
+            // The header's read and write versions: 1 is rollback journal, 2 is WAL.
+            let header = std::fs::read(&path).unwrap();
+            assert_eq!((header[18], header[19]), (1, 1), "{name}");
+            // Python's sqlite3, read-only, as another program would open the copy.
+            let out = std::process::Command::new("python3")
+                .args([
+                    "-c",
+                    "import sqlite3, sys; c = sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True); \
+                     print(c.execute('SELECT v FROM t').fetchone()[0]); c.close()",
+                ])
+                .arg(&path)
+                .output()
+                .expect("python3 (scripts/install-test-deps.sh installs it)");
+            assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "one");
+            let left = common::entries(&dir);
+            let expected: std::collections::BTreeSet<String> =
+                [path.file_name().unwrap().to_string_lossy().into_owned()].into();
+            assert_eq!(left, expected, "{name}: nothing beside the copy");
+            std::fs::remove_file(&path).unwrap();
+        }
+        // The source is still in WAL mode.
+        assert_eq!(db.pragmas()["journal_mode"], "wal");
+        db.close().await;
+    }
+}
+
+both_backends! {
+    #[tokio::test]
     async fn a_backup_that_cannot_be_written_fails_clearly_and_leaves_the_source_alone(backend) {
         let db = common::open(backend, |b| b).await;
         db.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")

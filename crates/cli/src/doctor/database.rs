@@ -43,6 +43,8 @@ pub struct Observed {
     pub journal_size_limit: Reading<i64>,
     /// `PRAGMA user_version`.
     pub user_version: Reading<i64>,
+    /// Whether Litestream replicates the database: its tables (`_litestream_seq`, `_litestream_lock`) are in it.
+    pub litestream: Reading<bool>,
     /// Whether the database is in WAL mode (its header says so, or a `-wal` exists).
     pub wal: bool,
     /// The size of `<db>-wal`, if it exists.
@@ -169,6 +171,11 @@ fn observe(opened: &Opened, info: &SqliteInfo) -> anyhow::Result<Observed> {
         auto_vacuum: read(conn, "PRAGMA auto_vacuum")?,
         journal_size_limit: read(conn, "PRAGMA journal_size_limit")?,
         user_version: read(conn, "PRAGMA user_version")?,
+        litestream: read(
+            conn,
+            "SELECT count(*) > 0 FROM sqlite_schema \
+             WHERE type = 'table' AND name IN ('_litestream_seq', '_litestream_lock')",
+        )?,
         wal: opened.header.wal || opened.wal_size.is_some(),
         wal_size: opened.wal_size,
         quick_check: quick_check(conn)?,

@@ -388,7 +388,14 @@ impl Database {
     }
 
     /// Closes the database for every clone of this handle: new requests fail with [`Error::Closed`], queued ones
-    /// are served, the writer checkpoints the WAL into the database file, and the threads are joined.
+    /// are served, the writer checkpoints the WAL into the database file (a `TRUNCATE` checkpoint, so the file is
+    /// whole by itself), and the threads are joined.
+    ///
+    /// Under [`Checkpointing::External`](crate::Checkpointing::External) the WAL is left as it is, to the tool that
+    /// owns checkpoints (a replicator must copy its frames first): the database file alone may lack the latest
+    /// writes until that tool checkpoints, so copy a database with [`Database::backup`], not by copying its file.
+    /// Beside Litestream under the managed policy ([`MetricsSnapshot::another_checkpointer`]), the checkpoint at
+    /// close is a `PASSIVE` one, which copies back what Litestream's read allows.
     pub async fn close(&self) -> Result<()> {
         self.close_queues();
         self.inner.backend.close().await

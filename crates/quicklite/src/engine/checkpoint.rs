@@ -121,8 +121,24 @@ pub(crate) trait PassiveCheckpoints: Send {
     fn hold(&self) -> MutexGuard<'_, ()>;
 }
 
+/// Checkpoints in a row that gave up waiting for readers before the writer says, once, that something else
+/// holds long reads.
+const GIVE_UPS_NOTICED: u32 = 3;
+
+/// Whether Litestream replicates the database `conn` is open on: it creates these two tables in it when it starts
+/// (holding a read transaction open from then on, and checkpointing by itself).
+pub(crate) fn litestream_tables(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.prepare_cached(
+        "SELECT count(*) FROM sqlite_master \
+         WHERE type = 'table' AND name IN ('_litestream_seq', '_litestream_lock')",
+    )?
+    .query_row([], |r| r.get::<_, i64>(0))
+    .map(|n| n > 0)
+}
+
 /// A writer's checkpoints under [`Checkpointing::Managed`]: the policy's decisions, carried out on the writer's
-/// connection or handed to [`PassiveCheckpoints`].
+/// connection or handed to [`PassiveCheckpoints`]; and, under any policy, the warning when the WAL grows past a
+/// size.
 pub(crate) struct Checkpoints {
     /// `None` when the writer does not checkpoint by itself.
     policy: Option<Policy>,
@@ -132,19 +148,85 @@ pub(crate) struct Checkpoints {
     busy: BusyLimit,
     /// How long `RESTART` and `TRUNCATE` checkpoints wait for readers.
     reader_wait: Duration,
+    /// WAL frames past which the writer warns, if it does.
+    warn_at_frames: Option<u64>,
+    /// Whether the WAL is past that size since the last warning (warned once until it shrinks below half).
+    warned: bool,
 }
 
 impl Checkpoints {
-    pub(crate) fn new(checkpointing: Checkpointing, busy: BusyLimit) -> Checkpoints {
-        let reader_wait = match checkpointing {
+    /// The checkpoints of a writer whose connection `conn` is open with `config`; under the managed policy,
+    /// deferring to Litestream if its tables are in the database already.
+    pub(crate) fn new(
+        config: &Config,
+        conn: &Connection,
+        shared: &Shared,
+        busy: BusyLimit,
+    ) -> Checkpoints {
+        let reader_wait = match config.checkpointing {
             Checkpointing::Managed { reader_wait, .. } => reader_wait,
             Checkpointing::Sqlite | Checkpointing::External => Duration::ZERO,
         };
-        Checkpoints {
-            policy: Policy::new(checkpointing),
+        let page_size = conn
+            .pragma_query_value(None, "page_size", |r| r.get::<_, i64>(0))
+            .map_or(4096, |size| u64::try_from(size).unwrap_or(4096))
+            .max(512);
+        let mut checkpoints = Checkpoints {
+            policy: Policy::new(config.checkpointing),
             passive: None,
             busy,
             reader_wait,
+            warn_at_frames: config.wal_size_warning.map(|bytes| bytes / page_size),
+            warned: false,
+        };
+        checkpoints.look_for_another_checkpointer(conn, shared);
+        checkpoints
+    }
+
+    /// Defers to Litestream (only `PASSIVE` checkpoints, which never wait for readers) if its tables are in the
+    /// database, saying so once.
+    fn look_for_another_checkpointer(&mut self, conn: &Connection, shared: &Shared) {
+        let Some(policy) = self.policy.as_mut().filter(|p| !p.deferring()) else {
+            return;
+        };
+        match litestream_tables(conn) {
+            Ok(true) => {
+                policy.defer_to_another();
+                shared
+                    .metrics
+                    .another_checkpointer
+                    .store(true, Ordering::Relaxed);
+                tracing::info!(
+                    database = conn.path().unwrap_or_default(),
+                    "Litestream replicates this database and checkpoints it: the writer now runs only PASSIVE \
+                     checkpoints, which never wait for its reads; Checkpointing::External leaves them all to it"
+                );
+            }
+            Ok(false) => {}
+            Err(e) => tracing::debug!(error = %e, "could not look for Litestream's tables"),
+        }
+    }
+
+    /// Warns (once, until the WAL shrinks below half the size) when the WAL holds more than the warning size.
+    fn watch_wal_size(&mut self, frames: u64, shared: &Shared) {
+        let Some(limit) = self.warn_at_frames else {
+            return;
+        };
+        if frames < limit / 2 {
+            self.warned = false;
+        } else if frames > limit && !self.warned {
+            self.warned = true;
+            shared
+                .metrics
+                .wal_size_warnings
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                wal_frames = frames,
+                managed = self.policy.is_some(),
+                "the WAL has grown past its warning size: under Checkpointing::External, is the tool that owns \
+                 checkpoints (Litestream) running? Otherwise something holds a read that keeps the WAL from \
+                 starting over"
+            );
         }
     }
 
@@ -166,18 +248,20 @@ impl Checkpoints {
 
     /// How long the writer may wait for a request before truncating the WAL, if it should.
     pub(crate) fn idle_wait(&self) -> Option<Duration> {
-        self.policy.as_ref().and_then(Policy::idle_wait)
+        let now = Instant::now();
+        self.policy.as_ref().and_then(|p| p.idle_wait(now))
     }
 
     /// Runs (or hands off) the checkpoint the policy asks for after the last commit, if any. Callers have their
     /// answers already.
     pub(crate) fn after_commit(&mut self, conn: &GuardedConnection, shared: &Shared) {
         let frames = shared.metrics.wal_frames.load(Ordering::Relaxed);
+        self.watch_wal_size(frames, shared);
         let frames = u32::try_from(frames).unwrap_or(u32::MAX);
         let Some(policy) = self.policy.as_mut() else {
             return;
         };
-        match (policy.after_commit(frames), &self.passive) {
+        match (policy.after_commit(frames, Instant::now()), &self.passive) {
             (Some(Mode::Passive), Some(passive)) => {
                 passive.request();
                 policy.passive_requested(frames);
@@ -187,11 +271,17 @@ impl Checkpoints {
         }
     }
 
-    /// Runs one checkpoint on the writer's connection and records it (nothing unless managed).
+    /// Runs one checkpoint on the writer's connection and records it (nothing unless managed). One that would
+    /// wait for readers runs as `PASSIVE` while deferring to another checkpointer.
     pub(crate) fn run(&mut self, conn: &GuardedConnection, shared: &Shared, mode: Mode) {
-        if self.policy.is_none() {
+        let Some(policy) = self.policy.as_ref() else {
             return;
-        }
+        };
+        let mode = if mode.waits_for_readers() && policy.deferring() {
+            Mode::Passive
+        } else {
+            mode
+        };
         let _span = tracing::debug_span!("quicklite.checkpoint", ?mode).entered();
         let metrics = &shared.metrics;
         let outcome = {
@@ -207,13 +297,29 @@ impl Checkpoints {
         let Some(policy) = self.policy.as_mut() else {
             return;
         };
+        let now = Instant::now();
         match record(metrics, mode, outcome) {
             Ok(outcome) => {
                 if !outcome.busy && mode.waits_for_readers() {
                     // The WAL starts over (or is empty): the hook reports again at the next commit.
                     metrics.wal_frames.store(0, Ordering::Relaxed);
                 }
-                policy.checkpointed(mode, &outcome);
+                policy.checkpointed(mode, &outcome, now);
+                if outcome.busy && mode.waits_for_readers() {
+                    let give_ups = policy.reader_give_ups();
+                    self.look_for_another_checkpointer(conn.conn(), shared);
+                    if give_ups == GIVE_UPS_NOTICED
+                        && !self.policy.as_ref().is_some_and(Policy::deferring)
+                    {
+                        tracing::warn!(
+                            database = conn.conn().path().unwrap_or_default(),
+                            give_ups,
+                            "checkpoints keep giving up waiting for readers: another connection holds long reads \
+                             (a replicator, a backup tool); the writer now waits for them less and less often. If \
+                             a replicator such as Litestream owns checkpoints, use Checkpointing::External"
+                        );
+                    }
+                }
             }
             Err(_) => {
                 let frames = metrics.wal_frames.load(Ordering::Relaxed);
@@ -223,7 +329,7 @@ impl Checkpoints {
                     checkpointed_frames: 0,
                     took: Duration::ZERO,
                 };
-                policy.checkpointed(mode, &failed);
+                policy.checkpointed(mode, &failed, now);
             }
         }
     }

@@ -1,8 +1,16 @@
 //! When the writer checkpoints: a pure decision, tested step by step without SQLite or threads.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::config::Checkpointing;
+
+/// The first wait after a checkpoint gave up waiting for readers, before another may wait for them; it doubles with
+/// each give-up in a row, up to [`BACK_OFF_MAX`]. A reader that held the WAL that long (Litestream's, a backup
+/// tool's) likely holds it still: waiting for it again at every threshold would stall the writer each time.
+const BACK_OFF_FIRST: Duration = Duration::from_secs(1);
+
+/// The longest wait between two checkpoints that wait for readers, while they keep giving up.
+const BACK_OFF_MAX: Duration = Duration::from_secs(64);
 /// The checkpoint modes the writer uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -45,6 +53,12 @@ pub(crate) struct Policy {
     last_frames: u32,
     /// Whether anything was written since the WAL was last truncated.
     dirty: bool,
+    /// Checkpoints in a row that gave up waiting for readers.
+    reader_give_ups: u32,
+    /// No checkpoint waits for readers before this (after give-ups).
+    wait_again_at: Option<Instant>,
+    /// Another program checkpoints this database: only `PASSIVE` checkpoints from now on, which never wait.
+    deferring: bool,
 }
 
 impl Policy {
@@ -64,13 +78,16 @@ impl Policy {
                 next_restart: restart_at_frames,
                 last_frames: 0,
                 dirty: false,
+                reader_give_ups: 0,
+                wait_again_at: None,
+                deferring: false,
             }),
             Checkpointing::Sqlite | Checkpointing::External => None,
         }
     }
 
-    /// The checkpoint to run after a commit that left `frames` frames in the WAL, if any.
-    pub(crate) fn after_commit(&mut self, frames: u32) -> Option<Mode> {
+    /// The checkpoint to run after a commit that left `frames` frames in the WAL at `now`, if any.
+    pub(crate) fn after_commit(&mut self, frames: u32, now: Instant) -> Option<Mode> {
         self.dirty = true;
         if frames < self.last_frames {
             // The WAL started over: count from its new beginning.
@@ -78,7 +95,7 @@ impl Policy {
             self.next_restart = self.restart_at;
         }
         self.last_frames = frames;
-        if frames >= self.next_restart {
+        if frames >= self.next_restart && self.may_wait_for_readers(now) {
             Some(Mode::Restart)
         } else if frames >= self.next_passive {
             Some(Mode::Passive)
@@ -87,9 +104,41 @@ impl Policy {
         }
     }
 
-    /// Takes a checkpoint's outcome into account.
-    pub(crate) fn checkpointed(&mut self, mode: Mode, outcome: &Outcome) {
+    /// Whether a checkpoint may wait for readers at `now`: not while backing off, nor once deferring.
+    pub(crate) fn may_wait_for_readers(&self, now: Instant) -> bool {
+        !self.deferring && self.wait_again_at.is_none_or(|at| now >= at)
+    }
+
+    /// Checkpoints in a row that gave up waiting for readers.
+    pub(crate) fn reader_give_ups(&self) -> u32 {
+        self.reader_give_ups
+    }
+
+    /// Another program checkpoints this database (Litestream): from now on only `PASSIVE` checkpoints, which
+    /// never wait for readers, and no truncation when idle.
+    pub(crate) fn defer_to_another(&mut self) {
+        self.deferring = true;
+    }
+
+    /// Whether [`Policy::defer_to_another`] was called.
+    pub(crate) fn deferring(&self) -> bool {
+        self.deferring
+    }
+
+    /// Takes a checkpoint's outcome, at `now`, into account.
+    pub(crate) fn checkpointed(&mut self, mode: Mode, outcome: &Outcome, now: Instant) {
         let frames = u32::try_from(outcome.log_frames.max(0)).unwrap_or(u32::MAX);
+        if mode.waits_for_readers() {
+            if outcome.busy {
+                self.reader_give_ups = self.reader_give_ups.saturating_add(1);
+                let doublings = (self.reader_give_ups - 1).min(6);
+                let back_off = (BACK_OFF_FIRST * 2_u32.pow(doublings)).min(BACK_OFF_MAX);
+                self.wait_again_at = Some(now + back_off);
+            } else {
+                self.reader_give_ups = 0;
+                self.wait_again_at = None;
+            }
+        }
         if !outcome.busy && mode.waits_for_readers() {
             // The WAL starts over at the next commit (RESTART) or is empty already (TRUNCATE).
             self.next_passive = self.passive_at;
@@ -112,9 +161,17 @@ impl Policy {
         self.next_passive = frames.saturating_add(self.passive_at);
     }
 
-    /// How long the writer may wait for a request before truncating the WAL, if it should.
-    pub(crate) fn idle_wait(&self) -> Option<Duration> {
-        self.truncate_when_idle.filter(|_| self.dirty)
+    /// How long the writer may wait for a request, at `now`, before truncating the WAL, if it should (not before
+    /// the back-off after give-ups has passed; never while deferring to another checkpointer).
+    pub(crate) fn idle_wait(&self, now: Instant) -> Option<Duration> {
+        if self.deferring || !self.dirty {
+            return None;
+        }
+        let idle = self.truncate_when_idle?;
+        let backing_off = self
+            .wait_again_at
+            .map_or(Duration::ZERO, |at| at.saturating_duration_since(now));
+        Some(idle.max(backing_off))
     }
 }
 
@@ -132,6 +189,18 @@ mod tests {
         .unwrap()
     }
 
+    impl Policy {
+        /// `after_commit` at a time past any back-off.
+        fn after_commit_now(&mut self, frames: u32) -> Option<Mode> {
+            self.wait_again_at = None;
+            self.after_commit(frames, Instant::now())
+        }
+
+        fn checkpointed_now(&mut self, mode: Mode, outcome: &Outcome) {
+            self.checkpointed(mode, outcome, Instant::now())
+        }
+    }
+
     fn outcome(busy: bool, log: i64, done: i64) -> Outcome {
         Outcome {
             busy,
@@ -144,43 +213,92 @@ mod tests {
     #[test]
     fn passive_then_restart_as_the_wal_grows() {
         let mut p = policy();
-        assert_eq!(p.idle_wait(), None, "nothing written yet");
-        assert_eq!(p.after_commit(50), None);
-        assert_eq!(p.idle_wait(), Some(Duration::from_secs(1)));
-        assert_eq!(p.after_commit(120), Some(Mode::Passive));
+        assert_eq!(p.idle_wait(Instant::now()), None, "nothing written yet");
+        assert_eq!(p.after_commit_now(50), None);
+        assert_eq!(p.idle_wait(Instant::now()), Some(Duration::from_secs(1)));
+        assert_eq!(p.after_commit_now(120), Some(Mode::Passive));
         // A reader held frames back: the next PASSIVE waits for 50 more frames, not the next commit.
-        p.checkpointed(Mode::Passive, &outcome(true, 120, 80));
-        assert_eq!(p.after_commit(130), None);
-        assert_eq!(p.after_commit(170), Some(Mode::Passive));
-        p.checkpointed(Mode::Passive, &outcome(true, 170, 170));
-        assert_eq!(p.after_commit(400), Some(Mode::Restart));
+        p.checkpointed_now(Mode::Passive, &outcome(true, 120, 80));
+        assert_eq!(p.after_commit_now(130), None);
+        assert_eq!(p.after_commit_now(170), Some(Mode::Passive));
+        p.checkpointed_now(Mode::Passive, &outcome(true, 170, 170));
+        assert_eq!(p.after_commit_now(400), Some(Mode::Restart));
         // A long read kept the WAL in use: the next RESTART waits for 50 more frames, not the next commit.
-        p.checkpointed(Mode::Restart, &outcome(true, 400, 400));
-        assert_eq!(p.after_commit(420), None);
-        assert_eq!(p.after_commit(450), Some(Mode::Restart));
-        p.checkpointed(Mode::Restart, &outcome(false, 450, 450));
-        assert_eq!(p.after_commit(10), None);
-        assert_eq!(p.after_commit(100), Some(Mode::Passive));
+        p.checkpointed_now(Mode::Restart, &outcome(true, 400, 400));
+        assert_eq!(p.after_commit_now(420), None);
+        assert_eq!(p.after_commit_now(450), Some(Mode::Restart));
+        p.checkpointed_now(Mode::Restart, &outcome(false, 450, 450));
+        assert_eq!(p.after_commit_now(10), None);
+        assert_eq!(p.after_commit_now(100), Some(Mode::Passive));
     }
 
     #[test]
     fn a_wal_that_started_over_counts_from_zero() {
         let mut p = policy();
-        assert_eq!(p.after_commit(150), Some(Mode::Passive));
-        p.checkpointed(Mode::Passive, &outcome(false, 150, 150));
+        assert_eq!(p.after_commit_now(150), Some(Mode::Passive));
+        p.checkpointed_now(Mode::Passive, &outcome(false, 150, 150));
         // The next commit restarted the WAL by itself (every frame was copied back, no reader in it).
-        assert_eq!(p.after_commit(5), None);
-        assert_eq!(p.after_commit(100), Some(Mode::Passive));
+        assert_eq!(p.after_commit_now(5), None);
+        assert_eq!(p.after_commit_now(100), Some(Mode::Passive));
     }
 
     #[test]
     fn truncating_leaves_nothing_to_do_when_idle() {
         let mut p = policy();
-        p.after_commit(10);
-        p.checkpointed(Mode::Truncate, &outcome(false, 0, 0));
-        assert_eq!(p.idle_wait(), None);
-        p.after_commit(1);
-        p.checkpointed(Mode::Truncate, &outcome(true, 1, 0));
-        assert_eq!(p.idle_wait(), Some(Duration::from_secs(1)), "retried later");
+        p.after_commit_now(10);
+        p.checkpointed_now(Mode::Truncate, &outcome(false, 0, 0));
+        assert_eq!(p.idle_wait(Instant::now()), None);
+        p.after_commit_now(1);
+        p.checkpointed_now(Mode::Truncate, &outcome(true, 1, 0));
+        assert_eq!(
+            p.idle_wait(Instant::now()),
+            Some(Duration::from_secs(1)),
+            "retried later"
+        );
+    }
+
+    #[test]
+    fn checkpoints_that_give_up_on_readers_back_off_doubling_then_reset() {
+        let mut p = policy();
+        let t0 = Instant::now();
+        assert_eq!(p.after_commit(400, t0), Some(Mode::Restart));
+        p.checkpointed(Mode::Restart, &outcome(true, 400, 400), t0);
+        assert_eq!(p.reader_give_ups(), 1);
+        // Within a second no checkpoint waits for readers; PASSIVE ones go on.
+        let half = t0 + Duration::from_millis(500);
+        assert_eq!(p.after_commit(450, half), Some(Mode::Passive));
+        p.checkpointed(Mode::Passive, &outcome(true, 450, 400), half);
+        assert_eq!(p.after_commit(460, t0 + Duration::from_millis(999)), None);
+        let t1 = t0 + Duration::from_secs(1);
+        assert_eq!(p.after_commit(470, t1), Some(Mode::Restart));
+        p.checkpointed(Mode::Restart, &outcome(true, 470, 470), t1);
+        // Then two seconds, four, … up to 64.
+        assert!(!p.may_wait_for_readers(t1 + Duration::from_millis(1999)));
+        assert!(p.may_wait_for_readers(t1 + Duration::from_secs(2)));
+        let mut t = t1;
+        for _ in 0..10 {
+            t += Duration::from_secs(100);
+            p.checkpointed(Mode::Restart, &outcome(true, 500, 500), t);
+        }
+        assert!(!p.may_wait_for_readers(t + Duration::from_secs(63)));
+        assert!(p.may_wait_for_readers(t + Duration::from_secs(64)));
+        // The idle truncation waits for the back-off too.
+        assert_eq!(p.idle_wait(t), Some(Duration::from_secs(64)));
+        // One that finishes ends the back-off.
+        p.checkpointed(Mode::Restart, &outcome(false, 500, 500), t);
+        assert_eq!(p.reader_give_ups(), 0);
+        assert!(p.may_wait_for_readers(t));
+        assert_eq!(p.idle_wait(t), Some(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn deferring_to_another_checkpointer_leaves_only_passive_checkpoints() {
+        let mut p = policy();
+        p.defer_to_another();
+        let now = Instant::now();
+        assert_eq!(p.after_commit(100, now), Some(Mode::Passive));
+        assert_eq!(p.after_commit(10_000, now), Some(Mode::Passive));
+        assert!(!p.may_wait_for_readers(now));
+        assert_eq!(p.idle_wait(now), None, "no truncation when idle");
     }
 }

@@ -120,11 +120,12 @@ impl Writer {
             .path()
             .filter(|p| !p.is_empty())
             .map(PathBuf::from);
+        let checkpoints = Checkpoints::new(config, conn.conn(), shared, busy);
         let writer = Writer {
             conn,
             inbox: Inbox::new(rx, config.write_batch_max),
             shared: shared.clone(),
-            checkpoints: Checkpoints::new(config.checkpointing, busy),
+            checkpoints,
             group: Vec::with_capacity(config.write_batch_max),
             relays: Relays::default(),
             outcomes: Outcomes::with_capacity(config.write_batch_max),

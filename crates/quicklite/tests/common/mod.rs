@@ -162,6 +162,58 @@ pub fn entries(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
         .collect()
 }
 
+/// Runs `test`, an ignored test of this test binary, as a child process with `envs`, passes each line it prints to
+/// `on_line`, and kills it with SIGKILL `after` it printed `ready`. Returns once its output has ended, checking it
+/// was killed rather than finished.
+#[allow(dead_code)]
+pub fn run_child_until_killed(
+    test: &str,
+    envs: &[(&str, String)],
+    after: Duration,
+    mut on_line: impl FnMut(&str),
+) {
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            test,
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    // Kill from another thread at the chosen moment after the child is ready, while this one reads its output.
+    // `Child::kill` sends SIGKILL on Unix.
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let killer = std::thread::spawn(move || {
+        ready_rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the child got ready");
+        std::thread::sleep(after);
+        child.kill().expect("SIGKILL");
+        child.wait().unwrap()
+    });
+    let mut ready = Some(ready_tx);
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+        let Ok(line) = line else { break };
+        if line.contains("ready")
+            && let Some(tx) = ready.take()
+        {
+            tx.send(()).unwrap();
+        }
+        on_line(&line);
+    }
+    let status = killer.join().unwrap();
+    assert!(
+        !status.success(),
+        "the child was killed, not finished: {status:?}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Backends: every contract test runs on a standalone database and on a database served by a registry.
 // ---------------------------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ use crate::doctor::database::{QUICK_CHECK_MAX, Reading};
 use crate::doctor::finding::{Finding, Severity};
 
 const DOC_WAL: &str = "https://www.sqlite.org/wal.html";
+const DOC_LITESTREAM: &str = "https://litestream.io/tips/";
 const DOC_LOCKING: &str = "https://www.sqlite.org/lockingv3.html";
 const DOC_JOURNAL_MODE: &str = "https://www.sqlite.org/pragma.html#pragma_journal_mode";
 const DOC_PAGE_SIZE: &str = "https://www.sqlite.org/pragma.html#pragma_page_size";
@@ -168,6 +169,26 @@ pub(super) fn wal_file(size: Option<u64>, journal_size_limit: i64) -> Finding {
             .fix("nothing to do: checkpoints keep it in check")
             .why(why, &docs)
     }
+}
+
+pub(super) fn litestream() -> Finding {
+    Finding::new(
+        "replication",
+        Severity::Info,
+        "Litestream replicates this database (its tables _litestream_seq and _litestream_lock are in it)",
+    )
+    .fix(
+        "open it with Checkpointing::External, so that Litestream alone checkpoints; keep Litestream running \
+         whenever the database is written, since nothing else then bounds the WAL (quicklite warns past \
+         Builder::wal_size_warning). quicklite's managed checkpoints find these tables and run only PASSIVE \
+         checkpoints, which never wait for Litestream's read",
+    )
+    .why(
+        "Litestream keeps a read transaction open on the database and checkpoints it itself: a checkpoint of \
+         another program that waits for readers (RESTART, TRUNCATE) waits for that read, holding back every writer \
+         meanwhile, and one that restarts the WAL under Litestream makes it take a new snapshot.",
+        &[DOC_LITESTREAM, DOC_CHECKPOINT],
+    )
 }
 
 pub(super) fn user_version(version: i64) -> Finding {

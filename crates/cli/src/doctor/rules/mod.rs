@@ -11,7 +11,10 @@ pub use connection::FRESH_BUSY_TIMEOUT_MS;
 use connection::{
     busy_timeout, cache_size, foreign_keys, journal_size_limit, mmap_size, synchronous,
 };
-use file::{auto_vacuum, free_pages, journal_mode, page_size, quick_check, user_version, wal_file};
+use file::{
+    auto_vacuum, free_pages, journal_mode, litestream, page_size, quick_check, user_version,
+    wal_file,
+};
 pub use file::{auto_vacuum_name, created_files};
 
 mod connection;
@@ -41,6 +44,9 @@ pub fn findings(o: &Observed) -> Vec<Finding> {
     if o.wal {
         let limit = o.journal_size_limit.clone().unwrap_or(-1);
         out.push(wal_file(o.wal_size, limit));
+    }
+    if o.litestream == Ok(true) {
+        out.push(litestream());
     }
     out.push(with("journal_size_limit", &o.journal_size_limit, |&l| {
         journal_size_limit(l)
@@ -112,6 +118,7 @@ mod tests {
             auto_vacuum: Ok(0),
             journal_size_limit: Ok(-1),
             user_version: Ok(3),
+            litestream: Ok(false),
             wal: true,
             wal_size: Some(4096),
             quick_check: Ok(vec!["ok".into()]),
@@ -238,5 +245,27 @@ mod tests {
         assert_eq!(bytes(512), "512 B");
         assert_eq!(bytes(32 * 1024), "32.0 KiB");
         assert_eq!(bytes(64 * 1024 * 1024), "64.0 MiB");
+    }
+
+    #[test]
+    fn litestream_s_tables_bring_the_advice_to_leave_checkpoints_to_it() {
+        assert!(
+            !findings(&healthy())
+                .iter()
+                .any(|f| f.check == "replication")
+        );
+        let replicated = Observed {
+            litestream: Ok(true),
+            ..healthy()
+        };
+        let findings = findings(&replicated);
+        let f = finding(&findings, "replication");
+        assert_eq!(f.severity, Severity::Info);
+        assert!(f.value.contains("Litestream"), "{}", f.value);
+        assert!(
+            f.recommendation.contains("Checkpointing::External"),
+            "{}",
+            f.recommendation
+        );
     }
 }
