@@ -5,7 +5,8 @@
 # scripts/postgres.sh, which starts a throwaway server of its own); OpenSSL's headers build SQLCipher for the
 # encryption tests, whose Python checks that another program cannot read an encrypted file. Go and Node build the
 # lab's runners in those languages (runners/go, runners/node: their build.sh scripts fetch the Go modules and npm
-# packages they pin); Debian's are installed only when none is on the PATH.
+# packages they pin); Debian's are installed only when none is on the PATH. libclang runs bindgen for the
+# trailbase-sqlite runner (runners/trailbase), whose rusqlite generates its SQLite bindings at build time.
 # Idempotent: does nothing when the tools are already there.
 set -euo pipefail
 
@@ -20,6 +21,9 @@ fi
 if ! dpkg -s libssl-dev >/dev/null 2>&1; then
     packages+=(libssl-dev pkg-config)
 fi
+if ! dpkg -s libclang-dev >/dev/null 2>&1; then
+    packages+=(libclang-dev)
+fi
 if ! command -v python3 >/dev/null 2>&1; then
     packages+=(python3)
 fi
@@ -32,7 +36,7 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     packages+=(nodejs npm)
 fi
 if [ "${#packages[@]}" -eq 0 ]; then
-    echo "install-test-deps: chromium, postgresql, libssl-dev, python3, go and node already installed"
+    echo "install-test-deps: chromium, postgresql, libssl-dev, libclang-dev, python3, go and node already installed"
     exit 0
 fi
 

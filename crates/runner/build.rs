@@ -17,6 +17,7 @@ const REPORTED: &[&str] = &[
     "deadpool",
     "sqlx",
     "sqlx-sqlite",
+    "trailbase-sqlite",
     "tokio-postgres",
 ];
 

@@ -34,8 +34,8 @@ fn unknown_approach_lists_the_valid_ones() {
     rejects(
         &["--approaches", "quicklite,tokio-sqlite"],
         "unknown approach `tokio-sqlite` (valid approaches: direct-blocking, spawn-blocking, per-request, \
-         tokio-rusqlite, deadpool-sqlite, async-sqlite, sqlx, quicklite, go-mattn, go-modernc, go-zombiezen, \
-         node-better-sqlite3, node-sqlite, quicklite-timeouts, postgres)",
+         tokio-rusqlite, deadpool-sqlite, async-sqlite, sqlx, trailbase-sqlite, quicklite, go-mattn, go-modernc, \
+         go-zombiezen, node-better-sqlite3, node-sqlite, quicklite-timeouts, postgres)",
     );
 }
 

@@ -36,8 +36,14 @@ pub const APPROACHES: &[&str] = &[
     "deadpool-sqlite",
     "async-sqlite",
     "sqlx",
+    "trailbase-sqlite",
     "quicklite",
 ];
+
+/// Rust approaches whose runner needs more than the Rust toolchain to build: trailbase-sqlite turns on rusqlite's
+/// `preupdate_hook`, whose bindings are generated at build time by bindgen, which needs libclang
+/// (`scripts/install-test-deps.sh` installs it). Left out of `--quick`, whose command must work on a fresh machine.
+pub const NEEDS_MORE_THAN_RUST: &[&str] = &["trailbase-sqlite"];
 
 /// The Go drivers (`runners/go`): `database/sql` over mattn/go-sqlite3 (cgo) and over modernc.org/sqlite (pure
 /// Go, seed 002's baseline), and zombiezen.com/go/sqlite's pool.
@@ -84,11 +90,11 @@ pub const WRITE_MODES: &[&str] = &["blocking", "paced"];
 /// The approach ratios are computed against unless the user names another: the most widely used async wrapper.
 pub const DEFAULT_BASELINE: &str = "tokio-rusqlite";
 
-/// Approaches that do not implement a workload, which the matrix leaves out of that workload's cells: sqlx's
-/// runner has no queue operations, no HTTP service and no ORM suite.
+/// Approaches that do not implement a workload, which the matrix leaves out of that workload's cells: the runners
+/// of sqlx and trailbase-sqlite have no queue operations, no HTTP service and no ORM suite.
 pub fn unsupported(workload: &str) -> &'static [&'static str] {
     match workload {
-        QUEUE | HTTP | ORM => &["sqlx"],
+        QUEUE | HTTP | ORM => &["sqlx", "trailbase-sqlite"],
         _ => &[],
     }
 }

@@ -126,8 +126,9 @@ impl Default for BenchOptions {
 }
 
 impl BenchOptions {
-    /// The README's run: every Rust approach on `point-read`, `insert`, `mixed`, a 10-database `multi-db`, the `queue`,
-    /// `http` and `orm`, 2 s measured after 0.5 s of warm-up, plus variants showing memory statistics and the
+    /// The README's run: every Rust approach but trailbase-sqlite on `point-read`, `insert`, `mixed`, a 10-database
+    /// `multi-db`, the `queue`, `http` and `orm` (each where its runner implements it), 2 s measured after 0.5 s of
+    /// warm-up, plus variants showing memory statistics and the
     /// serialized mutex (seeds 000 and 001), the queue one cycle at a time (seed 002's figures are for one
     /// goroutine), the ORM suite without the server PRAGMAs (seed 003), `mixed` one request at a time, and reads
     /// with and without a memory map, alone and beside a writer (seed 003's `mmap_size`).
@@ -157,8 +158,14 @@ impl BenchOptions {
             ..base
         };
         Self {
-            // The Rust approaches: the runners in other languages take minutes to build (`--approaches` adds them).
-            approaches: owned(catalog::APPROACHES),
+            // The Rust approaches, but those whose runner needs more than the Rust toolchain to build (trailbase-sqlite
+            // needs libclang): the README's first command must work on a fresh machine. The runners in other
+            // languages take minutes to build. `--approaches` adds any of them.
+            approaches: catalog::APPROACHES
+                .iter()
+                .filter(|a| !catalog::NEEDS_MORE_THAN_RUST.contains(a))
+                .map(|a| (*a).to_owned())
+                .collect(),
             workloads: owned(&[
                 "point-read",
                 "insert",

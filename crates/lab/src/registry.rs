@@ -1,7 +1,7 @@
 //! Which program measures which approach, and building those programs.
 //!
-//! The Rust approaches live in three runner programs because cargo allows one `links = "sqlite3"` crate per
-//! workspace: the main workspace's `quicklite-runner` (rusqlite 0.41), and two peer workspaces under `runners/`
+//! The Rust approaches live in four runner programs because cargo allows one `links = "sqlite3"` crate per
+//! workspace: the main workspace's `quicklite-runner` (rusqlite 0.41), and three peer workspaces under `runners/`
 //! for the crates that pin other SQLite bindings (see docs/design.md, "Lab architecture"). The drivers of other
 //! languages (Go, Node) have runners of their own under `runners/`, each built by its `build.sh`; when a toolchain
 //! is missing, their cells fail with the reason and the run goes on. Every runner answers `--approaches` with the
@@ -64,6 +64,13 @@ const RUNNERS: &[RunnerSpec] = &[
         manifest: Some("runners/sqlx/Cargo.toml"),
         script: None,
         approaches: &["sqlx"],
+        features: &[],
+    },
+    RunnerSpec {
+        bin: "runner-trailbase",
+        manifest: Some("runners/trailbase/Cargo.toml"),
+        script: None,
+        approaches: &["trailbase-sqlite"],
         features: &[],
     },
     RunnerSpec {
@@ -255,9 +262,29 @@ impl RunnerRegistry {
                 continue;
             }
             let program = if setup.build {
-                build(&root, spec, None)?
+                build(&root, spec, None)
             } else {
-                prebuilt(&root, spec, None)?
+                prebuilt(&root, spec, None)
+            };
+            let program = match program {
+                Ok(program) => program,
+                // A runner that needs more than the Rust toolchain (libclang) fails its own cells, not the run.
+                Err(e)
+                    if spec
+                        .approaches
+                        .iter()
+                        .all(|a| catalog::NEEDS_MORE_THAN_RUST.contains(a)) =>
+                {
+                    let reason = format!(
+                        "{e} (its build needs more than the Rust toolchain; scripts/install-test-deps.sh installs it)"
+                    );
+                    eprintln!("{}: {reason}; its cells will fail saying so", spec.bin);
+                    for approach in wanted {
+                        unavailable.insert(approach.clone(), reason.clone());
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
             };
             let provided = query_approaches(&program)?;
             for approach in wanted {
@@ -757,5 +784,27 @@ mod tests {
         );
         assert_eq!(artifact_executable(line, "quicklite-runner"), None);
         assert_eq!(artifact_executable("not json", "runner-sqlx"), None);
+    }
+
+    #[test]
+    fn a_runner_that_needs_more_than_rust_fails_its_own_cells_not_the_run() {
+        // trailbase-sqlite's runner is not built here; any other missing runner stops the run.
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("runners/trailbase");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("Cargo.toml"), "[package]\n").unwrap();
+        let setup = RunnerSetup {
+            build: false,
+            repo_root: Some(root.path().to_owned()),
+            ..RunnerSetup::default()
+        };
+        let registry = RunnerRegistry::resolve(&["trailbase-sqlite".to_owned()], &setup).unwrap();
+        let reason = registry.unavailable("trailbase-sqlite").unwrap();
+        assert!(
+            reason.contains("not built at") && reason.contains("install-test-deps"),
+            "{reason}"
+        );
+        let err = RunnerRegistry::resolve(&["sqlx".to_owned()], &setup).unwrap_err();
+        assert!(err.to_string().contains("runner-sqlx"), "{err}");
     }
 }

@@ -533,6 +533,44 @@ both_backends! {
 
 both_backends! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_statement_of_a_read_sees_one_snapshot_even_when_the_read_is_alone(backend) {
+        let db = common::open(backend, |b| b).await;
+        db.execute_batch("CREATE TABLE t (a); INSERT INTO t VALUES (1)").await.unwrap();
+        let (counted_tx, counted_rx) = std::sync::mpsc::channel::<()>();
+        let (written_tx, written_rx) = std::sync::mpsc::channel::<()>();
+        // The only read queued: between its two statements, a write commits.
+        let read = {
+            let db = db.db.clone();
+            tokio::spawn(async move {
+                db.read(move |c| {
+                    let before: i64 = c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?;
+                    counted_tx.send(()).unwrap();
+                    written_rx.recv().unwrap();
+                    let after: i64 = c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?;
+                    Ok((before, after))
+                })
+                .await
+            })
+        };
+        // Another program's write (a registry may serve the read on its writer's connection, which a write through
+        // the handle would then wait for).
+        let path = db.path().to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            counted_rx.recv().unwrap();
+            let other = rusqlite::Connection::open(path).unwrap();
+            other.execute("INSERT INTO t VALUES (2)", []).unwrap();
+        })
+        .await
+        .unwrap();
+        written_tx.send(()).unwrap();
+        assert_eq!(read.await.unwrap().unwrap(), (1, 1), "both statements in the snapshot the read began with");
+        assert_eq!(common::count(&db, "t").await, 2);
+        db.close().await;
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_write_whose_caller_gave_up_before_it_started_is_not_run(backend) {
         use futures::FutureExt;
         const ABANDONED: i64 = 10_000;

@@ -178,18 +178,10 @@ impl BatchedReads {
         }
     }
 
-    /// Serves `first` and the requests queued behind it, up to the batch limits, in one read transaction.
+    /// Serves `first` and the requests queued behind it, up to the batch limits, in one read transaction. A request
+    /// alone gets one too: its closure may run several statements, which must all see the same snapshot.
     fn serve_batch(&mut self, conn: &GuardedConnection, first: ReadRequest, take_more: bool) {
-        let Some(second) = self.next_request(take_more) else {
-            // Nothing else is queued: serve the request in autocommit mode. Its statement takes a fresh snapshot
-            // by itself, so the explicit BEGIN/COMMIT pair would only add two statements of latency.
-            let metrics = &self.shared.metrics;
-            metrics.read_transactions.fetch_add(1, Ordering::Relaxed);
-            self.serve(conn, first, Instant::now());
-            self.shared.metrics.read_batch.record(1);
-            self.hand_over();
-            return;
-        };
+        let second = self.next_request(take_more);
         // Every commit numbered up to `snapshot` had returned before the transaction begins, so the snapshot
         // (taken lazily, at the first read) contains it.
         let _span = tracing::debug_span!("quicklite.read_batch").entered();
@@ -199,7 +191,7 @@ impl BatchedReads {
         let mut held_since = started;
         let mut served = 0_usize;
         let mut next = Some(first);
-        let mut queued = Some(second);
+        let mut queued = second;
         while let Some(req) = next.take() {
             if req.min_seq > snapshot {
                 // Read-your-writes: this request was made after a commit our snapshot may predate.
