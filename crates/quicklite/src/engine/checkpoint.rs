@@ -184,7 +184,7 @@ impl Checkpoints {
     }
 
     /// Defers to Litestream (only `PASSIVE` checkpoints, which never wait for readers) if its tables are in the
-    /// database, saying so once.
+    /// database, saying so once per database.
     fn look_for_another_checkpointer(&mut self, conn: &Connection, shared: &Shared) {
         let Some(policy) = self.policy.as_mut().filter(|p| !p.deferring()) else {
             return;
@@ -192,10 +192,14 @@ impl Checkpoints {
         match litestream_tables(conn) {
             Ok(true) => {
                 policy.defer_to_another();
-                shared
+                // Said once per database, not at every reopen of a registry's.
+                let known = shared
                     .metrics
                     .another_checkpointer
-                    .store(true, Ordering::Relaxed);
+                    .swap(true, Ordering::Relaxed);
+                if known {
+                    return;
+                }
                 tracing::info!(
                     database = conn.path().unwrap_or_default(),
                     "Litestream replicates this database and checkpoints it: the writer now runs only PASSIVE \
