@@ -192,6 +192,9 @@ fn options(args: &BenchArgs) -> anyhow::Result<BenchOptions> {
     if let Some(v) = &args.num_databases {
         o.num_databases = v.clone();
     }
+    if let Some(v) = &args.think_us {
+        o.think_us = v.clone();
+    }
     if let Some(v) = args.seed {
         o.seed = v;
     }

@@ -141,6 +141,11 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "MODES")]
     pub write_mode: Option<Vec<String>>,
 
+    /// throughput: think times in microseconds — how long each transaction of 100 rows blocks its thread before its
+    /// commit (the application's work inside a transaction) [default: 0,1000].
+    #[arg(long, value_delimiter = ',', value_name = "US,US")]
+    pub think_us: Option<Vec<u64>>,
+
     /// multi-db: numbers of databases [default: 1,10,50,100].
     #[arg(long, value_delimiter = ',', value_name = "N,N")]
     pub num_databases: Option<Vec<u32>>,

@@ -33,7 +33,7 @@ fn rejects(args: &[&str], message: &str) {
 fn unknown_approach_lists_the_valid_ones() {
     rejects(
         &["--approaches", "quicklite,tokio-sqlite"],
-        "unknown approach `tokio-sqlite` (valid approaches: direct-blocking, spawn-blocking, per-request, \
+        "unknown approach `tokio-sqlite` (valid approaches: ceiling, direct-blocking, spawn-blocking, per-request, \
          tokio-rusqlite, deadpool-sqlite, async-sqlite, sqlx, trailbase-sqlite, quicklite, go-mattn, go-modernc, \
          go-zombiezen, node-better-sqlite3, node-sqlite, quicklite-timeouts, postgres)",
     );
@@ -43,7 +43,8 @@ fn unknown_approach_lists_the_valid_ones() {
 fn unknown_workload_lists_the_valid_ones() {
     rejects(
         &["--workloads", "reads"],
-        "unknown workload `reads` (valid workloads: point-read, insert, mixed, write-read, multi-db, queue, http, orm)",
+        "unknown workload `reads` (valid workloads: point-read, insert, mixed, write-read, multi-db, queue, http, orm, \
+         throughput)",
     );
 }
 

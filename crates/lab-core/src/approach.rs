@@ -77,6 +77,32 @@ pub trait Approach: Send + Sync + 'static {
         }
     }
 
+    /// `throughput`'s transaction: [`crate::sql::INSERT_ITEM`] for each of `items`, then `think` blocking the calling
+    /// thread with `std::thread::sleep` inside the transaction (inside the closure the approach sends to its thread,
+    /// as for [`Approach::paced_write`]), then the commit — all or nothing. By default, an error.
+    fn insert_batch(
+        &self,
+        items: Vec<NewItem>,
+        think: Duration,
+    ) -> impl Future<Output = Result<()>> + Send {
+        let _ = (items, think);
+        async {
+            Err(anyhow::anyhow!(
+                "this approach does not implement the throughput workload"
+            ))
+        }
+    }
+
+    /// The rows of the `items` table now, read through the approach after the last write returned (`throughput`
+    /// checks them against the acknowledged transactions). By default, an error.
+    fn count_items(&self) -> impl Future<Output = Result<u64>> + Send {
+        async {
+            Err(anyhow::anyhow!(
+                "this approach cannot count the throughput workload's rows"
+            ))
+        }
+    }
+
     /// Databases with open connections right now, if the approach knows: all of them for approaches that open
     /// every database up front; fewer for one that closes idle databases (quicklite's registry). By default,
     /// unknown.

@@ -38,6 +38,11 @@ pub struct Cell {
     pub rows: u64,
     /// Settings of the `multi-db` workload; `None` for the others.
     pub multi_db: Option<MultiDb>,
+    /// `throughput`'s think time, in microseconds: how long each transaction blocks its thread between its inserts
+    /// and its commit (the application's work inside a transaction). `0` for every other workload, and then not
+    /// written, so runners that know no think time never see it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub think_us: u64,
     /// Directory where the runner creates its database files (a fresh, empty directory per cell).
     pub dir: String,
     /// Seed for the operation mix and key choice, so runs are repeatable.
@@ -64,6 +69,10 @@ pub const DEFAULT_BUILD_PROFILE: &str = "tuned";
 
 fn is_first_repetition(repetition: &u32) -> bool {
     *repetition == 0
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 fn default_build_profile() -> String {

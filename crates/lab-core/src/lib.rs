@@ -69,7 +69,9 @@ pub use data::{
     Block, JOB_PAYLOAD_LEN, LEDGER_ACCOUNTS, LEDGER_SEED_BLOCKS, LedgerGenerator, NewItem, NewJob,
     Param, Statement, TRANSACTIONS_PER_BLOCK,
 };
-pub use driver::{QUEUE_PROBE_CYCLES, drive};
+pub use driver::{
+    CEILING_WORKLOADS, CeilingConnection, CeilingWrite, QUEUE_PROBE_CYCLES, drive, drive_ceiling,
+};
 pub use knobs::{Knobs, MutexMode, Pragma, Profile, REPORTED_PRAGMAS, SERVER_PRAGMAS};
 pub use machine::{cpu_model, rfc3339_utc};
 pub use measurement::{Measurement, failed_result};
@@ -80,4 +82,6 @@ pub use rng::Rng;
 pub use round_trip::core_round_trip_ns;
 pub use runner_main::{Runner, run_runner_main};
 pub use stats::{MAX_ERROR_SAMPLES, OpKind, TaskStats};
-pub use workload::{MIXED_READ_PERCENT, Workload, multi_db_settings};
+pub use workload::{
+    MIXED_READ_PERCENT, THROUGHPUT_ROWS_PER_TRANSACTION, Workload, multi_db_settings,
+};

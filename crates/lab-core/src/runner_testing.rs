@@ -203,3 +203,29 @@ pub fn assert_orm_measured(result: &Value) {
     }
     assert_eq!(operations[1]["name"], "model_object_creation (txn)");
 }
+
+/// A tiny `throughput` cell: [`tiny_cell`] with a think time and `synchronous=FULL`, as the lab sends them.
+pub fn tiny_throughput_cell(approach: &str, dir: &Path) -> Value {
+    let mut cell = tiny_cell(approach, "throughput", dir);
+    cell["think_us"] = json!(100);
+    cell["synchronous"] = json!("full");
+    cell
+}
+
+/// Checks a successful `throughput` result (the runner checked the row count itself, or it would have failed the
+/// cell): transactions counted, no error, `synchronous` as asked; and that `rows_in_file` holds at least the seeded
+/// rows plus those of every counted transaction.
+pub fn assert_throughput_measured(result: &Value, rows_in_file: u64) {
+    assert_eq!(
+        (&result["failure"], &result["errors"]),
+        (&Value::Null, &Value::from(0)),
+        "{result:#}"
+    );
+    let transactions = result["writes"]["ops"].as_u64().unwrap();
+    assert!(transactions > 0, "{result:#}");
+    assert_eq!(result["env"]["pragmas"]["synchronous"], "2", "FULL");
+    assert!(
+        rows_in_file >= 200 + 100 * transactions,
+        "{rows_in_file} rows for {transactions} transactions"
+    );
+}

@@ -28,6 +28,7 @@ pub(crate) fn sample_cell(workload: &str, approach: &str) -> Cell {
         mmap_size: None,
         mutex: "nomutex".into(),
         rows: 200,
+        think_us: 0,
         multi_db: (workload == "multi-db").then_some(MultiDb {
             num_databases: 3,
             readers: 2,
@@ -58,6 +59,8 @@ pub(crate) struct Fake {
     pub(crate) jobs: Mutex<BTreeMap<i64, Option<i64>>>,
     /// `orm` calls per (operation, in a transaction).
     pub(crate) orm_calls: Mutex<BTreeMap<(&'static str, bool), u64>>,
+    /// Count one row fewer than there are (`throughput`'s check).
+    pub(crate) loses_a_row: bool,
 }
 
 impl Fake {
@@ -147,6 +150,21 @@ impl Approach for Fake {
             .entry((op.name(), txn))
             .or_default() += 1;
         Ok(())
+    }
+
+    async fn insert_batch(&self, batch: Vec<NewItem>, think: Duration) -> Result<()> {
+        std::thread::sleep(think);
+        let mut items = self.items.lock().unwrap();
+        for item in batch {
+            let id = items.len() as i64 + 1;
+            items.insert(id, item.value);
+        }
+        Ok(())
+    }
+
+    async fn count_items(&self) -> Result<u64> {
+        let rows = self.items.lock().unwrap().len() as u64;
+        Ok(rows - u64::from(self.loses_a_row))
     }
 
     async fn ack(&self, id: i64, owner: i64) -> Result<()> {

@@ -16,6 +16,9 @@ use crate::sql;
 /// Share of reads in the `mixed` workload, in percent; the rest are updates by primary key.
 pub const MIXED_READ_PERCENT: u64 = 90;
 
+/// Rows each `throughput` transaction inserts (as Turso's write-throughput harness).
+pub const THROUGHPUT_ROWS_PER_TRANSACTION: usize = 100;
+
 /// A workload: what the client tasks do, on which data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Workload {
@@ -42,11 +45,16 @@ pub enum Workload {
     /// Seed 003: the operations of an ORM benchmark (create, select, eager and lazy loading, JSON), written in SQL,
     /// each run alone, with and without a wrapping transaction.
     Orm,
+    /// Write throughput after Turso's harness: `concurrency` writers, each transaction inserting
+    /// [`THROUGHPUT_ROWS_PER_TRANSACTION`] rows and blocking its thread for the cell's think time before its
+    /// commit, a `PASSIVE` checkpoint every second from another connection, and the table's row count checked
+    /// against the acknowledged transactions at the end.
+    Throughput,
 }
 
 impl Workload {
     /// Every workload, in report order.
-    pub const ALL: [Workload; 8] = [
+    pub const ALL: [Workload; 9] = [
         Self::PointRead,
         Self::Insert,
         Self::Mixed,
@@ -55,6 +63,7 @@ impl Workload {
         Self::Queue,
         Self::Http,
         Self::Orm,
+        Self::Throughput,
     ];
 
     /// The name used in cells, results and on the command line.
@@ -68,6 +77,7 @@ impl Workload {
             Self::Queue => "queue",
             Self::Http => "http",
             Self::Orm => "orm",
+            Self::Throughput => "throughput",
         }
     }
 
@@ -102,6 +112,9 @@ impl Workload {
                 bail!("{} needs rows to read (rows = 0)", workload.name());
             }
             _ => {}
+        }
+        if cell.think_us > 0 && workload != Self::Throughput {
+            bail!("only the throughput workload has a think time");
         }
         if cell.concurrency == 0 && !matches!(workload, Self::MultiDb | Self::Orm) {
             bail!("concurrency must be at least 1");
@@ -231,7 +244,9 @@ mod tests {
         let err = Workload::parse("point-reads").unwrap_err().to_string();
         assert!(err.contains("`point-reads`"), "{err}");
         assert!(
-            err.contains("point-read, insert, mixed, write-read, multi-db, queue, http, orm"),
+            err.contains(
+                "point-read, insert, mixed, write-read, multi-db, queue, http, orm, throughput"
+            ),
             "{err}"
         );
     }

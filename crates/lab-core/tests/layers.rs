@@ -62,6 +62,8 @@ const MODULES: &[(&str, Layer)] = &[
     ("driver::http", Workloads),          // `http`: the service under the load generator
     ("driver::multi_db", Workloads),      // `multi-db`: writers and readers over many databases
     ("driver::orm", Workloads),           // `orm`: the suite, one operation at a time
+    ("driver::throughput", Workloads),    // `throughput`: transactions of many rows, checked at the end
+    ("driver::ceiling", Workloads),       // the ceiling: the same statements on plain threads
     ("driver::queue", Workloads),         // `queue`: publish, claim, ack cycles and the allocation probe
     ("driver", Driver),                   // `drive`: a cell to its workload's driver
     ("runner_main", Runner),              // the whole `main` of a runner

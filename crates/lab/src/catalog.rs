@@ -13,6 +13,7 @@ pub const WORKLOADS: &[&str] = &[
     "queue",
     "http",
     "orm",
+    "throughput",
 ];
 
 /// The ORM benchmark's operations, one at a time (seed 003).
@@ -24,11 +25,33 @@ pub const HTTP: &str = "http";
 /// The durable job queue: publish, claim, ack (seed 002).
 pub const QUEUE: &str = "queue";
 
+/// Write throughput after Turso's harness: 100 rows per transaction, think time inside it, `synchronous=FULL`.
+pub const THROUGHPUT: &str = "throughput";
+
+/// The approaches whose runners implement [`THROUGHPUT`]: those on rusqlite (this workspace's runner and the
+/// tokio-rusqlite / deadpool-sqlite one).
+pub const THROUGHPUT_APPROACHES: &[&str] = &[
+    "direct-blocking",
+    "spawn-blocking",
+    "per-request",
+    "tokio-rusqlite",
+    "deadpool-sqlite",
+    "async-sqlite",
+    "quicklite",
+    "quicklite-timeouts",
+];
+
 /// The workload with many databases, paced writers and JOIN readers (seed 004).
 pub const MULTI_DB: &str = "multi-db";
 
-/// Approaches, in the order the matrix runs them (the blocking patterns first, quicklite last).
+/// The reference row: the workload's statements on one plain connection per core, synchronous, reads batched in one
+/// transaction and writes grouped per commit — what the machine allows with no async hand-off. Tables show every
+/// approach as a share of it. Only for single-row operations on one database ([`ceiling_supports`]).
+pub const CEILING: &str = "ceiling";
+
+/// Approaches, in the order the matrix runs them (the ceiling, the blocking patterns, quicklite last).
 pub const APPROACHES: &[&str] = &[
+    CEILING,
     "direct-blocking",
     "spawn-blocking",
     "per-request",
@@ -99,8 +122,19 @@ pub fn unsupported(workload: &str) -> &'static [&'static str] {
     }
 }
 
+/// Whether the [`CEILING`] is defined for `workload`.
+pub fn ceiling_supports(workload: &str) -> bool {
+    ["point-read", "insert", "mixed", "write-read"].contains(&workload)
+}
+
 /// Whether `approach` implements `workload`.
 pub fn supports(workload: &str, approach: &str) -> bool {
+    if approach == CEILING {
+        return ceiling_supports(workload);
+    }
+    if workload == THROUGHPUT {
+        return THROUGHPUT_APPROACHES.contains(&approach);
+    }
     if SERVER_APPROACHES.contains(&approach) {
         return workload == ORM;
     }

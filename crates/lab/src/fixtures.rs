@@ -21,6 +21,7 @@ fn cell(workload: &str, approach: &str) -> Cell {
         mutex: "nomutex".to_owned(),
         rows: 10_000,
         multi_db: None,
+        think_us: 0,
         dir: "/tmp/quicklite-cell-x".to_owned(),
         seed: 4,
         repetition: 0,

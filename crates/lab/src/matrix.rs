@@ -116,6 +116,7 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
         mutex: String::new(),
         rows: options.rows,
         multi_db: None,
+        think_us: 0,
         dir: String::new(),
         seed: options.seed,
         repetition: 0,
@@ -159,21 +160,31 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
             .map(|c| (c, None))
             .collect()
     };
+    // Only the throughput workload thinks inside its transactions; it commits with `synchronous=FULL` unless told
+    // otherwise, as the harness it follows.
+    let (thinks, synchronous_default) = if workload == catalog::THROUGHPUT {
+        (dedup(&options.think_us), Some("full".to_owned()))
+    } else {
+        (vec![0], None)
+    };
     let mut out = Vec::new();
     for (concurrency, multi_db) in loads {
-        for &worker_threads in &dedup(&options.worker_threads) {
-            for profile in &dedup(&options.profiles) {
-                for synchronous in &dedup(&options.synchronous) {
-                    for build_profile in &dedup(&options.build_profiles) {
-                        out.push(Cell {
-                            concurrency,
-                            worker_threads,
-                            profile: profile.clone(),
-                            synchronous: synchronous.clone(),
-                            multi_db: multi_db.clone(),
-                            build_profile: build_profile.clone(),
-                            ..template.clone()
-                        });
+        for &think_us in &thinks {
+            for &worker_threads in &dedup(&options.worker_threads) {
+                for profile in &dedup(&options.profiles) {
+                    for synchronous in &dedup(&options.synchronous) {
+                        for build_profile in &dedup(&options.build_profiles) {
+                            out.push(Cell {
+                                concurrency,
+                                think_us,
+                                worker_threads,
+                                profile: profile.clone(),
+                                synchronous: synchronous.clone().or(synchronous_default.clone()),
+                                multi_db: multi_db.clone(),
+                                build_profile: build_profile.clone(),
+                                ..template.clone()
+                            });
+                        }
                     }
                 }
             }
@@ -285,6 +296,9 @@ pub fn validate(options: &BenchOptions) -> Result<()> {
     non_empty("--memstatus", &options.memstatus)?;
     known_list("--mutex", &options.mutex, catalog::MUTEX_MODES)?;
     non_empty("--mmap", &options.mmap_size)?;
+    if options.workloads.iter().any(|w| w == catalog::THROUGHPUT) {
+        non_empty("--think-us", &options.think_us)?;
+    }
     if has_multi_db {
         positive_list("--num-databases", &options.num_databases)?;
         positive_list("--write-delays", &options.write_delays_ms)?;
@@ -399,10 +413,16 @@ mod tests {
     #[test]
     fn quick_matrix_covers_every_approach_on_three_workloads_and_the_queue() {
         let cells = build_matrix(&BenchOptions::quick()).expect("quick options are valid");
-        // 8 approaches (trailbase-sqlite is left out) × 4 workloads, the queue, http and orm without sqlx, 5 set-up
-        // variants, 3 one-task queue variants, 2 untuned orm variants, 3 one-task mixed variants, 6 without a
-        // memory map.
-        assert_eq!(cells.len(), 8 * 4 + 7 * 3 + 5 + 3 + 2 + 3 + 6);
+        // 8 approaches (trailbase-sqlite is left out) × 4 workloads, the ceiling on the three single-database ones,
+        // the queue, http and orm without sqlx, 5 set-up variants, 3 one-task queue variants, 2 untuned orm variants,
+        // 4 one-task mixed variants, 6 without a memory map.
+        assert_eq!(cells.len(), 8 * 4 + 3 + 7 * 3 + 5 + 3 + 2 + 4 + 6);
+        assert!(
+            cells
+                .iter()
+                .filter(|c| c.approach == catalog::CEILING)
+                .all(|c| catalog::ceiling_supports(&c.workload))
+        );
         assert!(cells.iter().all(|c| c.approach != "trailbase-sqlite"));
         let unmapped: Vec<&Cell> = cells.iter().filter(|c| c.mmap_size == Some(0)).collect();
         assert_eq!(unmapped.len(), 6);
@@ -414,7 +434,7 @@ mod tests {
         let serial_mixed = cells
             .iter()
             .filter(|c| c.workload == "mixed" && c.concurrency == 1);
-        assert_eq!(serial_mixed.count(), 5);
+        assert_eq!(serial_mixed.count(), 6);
         let orm: Vec<&Cell> = cells.iter().filter(|c| c.workload == "orm").collect();
         assert!(orm.iter().all(|c| c.concurrency == 1));
         assert_eq!(
@@ -425,6 +445,7 @@ mod tests {
             for approach in catalog::APPROACHES
                 .iter()
                 .filter(|a| !catalog::NEEDS_MORE_THAN_RUST.contains(a))
+                .filter(|a| catalog::supports(workload, a))
             {
                 assert!(
                     cells

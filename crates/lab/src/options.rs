@@ -48,6 +48,9 @@ pub struct BenchOptions {
     /// `multi-db`: write modes, `blocking` (the delay blocks inside the write, seed 004) and/or `paced` (one
     /// write every delay). By default, `["blocking"]`.
     pub write_modes: Vec<String>,
+    /// `throughput`: think times in microseconds, how long each transaction blocks its thread before its commit.
+    /// By default, `[0, 1000]`: none, and a millisecond of the application's work inside every transaction.
+    pub think_us: Vec<u64>,
     /// Seed of the operation mix and key choice. By default, 4.
     pub seed: u64,
     /// SQLite build profiles (names from the lab's profile list, `build-profiles.txt`): each profile's runners
@@ -116,6 +119,7 @@ impl Default for BenchOptions {
             total_readers: None,
             write_delays_ms: vec![100, 1_000, 10_000],
             write_modes: vec!["blocking".to_owned()],
+            think_us: vec![0, 1_000],
             seed: 4,
             build_profiles: vec![quicklite_lab_core::DEFAULT_BUILD_PROFILE.to_owned()],
             postgres_url: None,
@@ -133,7 +137,7 @@ impl BenchOptions {
     /// goroutine), the ORM suite without the server PRAGMAs (seed 003), `mixed` one request at a time, and reads
     /// with and without a memory map, alone and beside a writer (seed 003's `mmap_size`).
     ///
-    /// 72 cells of about 3 s each: roughly four minutes on a 2-core machine, once the runners are built.
+    /// 76 cells of about 3 s each: roughly four minutes on a 2-core machine, once the runners are built.
     pub fn quick() -> Self {
         let variant = |workload: &str, approach: &str| Variant {
             workload: workload.to_owned(),
@@ -200,6 +204,7 @@ impl BenchOptions {
                 untuned_orm("direct-blocking"),
                 untuned_orm("quicklite"),
                 // Reads beside a writer, one request at a time.
+                serial("mixed", catalog::CEILING),
                 serial("mixed", "direct-blocking"),
                 serial("mixed", "tokio-rusqlite"),
                 serial("mixed", "quicklite"),

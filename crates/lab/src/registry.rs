@@ -42,6 +42,7 @@ const RUNNERS: &[RunnerSpec] = &[
         manifest: None,
         script: None,
         approaches: &[
+            catalog::CEILING,
             "direct-blocking",
             "spawn-blocking",
             "per-request",

@@ -60,6 +60,7 @@ pub const COLUMNS: &[&str] = &[
     "window_alloc_bytes",
     "mmap_size",
     "repetition",
+    "think_us",
     "failure",
     "runner",
     "sqlite_version",
@@ -146,6 +147,9 @@ pub struct CsvRow {
     /// `0` for the first repetition of a cell, and in CSVs written before repetitions existed.
     #[serde(default)]
     pub repetition: u32,
+    /// `throughput`'s think time; `0` for the other workloads and in CSVs written before it existed.
+    #[serde(default)]
+    pub think_us: u64,
     pub failure: String,
     pub runner: String,
     pub sqlite_version: String,
@@ -235,6 +239,7 @@ impl From<&CellResult> for CsvRow {
             window_alloc_bytes: r.window_alloc_bytes,
             mmap_size: c.mmap_size,
             repetition: c.repetition,
+            think_us: c.think_us,
             failure: r.failure.clone().unwrap_or_default(),
             runner: r.env.runner.clone(),
             sqlite_version: r.env.sqlite_version.clone(),
@@ -299,6 +304,7 @@ impl From<CsvRow> for CellResult {
                 mmap_size: row.mmap_size,
                 rows: row.rows,
                 multi_db,
+                think_us: row.think_us,
                 // The cell's directory is deleted after the run; it is not part of the record.
                 dir: String::new(),
                 seed: row.seed,

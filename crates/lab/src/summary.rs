@@ -7,9 +7,9 @@
 
 use quicklite_lab_core::{Cell, CellResult, Workload};
 
-use crate::format;
 use crate::repetitions::{Paired, Spread, by_cell};
 use crate::row::on_off;
+use crate::{catalog, format};
 
 /// Every result, grouped into comparable tables.
 #[derive(Debug, Clone)]
@@ -35,6 +35,8 @@ pub struct Table {
     pub failures: Vec<Failure>,
     /// What the ratios are against; `None` when no cell succeeded.
     pub baseline: Option<Baseline>,
+    /// Whether a row is the [`catalog::CEILING`]: every row then shows its share of it.
+    pub has_ceiling: bool,
     /// Whether any row did reads, writes, or paced writes, so empty columns are left out.
     pub has_reads: bool,
     /// See `has_reads`.
@@ -50,6 +52,9 @@ pub struct Table {
     pub has_operations: bool,
     /// Whether the table is the ORM suite's: suite times instead of rates.
     pub is_orm: bool,
+    /// Whether the table is `throughput`'s: each write is a transaction of many rows, with rows per second and CPU
+    /// per transaction.
+    pub is_throughput: bool,
     /// The most repetitions any row has.
     pub repetitions: usize,
 }
@@ -78,6 +83,12 @@ pub struct Row {
     pub pairs_set_aside: usize,
     /// Whether this row is the baseline.
     pub is_baseline: bool,
+    /// Whether this row is the [`catalog::CEILING`], the reference every row is a share of.
+    pub is_ceiling: bool,
+    /// This row's throughput as a share of the ceiling's (paired as the ratio is), when the table has a ceiling.
+    pub of_ceiling: Option<f64>,
+    /// The median and range of those paired shares, when there are two or more.
+    pub of_ceiling_spread: Option<Spread>,
 }
 
 /// The row ratios are computed against.
@@ -105,13 +116,13 @@ impl Table {
     /// headline). When the baseline itself is fastest, it says so and names the runner-up.
     pub fn headline(&self) -> Option<String> {
         let baseline = self.baseline.as_ref()?;
-        let plain: Vec<&Row> = self
-            .rows
-            .iter()
+        // The ceiling is a reference, not a way to use SQLite from async Rust.
+        let approaches = || self.rows.iter().filter(|r| !r.is_ceiling);
+        let plain: Vec<&Row> = approaches()
             .filter(|r| r.label == r.result.cell.approach)
             .collect();
         let candidates = if plain.is_empty() {
-            self.rows.iter().collect()
+            approaches().collect()
         } else {
             plain
         };
@@ -188,6 +199,24 @@ impl Row {
             ),
             (false, Some(ratio), None) => format!("{}{dagger}", format::ratio_short(ratio)),
             (false, None, _) => String::new(),
+        }
+    }
+
+    /// `41%`, or `41% (38–45%)` with repetitions: the row's share of the ceiling's throughput; `ceiling` for the
+    /// ceiling itself; empty without one.
+    pub fn of_ceiling_text(&self) -> String {
+        if self.is_ceiling {
+            return "ceiling".to_owned();
+        }
+        match (self.of_ceiling, &self.of_ceiling_spread) {
+            (Some(share), Some(s)) => format!(
+                "{} ({:.0}–{:.0}%)",
+                format::percent(share),
+                s.low * 100.0,
+                s.high * 100.0
+            ),
+            (Some(share), None) => format::percent(share),
+            (None, _) => String::new(),
         }
     }
 
@@ -279,7 +308,8 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
             rows.iter()
                 .position(|r| r.result.cell.approach == baseline_name)
         });
-    let chosen = named.or_else(|| rows.len().checked_sub(1));
+    // Or the slowest approach (the ceiling is a reference, not an approach).
+    let chosen = named.or_else(|| rows.iter().rposition(|r| !r.is_ceiling));
     let baseline = chosen.map(|i| {
         rows[i].is_baseline = true;
         Baseline {
@@ -295,12 +325,24 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
             compare(row, &base);
         }
     }
+    let ceiling = rows
+        .iter()
+        .find(|r| r.is_ceiling && r.throughput > 0.0)
+        .cloned();
+    if let Some(ceiling) = &ceiling {
+        for row in &mut rows {
+            let (share, spread, _) = paired_ratio(row, ceiling);
+            row.of_ceiling = Some(share);
+            row.of_ceiling_spread = spread;
+        }
+    }
     Table {
         workload: first.workload.clone(),
         title: first.workload.clone(),
         settings: settings(first, memstatus, &mutex, mmap_size, &build_profile),
         has_operations: rows.iter().any(|r| r.result.operation("cycle").is_some()),
         is_orm: is_orm(first),
+        is_throughput: first.workload == catalog::THROUGHPUT,
         has_reads: rows.iter().any(|r| r.result.reads.ops > 0),
         has_writes: rows.iter().any(|r| r.result.writes.ops > 0),
         has_completion: rows.iter().any(|r| r.result.write_completion.is_some()),
@@ -308,6 +350,7 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
         has_open_databases: first.multi_db.is_some()
             && rows.iter().any(|r| r.result.open_databases.is_some()),
         repetitions: rows.iter().map(|r| r.samples.len()).max().unwrap_or(0),
+        has_ceiling: ceiling.is_some(),
         rows,
         failures,
         baseline,
@@ -332,6 +375,9 @@ fn row(label: String, samples: &[&CellResult]) -> Row {
         ratio_spread: None,
         pairs_set_aside: 0,
         is_baseline: false,
+        is_ceiling: median.cell.approach == catalog::CEILING,
+        of_ceiling: None,
+        of_ceiling_spread: None,
     }
 }
 
@@ -341,6 +387,16 @@ fn compare(row: &mut Row, base: &Row) {
         row.ratio = Some(1.0);
         return;
     }
+    let (ratio, spread, set_aside) = paired_ratio(row, base);
+    row.ratio = Some(ratio);
+    row.ratio_spread = spread;
+    row.pairs_set_aside = set_aside;
+}
+
+/// `row`'s throughput over `base`'s: the median of the ratios of repetitions from the same round (pairs in
+/// different placements set aside) with their spread when there are two or more, or the ratio of the medians when
+/// no pair is left; and how many pairs were set aside.
+fn paired_ratio(row: &Row, base: &Row) -> (f64, Option<Spread>, usize) {
     let pairs = row.samples.iter().filter_map(|sample| {
         base.samples
             .iter()
@@ -348,13 +404,13 @@ fn compare(row: &mut Row, base: &Row) {
             .map(|b| (sample, b))
     });
     let paired = Paired::of(pairs, throughput);
-    row.pairs_set_aside = paired.set_aside;
     match paired.spread() {
-        Some(spread) => {
-            row.ratio = Some(spread.median);
-            row.ratio_spread = Some(spread).filter(|s| s.n > 1);
-        }
-        None => row.ratio = Some(row.throughput / base.throughput),
+        Some(spread) => (
+            spread.median,
+            Some(spread).filter(|s| s.n > 1),
+            paired.set_aside,
+        ),
+        None => (row.throughput / base.throughput, None, paired.set_aside),
     }
 }
 
@@ -403,6 +459,17 @@ fn settings(
     }
     if cell.workload == "queue" {
         push("backlog", format!("{} jobs", cell.rows));
+    }
+    if cell.workload == catalog::THROUGHPUT {
+        push(
+            "rows per transaction",
+            quicklite_lab_core::THROUGHPUT_ROWS_PER_TRANSACTION.to_string(),
+        );
+        let think = match cell.think_us {
+            0 => "none".to_owned(),
+            us => format::latency_us(us as f64),
+        };
+        push("think time in each transaction", think);
     }
     push(
         "measured",
@@ -560,6 +627,45 @@ mod tests {
             "5.92× faster than tokio-rusqlite"
         );
         assert_eq!(reads.failures.len(), 1);
+    }
+
+    #[test]
+    fn every_row_is_a_share_of_the_ceiling_which_is_no_approach_of_the_headline() {
+        let mut results = fixtures::results();
+        let quicklite = results
+            .iter()
+            .find(|r| r.cell.workload == "point-read" && r.cell.approach == "quicklite")
+            .unwrap();
+        let mut ceiling = quicklite.clone();
+        ceiling.cell.approach = catalog::CEILING.to_owned();
+        ceiling.reads.ops_per_sec *= 2.0;
+        results.push(ceiling);
+        let summary = Summary::new(&results, "no-such-baseline");
+        let reads = &summary.tables[0];
+        assert!(reads.has_ceiling);
+        assert!(reads.rows[0].is_ceiling);
+        assert_eq!(reads.rows[0].of_ceiling_text(), "ceiling");
+        assert_eq!(reads.rows[1].label, "quicklite");
+        assert_eq!(reads.rows[1].of_ceiling_text(), "50%");
+        // The slowest approach stands in for the missing baseline, and the headline speaks of approaches.
+        let baseline = reads.baseline.as_ref().unwrap();
+        assert_eq!(baseline.label, "tokio-rusqlite");
+        assert!(reads.headline().unwrap().starts_with("quicklite is "));
+        let columns = crate::export::columns::columns(reads);
+        let at = columns
+            .headers
+            .iter()
+            .position(|h| h == "of ceiling")
+            .unwrap();
+        assert_eq!(columns.cells[1][at], "50%");
+        // A table without a ceiling has no such column.
+        let inserts = summary
+            .tables
+            .iter()
+            .find(|t| t.workload == "insert")
+            .unwrap();
+        assert!(!inserts.has_ceiling);
+        assert!(inserts.rows.iter().all(|r| r.of_ceiling.is_none()));
     }
 
     #[test]

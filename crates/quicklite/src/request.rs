@@ -56,6 +56,9 @@ pub(crate) struct ReadRequest {
     pub(crate) min_seq: u64,
     /// When the request times out, if it has a timeout (given as the duration, for the error).
     pub(crate) deadline: Option<(Instant, std::time::Duration)>,
+    /// Whether the closure runs exactly one statement (`query_row`, `query_all`): alone in the queue, it needs no
+    /// read transaction around it, as one statement sees one snapshot by itself.
+    pub(crate) one_statement: bool,
     /// The thread the request was made on: its answer travels with that thread's others.
     pub(crate) caller: CallerThread,
     pub(crate) enqueued: Instant,

@@ -12,16 +12,17 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use quicklite_lab_core::{
-    Approach, Cell, Environment, Knobs, Measurement, Runner, Workload, drive,
+    Approach, Cell, Environment, Knobs, Measurement, Runner, Workload, drive, drive_ceiling,
 };
 
 use approaches::async_sqlite::AsyncSqlite;
+use approaches::ceiling::Ceiling;
 use approaches::direct_blocking::DirectBlocking;
 use approaches::per_request::PerRequest;
 use approaches::postgres::Postgres;
 use approaches::quicklite::Quicklite;
 use approaches::spawn_blocking::SpawnBlocking;
-use sqlite::{report, seed};
+use sqlite::{checkpointer, report, seed};
 
 /// Counts heap allocations for the workloads that report them per operation (`queue`, seed 002); a relaxed load
 /// per allocation otherwise.
@@ -63,6 +64,9 @@ impl Runner for QuickliteRunner {
         };
 
         seed::seed_databases(cell, workload, &knobs)?;
+        if workload == Workload::Throughput {
+            checkpointer::start(&workload.database_path(cell, 0), &knobs)?;
+        }
 
         match cell.approach.as_str() {
             "direct-blocking" => {
@@ -86,6 +90,20 @@ impl Runner for QuickliteRunner {
                 let measured = measure(cell, env, memstatus_request, approach.clone()).await;
                 approach.log_metrics();
                 measured
+            }
+            "ceiling" => {
+                let mut connections = Vec::new();
+                let opened = Ceiling::open(cell, workload, &knobs)?;
+                opened.describe(env)?;
+                connections.push(opened);
+                if let Some(request) = memstatus_request {
+                    env.memstatus = report::memstatus_outcome(request);
+                }
+                drive_ceiling(cell, move || match connections.pop() {
+                    Some(first) => Ok(first),
+                    None => Ceiling::open(cell, workload, &knobs),
+                })
+                .await
             }
             other => anyhow::bail!("approach `{other}` is listed but not wired up"),
         }

@@ -5,8 +5,9 @@ use std::process::Command;
 use quicklite_lab_core::LEDGER_SEED_BLOCKS;
 use quicklite_lab_core::runner_testing::{
     assert_completion, assert_measured, assert_orm_measured, assert_queue_backlog,
-    assert_queue_measured, assert_write_completion, crate_version, ledger_files, ledger_files_of,
-    queue_jobs_sql, run_runner, tiny_cell, tiny_paced_cell,
+    assert_queue_measured, assert_throughput_measured, assert_write_completion, crate_version,
+    ledger_files, ledger_files_of, queue_jobs_sql, run_runner, tiny_cell, tiny_paced_cell,
+    tiny_throughput_cell,
 };
 use serde_json::{Value, json};
 
@@ -122,6 +123,56 @@ fn quicklite_write_read_times_each_write_and_the_read_after_it() {
 }
 
 #[test]
+fn the_ceiling_reads_and_writes_on_plain_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_cell("ceiling", "point-read", dir.path()));
+    assert_measured_with_server_profile(&result);
+
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_cell("ceiling", "insert", dir.path()));
+    assert_eq!(
+        (&result["failure"], &result["errors"]),
+        (&Value::Null, &Value::from(0)),
+        "{result}"
+    );
+    let inserted = result["writes"]["ops"].as_u64().unwrap();
+    assert!(inserted > 0, "{result}");
+    // Every counted insert is in the file (and those that completed outside the window too).
+    let conn = rusqlite::Connection::open(dir.path().join("items.db")).unwrap();
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM items", [], |r| r.get(0))
+        .unwrap();
+    let rows = rows as u64;
+    let seeded = tiny_cell("ceiling", "insert", dir.path())["rows"]
+        .as_u64()
+        .unwrap();
+    assert!(rows >= seeded + inserted, "{rows} rows, {inserted} inserts");
+
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_cell("ceiling", "mixed", dir.path()));
+    assert_eq!(result["errors"], 0, "{result}");
+    assert!(result["writes"]["ops"].as_u64().unwrap() > 0, "{result}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_cell("ceiling", "queue", dir.path()));
+    let failure = result["failure"].as_str().unwrap();
+    assert!(failure.contains("not for queue"), "{failure}");
+}
+
+#[test]
+fn throughput_checks_every_acknowledged_row() {
+    for approach in ["quicklite", "direct-blocking", "spawn-blocking"] {
+        let dir = tempfile::tempdir().unwrap();
+        let result = run(&tiny_throughput_cell(approach, dir.path()));
+        let conn = rusqlite::Connection::open(dir.path().join("items.db")).unwrap();
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM items", [], |r| r.get(0))
+            .unwrap();
+        assert_throughput_measured(&result, rows as u64);
+    }
+}
+
+#[test]
 fn spawn_blocking_multi_db_reports_write_completion() {
     let dir = tempfile::tempdir().unwrap();
     let result = run(&tiny_cell("spawn-blocking", "multi-db", dir.path()));
@@ -221,6 +272,7 @@ fn approaches_flag_lists_every_approach() {
     assert!(output.status.success());
     let names: Vec<String> = serde_json::from_slice(&output.stdout).expect("a JSON list");
     for name in [
+        "ceiling",
         "direct-blocking",
         "spawn-blocking",
         "per-request",

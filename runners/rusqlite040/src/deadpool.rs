@@ -118,6 +118,14 @@ impl Approach for DeadpoolSqlite {
         interact(self.pool(db)?, move |c| ops::paced_write(c, &block, delay)).await
     }
 
+    async fn insert_batch(&self, items: Vec<NewItem>, think: Duration) -> Result<()> {
+        interact(self.pool(0)?, move |c| ops::insert_batch(c, &items, think)).await
+    }
+
+    async fn count_items(&self) -> Result<u64> {
+        interact(self.pool(0)?, ops::count_items).await
+    }
+
     async fn publish(&self, job: NewJob) -> Result<()> {
         interact(self.pool(0)?, move |c| ops::publish(c, &job)).await
     }

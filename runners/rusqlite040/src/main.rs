@@ -19,7 +19,7 @@ use quicklite_lab_core::{
     Approach, Cell, Environment, Knobs, Measurement, Runner, Workload, drive,
 };
 
-use sqlite::{report, seed};
+use sqlite::{checkpointer, report, seed};
 
 /// Counts heap allocations for the workloads that report them per operation (`queue`, seed 002); a relaxed load
 /// per allocation otherwise.
@@ -48,6 +48,9 @@ impl Runner for Rusqlite040Runner {
         // Process-wide, before the first connection of the process (seeding included).
         let memstatus = report::configure_memstatus(knobs.memstatus);
         seed::seed_databases(cell, workload, &knobs)?;
+        if workload == Workload::Throughput {
+            checkpointer::start(&workload.database_path(cell, 0), &knobs)?;
+        }
         match cell.approach.as_str() {
             "tokio-rusqlite" => {
                 let approach =

@@ -146,6 +146,18 @@ impl Approach for TokioRusqlite {
             .await?)
     }
 
+    async fn insert_batch(&self, items: Vec<NewItem>, think: Duration) -> Result<()> {
+        Ok(self
+            .db(0)?
+            .writer
+            .call(move |c| ops::insert_batch(c, &items, think))
+            .await?)
+    }
+
+    async fn count_items(&self) -> Result<u64> {
+        Ok(self.db(0)?.writer.call(|c| ops::count_items(c)).await?)
+    }
+
     async fn publish(&self, job: NewJob) -> Result<()> {
         Ok(self
             .db(0)?

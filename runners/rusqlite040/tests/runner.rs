@@ -3,8 +3,9 @@
 use quicklite_lab_core::LEDGER_SEED_BLOCKS;
 use quicklite_lab_core::runner_testing::{
     assert_completion, assert_measured, assert_orm_measured, assert_queue_backlog,
-    assert_queue_measured, assert_write_completion, crate_version, ledger_files, ledger_files_of,
-    queue_jobs_sql, run_runner, tiny_cell, tiny_paced_cell,
+    assert_queue_measured, assert_throughput_measured, assert_write_completion, crate_version,
+    ledger_files, ledger_files_of, queue_jobs_sql, run_runner, tiny_cell, tiny_paced_cell,
+    tiny_throughput_cell,
 };
 use serde_json::{Value, json};
 
@@ -23,6 +24,19 @@ fn assert_measured_040(result: &Value) {
 fn tokio_rusqlite_point_read() {
     let dir = tempfile::tempdir().unwrap();
     assert_measured_040(&run(&tiny_cell("tokio-rusqlite", "point-read", dir.path())));
+}
+
+#[test]
+fn throughput_checks_every_acknowledged_row() {
+    for approach in ["tokio-rusqlite", "deadpool-sqlite"] {
+        let dir = tempfile::tempdir().unwrap();
+        let result = run(&tiny_throughput_cell(approach, dir.path()));
+        let conn = rusqlite::Connection::open(dir.path().join("items.db")).unwrap();
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM items", [], |r| r.get(0))
+            .unwrap();
+        assert_throughput_measured(&result, rows as u64);
+    }
 }
 
 #[test]

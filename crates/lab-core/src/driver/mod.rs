@@ -5,9 +5,13 @@
 //! when the previous one returns. Operations that *complete* inside the measured window count; the warm-up
 //! before it warms caches, connections and thread pools. The window is kept by the [`crate::timekeeper`].
 //!
-//! One file per workload: [`closed_loop`] (`point-read`, `insert`, `mixed`), [`multi_db`], [`queue`], [`orm`] and
-//! `http`; the ones driven by client tasks share their [`window`] and the way a [`client_loop`] times an operation.
+//! The [`ceiling`] runs the same statements with no async hand-off, for reference.
+//!
+//! One file per workload: [`closed_loop`] (`point-read`, `insert`, `mixed`), [`multi_db`], [`queue`], [`orm`],
+//! [`throughput`] and `http`; the ones driven by client tasks share their [`window`] and the way a [`client_loop`]
+//! times an operation.
 
+mod ceiling;
 mod client_loop;
 mod closed_loop;
 #[cfg(feature = "http")]
@@ -15,6 +19,7 @@ mod http;
 mod multi_db;
 mod orm;
 mod queue;
+mod throughput;
 mod window;
 
 use std::sync::Arc;
@@ -26,6 +31,7 @@ use crate::cell::Cell;
 use crate::measurement::Measurement;
 use crate::workload::Workload;
 
+pub use ceiling::{CEILING_WORKLOADS, CeilingConnection, CeilingWrite, drive_ceiling};
 pub use queue::QUEUE_PROBE_CYCLES;
 
 /// Runs `cell` against `approach`: spawns the client tasks, waits out the warm-up and the window, and returns
@@ -40,6 +46,7 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
         Workload::MultiDb => multi_db::drive(cell, approach).await,
         Workload::Queue => queue::drive(cell, approach).await,
         Workload::Orm => orm::drive(cell, &*approach).await,
+        Workload::Throughput => throughput::drive(cell, approach).await,
         #[cfg(feature = "http")]
         Workload::Http => http::drive(cell, approach).await,
         #[cfg(not(feature = "http"))]

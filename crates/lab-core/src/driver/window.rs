@@ -71,12 +71,21 @@ impl WindowedRun {
         self,
         approach: &A,
     ) -> Result<(Measurement, TaskStats)> {
+        let (open_databases, database_opens) =
+            (approach.open_databases(), approach.database_opens());
+        self.finish_with(open_databases, database_opens).await
+    }
+
+    /// [`WindowedRun::finish`] for a run that knows its open databases and database opens itself.
+    pub(super) async fn finish_with(
+        self,
+        open_databases: Option<u64>,
+        database_opens: Option<u64>,
+    ) -> Result<(Measurement, TaskStats)> {
         let edges = self
             .edges
             .await
             .context("the timekeeper thread stopped early")?;
-        let open_databases = approach.open_databases();
-        let database_opens = approach.database_opens();
         let total = self.stats.merged();
         let wall_secs = self.window.secs();
         let measurement = Measurement {

@@ -54,6 +54,10 @@ pub fn columns(table: &Table) -> Columns {
             headers.push((h.to_owned(), true));
         }
     }
+    if table.is_throughput {
+        headers.push(("rows/s".to_owned(), true));
+        headers.push(("CPU / transaction".to_owned(), true));
+    }
     if table.has_completion {
         headers.push(("write completion".to_owned(), true));
     }
@@ -79,6 +83,9 @@ pub fn columns(table: &Table) -> Columns {
     }
     if let Some(baseline) = &table.baseline {
         headers.push((format!("vs {}", baseline.label), false));
+    }
+    if table.has_ceiling {
+        headers.push(("of ceiling".to_owned(), true));
     }
     let cells = table
         .rows
@@ -149,6 +156,15 @@ pub fn columns(table: &Table) -> Columns {
                 cells.push(format::latency_us(r.writes.p50_us));
                 cells.push(format::latency_us(r.writes.p99_us));
             }
+            if table.is_throughput {
+                let rows = quicklite_lab_core::THROUGHPUT_ROWS_PER_TRANSACTION as f64;
+                cells.push(format::ops(r.writes.ops_per_sec * rows));
+                cells.push(if r.writes.ops > 0 {
+                    format::latency_us(r.cpu_secs * 1e6 / r.writes.ops as f64)
+                } else {
+                    String::new()
+                });
+            }
             if table.has_completion {
                 cells.push(
                     r.write_completion
@@ -190,6 +206,9 @@ pub fn columns(table: &Table) -> Columns {
             }
             if table.baseline.is_some() {
                 cells.push(row.ratio_short());
+            }
+            if table.has_ceiling {
+                cells.push(row.of_ceiling_text());
             }
             cells
         })

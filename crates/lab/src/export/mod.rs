@@ -4,7 +4,7 @@
 //! can be produced from the CSV alone, which is what `quicklite report <csv>` does.
 
 mod ascii;
-mod columns;
+pub(crate) mod columns;
 mod csv;
 mod html;
 mod json;

@@ -192,7 +192,8 @@ impl Database {
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        self.read_within(self.inner.config.read_timeout, f).await
+        self.read_within(self.inner.config.read_timeout, false, f)
+            .await
     }
 
     /// [`Database::read`] that fails with [`Error::Timeout`] if it has not finished `timeout` after this call:
@@ -204,10 +205,25 @@ impl Database {
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        self.read_within(Some(timeout), f).await
+        self.read_within(Some(timeout), false, f).await
     }
 
-    async fn read_within<T, F>(&self, timeout: Option<std::time::Duration>, f: F) -> Result<T>
+    /// [`Database::read`] of a closure that runs exactly one statement ([`ReadRequest::one_statement`]).
+    pub(crate) async fn read_one_statement<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.read_within(self.inner.config.read_timeout, true, f)
+            .await
+    }
+
+    async fn read_within<T, F>(
+        &self,
+        timeout: Option<std::time::Duration>,
+        one_statement: bool,
+        f: F,
+    ) -> Result<T>
     where
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
@@ -216,6 +232,7 @@ impl Database {
         let enqueued = Instant::now();
         let req = ReadRequest {
             deadline: timeout.map(|t| (enqueued + t, t)),
+            one_statement,
             min_seq: self.inner.shared.commit_seq(),
             caller: CallerThread::current(),
             enqueued,

@@ -73,7 +73,7 @@ impl Database {
         F: FnOnce(&Row<'_>) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        self.read(move |c| c.prepare_cached(sql.as_ref())?.query_row(params, f))
+        self.read_one_statement(move |c| c.prepare_cached(sql.as_ref())?.query_row(params, f))
             .await
     }
 
@@ -89,7 +89,7 @@ impl Database {
         F: FnMut(&Row<'_>) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        self.read(move |c| {
+        self.read_one_statement(move |c| {
             c.prepare_cached(sql.as_ref())?
                 .query_map(params, f)?
                 .collect()

@@ -179,9 +179,20 @@ impl BatchedReads {
     }
 
     /// Serves `first` and the requests queued behind it, up to the batch limits, in one read transaction. A request
-    /// alone gets one too: its closure may run several statements, which must all see the same snapshot.
+    /// alone gets one too, since its closure may run several statements, which must all see the same snapshot —
+    /// unless it runs exactly one ([`ReadRequest::one_statement`]).
     fn serve_batch(&mut self, conn: &GuardedConnection, first: ReadRequest, take_more: bool) {
         let second = self.next_request(take_more);
+        if second.is_none() && first.one_statement {
+            // One statement takes a snapshot by itself: the explicit BEGIN/COMMIT pair would only add two
+            // statements of latency.
+            let metrics = &self.shared.metrics;
+            metrics.read_transactions.fetch_add(1, Ordering::Relaxed);
+            self.serve(conn, first, Instant::now());
+            self.shared.metrics.read_batch.record(1);
+            self.hand_over();
+            return;
+        }
         // Every commit numbered up to `snapshot` had returned before the transaction begins, so the snapshot
         // (taken lazily, at the first read) contains it.
         let _span = tracing::debug_span!("quicklite.read_batch").entered();

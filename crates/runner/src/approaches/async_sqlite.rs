@@ -98,6 +98,17 @@ impl Approach for AsyncSqlite {
             .await?)
     }
 
+    async fn insert_batch(&self, items: Vec<NewItem>, think: Duration) -> Result<()> {
+        Ok(self
+            .pool(0)?
+            .conn(move |c| ops::insert_batch(c, &items, think))
+            .await?)
+    }
+
+    async fn count_items(&self) -> Result<u64> {
+        Ok(self.pool(0)?.conn(ops::count_items).await?)
+    }
+
     async fn publish(&self, job: NewJob) -> Result<()> {
         Ok(self.pool(0)?.conn(move |c| ops::publish(c, &job)).await?)
     }

@@ -56,6 +56,16 @@ impl Approach for DirectBlocking {
         })
     }
 
+    async fn insert_batch(&self, items: Vec<NewItem>, think: Duration) -> Result<()> {
+        with(self.conns.writer(0)?, |c| {
+            ops::insert_batch(c, &items, think)
+        })
+    }
+
+    async fn count_items(&self) -> Result<u64> {
+        with(self.conns.reader(0)?, ops::count_items)
+    }
+
     async fn publish(&self, job: NewJob) -> Result<()> {
         with(self.conns.writer(0)?, |c| ops::publish(c, &job))
     }

@@ -1,6 +1,7 @@
 //! The approaches this runner implements, one per file, all measured through [`quicklite_lab_core::drive`].
 
 pub mod async_sqlite;
+pub mod ceiling;
 pub mod direct_blocking;
 pub mod per_request;
 pub mod postgres;
@@ -17,4 +18,5 @@ pub const NAMES: &[&str] = &[
     "quicklite",
     "quicklite-timeouts",
     "postgres",
+    "ceiling",
 ];

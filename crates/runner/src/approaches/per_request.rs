@@ -102,6 +102,15 @@ impl Approach for PerRequest {
             .await
     }
 
+    async fn insert_batch(&self, items: Vec<NewItem>, think: Duration) -> Result<()> {
+        self.once(0, move |c| ops::insert_batch(c, &items, think))
+            .await
+    }
+
+    async fn count_items(&self) -> Result<u64> {
+        self.once(0, ops::count_items).await
+    }
+
     async fn publish(&self, job: NewJob) -> Result<()> {
         self.once(0, move |c| ops::publish(c, &job)).await
     }

@@ -245,8 +245,16 @@ impl Quicklite {
 }
 
 impl Approach for Quicklite {
+    // A one-statement read goes through `query_row`, quicklite's API for it (as one-statement writes go through
+    // `execute`): alone in the queue, it runs without a read transaction around it.
     async fn point_read(&self, id: i64) -> Result<()> {
-        Ok(self.db(0)?.read(move |c| ops::point_read(c, id)).await?)
+        let (_id, _name, _value, _payload): (i64, String, i64, String) = self
+            .db(0)?
+            .query_row(sql::POINT_READ, [id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .await?;
+        Ok(())
     }
 
     // One-statement writes (insert, update, publish, ack) go through `execute`, quicklite's API for them: a
@@ -277,6 +285,19 @@ impl Approach for Quicklite {
             .db(db)?
             .write(move |c| ops::append_block(c, &block, delay))
             .await?)
+    }
+
+    async fn insert_batch(&self, items: Vec<NewItem>, think: Duration) -> Result<()> {
+        // Inside the writer's transaction, as multi-db's blocks: group commit may share one commit between many
+        // tasks' batches, while a batch's think time holds the writer for everyone.
+        Ok(self
+            .db(0)?
+            .write(move |c| ops::insert_rows(c, &items, think))
+            .await?)
+    }
+
+    async fn count_items(&self) -> Result<u64> {
+        Ok(self.db(0)?.read(ops::count_items).await?)
     }
 
     async fn publish(&self, job: NewJob) -> Result<()> {

@@ -68,6 +68,17 @@ impl Approach for SpawnBlocking {
         .await
     }
 
+    async fn insert_batch(&self, items: Vec<NewItem>, think: Duration) -> Result<()> {
+        blocking(self.conns.writer(0)?, move |c| {
+            ops::insert_batch(c, &items, think)
+        })
+        .await
+    }
+
+    async fn count_items(&self) -> Result<u64> {
+        blocking(self.conns.reader(0)?, ops::count_items).await
+    }
+
     async fn publish(&self, job: NewJob) -> Result<()> {
         blocking(self.conns.writer(0)?, move |c| ops::publish(c, &job)).await
     }

@@ -6,6 +6,7 @@
 //! deadpool-sqlite run exactly the code direct-blocking and async-sqlite run, and trailbase-sqlite opens, seeds and
 //! writes `multi-db` blocks with it.
 
+pub mod checkpointer;
 pub mod connect;
 pub mod ops;
 pub mod report;

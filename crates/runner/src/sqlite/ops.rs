@@ -195,9 +195,40 @@ pub fn join_read(conn: &Connection, account: i64) -> rusqlite::Result<()> {
 /// `multi-db`'s write in its own transaction: `BEGIN IMMEDIATE`, the block's statements, the simulated slow
 /// part (a blocking sleep of `delay` while holding the write lock, as seed 004's writer does), `COMMIT`.
 pub fn paced_write(conn: &Connection, block: &Block, delay: Duration) -> rusqlite::Result<()> {
+    immediate(conn, |c| append_block(c, block, delay))
+}
+
+/// `throughput`'s transaction: `BEGIN IMMEDIATE`, the rows, the think time (a blocking sleep holding the write
+/// lock, the application's work inside its transaction), `COMMIT`.
+pub fn insert_batch(conn: &Connection, items: &[NewItem], think: Duration) -> rusqlite::Result<()> {
+    immediate(conn, |c| insert_rows(c, items, think))
+}
+
+/// `throughput`'s rows and think time, inside a transaction the caller manages (quicklite's write closure runs
+/// inside the writer's transaction).
+pub fn insert_rows(conn: &Connection, items: &[NewItem], think: Duration) -> rusqlite::Result<()> {
+    for item in items {
+        insert(conn, item)?;
+    }
+    if !think.is_zero() {
+        std::thread::sleep(think);
+    }
+    Ok(())
+}
+
+/// The rows of the `items` table.
+pub fn count_items(conn: &Connection) -> rusqlite::Result<u64> {
+    let rows: i64 = conn.query_row("SELECT count(*) FROM items", [], |r| r.get(0))?;
+    Ok(rows as u64)
+}
+
+/// Runs `f` in a `BEGIN IMMEDIATE … COMMIT` transaction, rolled back if it fails.
+fn immediate(
+    conn: &Connection,
+    f: impl FnOnce(&Connection) -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
     conn.execute_batch("BEGIN IMMEDIATE")?;
-    let outcome = append_block(conn, block, delay);
-    match outcome {
+    match f(conn) {
         Ok(()) => conn.execute_batch("COMMIT"),
         Err(e) => {
             // The transaction is being abandoned; its own error is the one worth reporting.

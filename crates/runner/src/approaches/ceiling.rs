@@ -1,0 +1,63 @@
+//! `ceiling`: the workload's statements on plain rusqlite connections, one per core, synchronous, reads batched in
+//! one transaction and writes grouped per commit ([`quicklite_lab_core::drive_ceiling`]) — no async at all, for the
+//! tables' "% of ceiling".
+
+use anyhow::Result;
+use quicklite_lab_core::{CeilingConnection, CeilingWrite, Cell, Environment, Knobs, Workload};
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::sqlite::connect;
+use crate::sqlite::ops;
+use crate::sqlite::report::SqliteFacts;
+
+/// One ceiling thread's connection.
+pub struct Ceiling {
+    conn: Connection,
+}
+
+impl Ceiling {
+    /// Opens a connection to the cell's database with its knobs.
+    pub fn open(cell: &Cell, workload: Workload, knobs: &Knobs) -> Result<Self> {
+        Ok(Self {
+            conn: connect::open(&workload.database_path(cell, 0), knobs)?,
+        })
+    }
+
+    /// Fills the SQLite fields of `env` from this connection.
+    pub fn describe(&self, env: &mut Environment) -> Result<()> {
+        SqliteFacts::read(&self.conn)?.fill(env);
+        Ok(())
+    }
+}
+
+impl CeilingConnection for Ceiling {
+    fn reads(&mut self, ids: &[i64]) -> Result<()> {
+        if let [id] = ids {
+            return Ok(ops::point_read(&self.conn, *id)?);
+        }
+        let txn = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Deferred)?;
+        for &id in ids {
+            ops::point_read(&txn, id)?;
+        }
+        Ok(txn.commit()?)
+    }
+
+    fn writes(&mut self, writes: &[CeilingWrite]) -> Result<()> {
+        let write = |conn: &Connection, write: &CeilingWrite| match write {
+            CeilingWrite::Insert(item) => ops::insert(conn, item),
+            CeilingWrite::Update { id, delta } => ops::update(conn, *id, *delta),
+        };
+        if let [one] = writes {
+            return Ok(write(&self.conn, one)?);
+        }
+        let txn = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for w in writes {
+            write(&txn, w)?;
+        }
+        Ok(txn.commit()?)
+    }
+}
