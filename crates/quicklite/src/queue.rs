@@ -30,14 +30,14 @@ const SPIN_FOR: Duration = Duration::from_micros(50);
 
 /// How long a consumer spins: crossbeam's backoff, then yielding the CPU until [`SPIN_FOR`] has passed.
 #[cfg(not(feature = "model-check"))]
-struct Spin {
+pub(crate) struct Spin {
     backoff: crossbeam_utils::Backoff,
     started: Option<Instant>,
 }
 
 #[cfg(not(feature = "model-check"))]
 impl Spin {
-    fn new() -> Spin {
+    pub(crate) fn new() -> Spin {
         Spin {
             backoff: crossbeam_utils::Backoff::new(),
             started: None,
@@ -45,7 +45,7 @@ impl Spin {
     }
 
     /// Waits a little; `false` once the spin is over.
-    fn again(&mut self) -> bool {
+    pub(crate) fn again(&mut self) -> bool {
         if self.backoff.is_completed() {
             let since = *self.started.get_or_insert_with(Instant::now);
             if since.elapsed() >= SPIN_FOR {
@@ -59,15 +59,15 @@ impl Spin {
 
 /// In a model check, a spin is two yields to the model's scheduler (time does not pass there).
 #[cfg(feature = "model-check")]
-struct Spin(usize);
+pub(crate) struct Spin(usize);
 
 #[cfg(feature = "model-check")]
 impl Spin {
-    fn new() -> Spin {
+    pub(crate) fn new() -> Spin {
         Spin(2)
     }
 
-    fn again(&mut self) -> bool {
+    pub(crate) fn again(&mut self) -> bool {
         if self.0 == 0 {
             return false;
         }

@@ -13,14 +13,15 @@
 //! request that arrives meanwhile waits in its queue and reopens the database when the roles are released.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use async_channel::{Receiver, Sender};
+use async_channel::{Receiver, Sender, TryRecvError};
 
 use crate::Error;
+use crate::queue::Spin;
 use crate::util::lock;
 
 pub(crate) mod actor;
@@ -69,8 +70,83 @@ pub(crate) struct Pool<D> {
     epoch: Instant,
 }
 
-/// The receiving end of a run queue, for the pool's threads.
-pub(crate) type RunQueue<D> = Receiver<Task<D>>;
+/// A lane's turn to spin, held by one thread at a time and given back when dropped.
+struct SpinTurn<'a>(&'a AtomicBool);
+
+impl<'a> SpinTurn<'a> {
+    /// The turn, unless another thread holds it.
+    fn claim(flag: &'a AtomicBool) -> Option<Self> {
+        flag.compare_exchange(false, true, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+            .then_some(SpinTurn(flag))
+    }
+}
+
+impl Drop for SpinTurn<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
+
+/// The receiving end of a run queue, for the threads of one lane (writes or reads).
+pub(crate) struct RunQueue<D> {
+    tasks: Receiver<Task<D>>,
+    /// Whether one of the lane's threads is spinning for the next task now.
+    spinning: Arc<AtomicBool>,
+}
+
+impl<D> Clone for RunQueue<D> {
+    fn clone(&self) -> Self {
+        Self {
+            tasks: self.tasks.clone(),
+            spinning: self.spinning.clone(),
+        }
+    }
+}
+
+impl<D> RunQueue<D> {
+    fn new(tasks: Receiver<Task<D>>) -> Self {
+        Self {
+            tasks,
+            spinning: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// The next task; `None` once the queue is closed and empty.
+    ///
+    /// When the queue is empty, one thread of the lane at a time spins a little before it sleeps, as a standalone
+    /// database's threads do ([`Spin`]): at low load the next task comes right after the caller's answer, and a
+    /// thread that slept in between would have to be woken for every one (a system call for the sender, a context
+    /// switch for the thread). The others sleep at once, leaving the cores to the threads that make the requests.
+    fn next(&self) -> Option<Task<D>> {
+        match self.tasks.try_recv() {
+            Ok(task) => return Some(task),
+            Err(TryRecvError::Closed) => return None,
+            Err(TryRecvError::Empty) => {}
+        }
+        if let Some(_spinning) = SpinTurn::claim(&self.spinning) {
+            let mut spin = Spin::new();
+            while spin.again() {
+                match self.tasks.try_recv() {
+                    Ok(task) => return Some(task),
+                    Err(TryRecvError::Closed) => return None,
+                    Err(TryRecvError::Empty) => {}
+                }
+            }
+        }
+        self.tasks.recv_blocking().ok()
+    }
+
+    /// Tasks queued now.
+    pub(crate) fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether the pool stopped taking tasks.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.tasks.is_closed()
+    }
+}
 
 impl<D: PooledDatabase> Pool<D> {
     /// A pool state and the receiving ends of its write and read run queues, for the pool threads.
@@ -100,7 +176,7 @@ impl<D: PooledDatabase> Pool<D> {
             write_lane,
             epoch: Instant::now(),
         });
-        (shared, write_rx, read_rx)
+        (shared, RunQueue::new(write_rx), RunQueue::new(read_rx))
     }
 
     pub(crate) fn push(&self, task: Task<D>) {
@@ -297,7 +373,7 @@ impl<D: PooledDatabase> Pool<D> {
 /// write thread reports each task to its `lane`, whose supervisor adds threads while every one is held.
 pub(crate) fn run_pool_thread<D: PooledDatabase>(tasks: RunQueue<D>, lane: Option<Arc<Lane>>) {
     let slot = lane.as_ref().map(|lane| lane.join());
-    while let Ok(task) = tasks.recv_blocking() {
+    while let Some(task) = tasks.next() {
         match task {
             Task::Write(actor) => match (&lane, &slot) {
                 (Some(lane), Some(slot)) => {
