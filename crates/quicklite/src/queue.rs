@@ -30,14 +30,14 @@ const SPIN_FOR: Duration = Duration::from_micros(50);
 
 /// How long a consumer spins: crossbeam's backoff, then yielding the CPU until [`SPIN_FOR`] has passed.
 #[cfg(not(feature = "model-check"))]
-pub(crate) struct Spin {
+struct Spin {
     backoff: crossbeam_utils::Backoff,
     started: Option<Instant>,
 }
 
 #[cfg(not(feature = "model-check"))]
 impl Spin {
-    pub(crate) fn new() -> Spin {
+    fn new() -> Spin {
         Spin {
             backoff: crossbeam_utils::Backoff::new(),
             started: None,
@@ -45,7 +45,7 @@ impl Spin {
     }
 
     /// Waits a little; `false` once the spin is over.
-    pub(crate) fn again(&mut self) -> bool {
+    fn again(&mut self) -> bool {
         if self.backoff.is_completed() {
             let since = *self.started.get_or_insert_with(Instant::now);
             if since.elapsed() >= SPIN_FOR {
@@ -59,15 +59,15 @@ impl Spin {
 
 /// In a model check, a spin is two yields to the model's scheduler (time does not pass there).
 #[cfg(feature = "model-check")]
-pub(crate) struct Spin(usize);
+struct Spin(usize);
 
 #[cfg(feature = "model-check")]
 impl Spin {
-    pub(crate) fn new() -> Spin {
+    fn new() -> Spin {
         Spin(2)
     }
 
-    pub(crate) fn again(&mut self) -> bool {
+    fn again(&mut self) -> bool {
         if self.0 == 0 {
             return false;
         }
@@ -450,6 +450,11 @@ impl<T> Receiver<T> {
             Taken::Got(_) => one.pop_front(),
             Taken::Closed | Taken::Empty => None,
         }
+    }
+
+    /// Whether the queue is closed (requests may still be queued).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::SeqCst)
     }
 
     /// Whether nothing is queued.

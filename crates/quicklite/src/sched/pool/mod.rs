@@ -13,15 +13,13 @@
 //! request that arrives meanwhile waits in its queue and reopens the database when the roles are released.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use async_channel::{Receiver, Sender, TryRecvError};
-
 use crate::Error;
-use crate::queue::Spin;
+use crate::queue::{self, Receiver, Sender, Taken, TrySendError};
 use crate::util::lock;
 
 pub(crate) mod actor;
@@ -70,71 +68,36 @@ pub(crate) struct Pool<D> {
     epoch: Instant,
 }
 
-/// A lane's turn to spin, held by one thread at a time and given back when dropped.
-struct SpinTurn<'a>(&'a AtomicBool);
-
-impl<'a> SpinTurn<'a> {
-    /// The turn, unless another thread holds it.
-    fn claim(flag: &'a AtomicBool) -> Option<Self> {
-        flag.compare_exchange(false, true, Ordering::SeqCst, Ordering::Relaxed)
-            .is_ok()
-            .then_some(SpinTurn(flag))
-    }
-}
-
-impl Drop for SpinTurn<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::SeqCst);
-    }
-}
-
 /// The receiving end of a run queue, for the threads of one lane (writes or reads).
 pub(crate) struct RunQueue<D> {
     tasks: Receiver<Task<D>>,
-    /// Whether one of the lane's threads is spinning for the next task now.
-    spinning: Arc<AtomicBool>,
 }
 
 impl<D> Clone for RunQueue<D> {
     fn clone(&self) -> Self {
         Self {
             tasks: self.tasks.clone(),
-            spinning: self.spinning.clone(),
         }
     }
 }
 
 impl<D> RunQueue<D> {
-    fn new(tasks: Receiver<Task<D>>) -> Self {
-        Self {
-            tasks,
-            spinning: Arc::new(AtomicBool::new(false)),
-        }
-    }
-
     /// The next task; `None` once the queue is closed and empty.
     ///
-    /// When the queue is empty, one thread of the lane at a time spins a little before it sleeps, as a standalone
-    /// database's threads do ([`Spin`]): at low load the next task comes right after the caller's answer, and a
-    /// thread that slept in between would have to be woken for every one (a system call for the sender, a context
-    /// switch for the thread). The others sleep at once, leaving the cores to the threads that make the requests.
+    /// When the queue is empty the thread spins a little before it sleeps, as a standalone database's threads do
+    /// ([`Receiver::spin_take`]: at low load one thread of the lane at a time, and a push wakes a sleeping thread only
+    /// when none spins): the next task often comes right after the caller's answer, and a thread that slept in
+    /// between would have to be woken for every one.
     fn next(&self) -> Option<Task<D>> {
-        match self.tasks.try_recv() {
-            Ok(task) => return Some(task),
-            Err(TryRecvError::Closed) => return None,
-            Err(TryRecvError::Empty) => {}
+        let mut one = VecDeque::with_capacity(1);
+        let taken = match self.tasks.spin_take(1, &mut one) {
+            Taken::Empty => self.tasks.take_timeout(1, &mut one, None),
+            taken => taken,
+        };
+        match taken {
+            Taken::Got(_) => one.pop_front(),
+            Taken::Closed | Taken::Empty => None,
         }
-        if let Some(_spinning) = SpinTurn::claim(&self.spinning) {
-            let mut spin = Spin::new();
-            while spin.again() {
-                match self.tasks.try_recv() {
-                    Ok(task) => return Some(task),
-                    Err(TryRecvError::Closed) => return None,
-                    Err(TryRecvError::Empty) => {}
-                }
-            }
-        }
-        self.tasks.recv_blocking().ok()
     }
 
     /// Tasks queued now.
@@ -156,8 +119,8 @@ impl<D: PooledDatabase> Pool<D> {
         wake: SyncSender<()>,
         write_lane: Arc<Lane>,
     ) -> (Arc<Pool<D>>, RunQueue<D>, RunQueue<D>) {
-        let (writes, write_rx) = async_channel::unbounded();
-        let (reads, read_rx) = async_channel::unbounded();
+        let (writes, write_rx) = queue::bounded(usize::MAX);
+        let (reads, read_rx) = queue::bounded(usize::MAX);
         let shared = Arc::new(Pool {
             writes,
             reads,
@@ -176,7 +139,8 @@ impl<D: PooledDatabase> Pool<D> {
             write_lane,
             epoch: Instant::now(),
         });
-        (shared, RunQueue::new(write_rx), RunQueue::new(read_rx))
+        let lane = |tasks| RunQueue { tasks };
+        (shared, lane(write_rx), lane(read_rx))
     }
 
     pub(crate) fn push(&self, task: Task<D>) {
@@ -186,8 +150,9 @@ impl<D: PooledDatabase> Pool<D> {
             Task::Write(_) | Task::Retire => &self.writes,
             Task::Read(_) => &self.reads,
         };
-        if let Err(refused) = lane.try_send(task)
-            && let Task::Write(actor) | Task::Read(actor) = refused.into_inner()
+        if let Err(TrySendError::Closed(refused) | TrySendError::Full(refused)) =
+            lane.try_send(task)
+            && let Task::Write(actor) | Task::Read(actor) = refused
         {
             actor.fail_queued(&Error::Closed);
         }
