@@ -92,14 +92,14 @@ impl Runner for QuickliteRunner {
                 measured
             }
             "ceiling" => {
-                let mut connections = Vec::new();
-                let opened = Ceiling::open(cell, workload, &knobs)?;
-                opened.describe(env)?;
-                connections.push(opened);
+                // The first thread's connection, opened here to describe the settings in effect.
+                let first = Ceiling::open(cell, workload, &knobs)?;
+                first.describe(env)?;
                 if let Some(request) = memstatus_request {
                     env.memstatus = report::memstatus_outcome(request);
                 }
-                drive_ceiling(cell, move || match connections.pop() {
+                let mut first = Some(first);
+                drive_ceiling(cell, move || match first.take() {
                     Some(first) => Ok(first),
                     None => Ceiling::open(cell, workload, &knobs),
                 })

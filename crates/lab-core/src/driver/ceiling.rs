@@ -2,7 +2,7 @@
 //!
 //! One OS thread per core (no more than the cell's tasks), each with a connection of its own, runs the workload's
 //! operations synchronously in a tight loop, in batches of `concurrency` operations (the most any approach could
-//! gather from the cell's tasks in one transaction, so the ceiling errs on the high side): a batch's reads in one
+//! gather from the cell's tasks in one transaction): a batch's reads in one
 //! read transaction, its writes in one write transaction — the threads take turns at writing behind a plain mutex
 //! rather than SQLite's busy handler, each drawing and reading its next batch while another commits. Every
 //! operation of a batch completes when its transaction does, and counts (as for client tasks) if that is inside
@@ -70,7 +70,7 @@ where
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = cores.min(cell.concurrency as usize).max(1);
     // Each thread runs as many operations per batch as the cell has tasks: the most any approach could gather in
-    // one transaction, so the ceiling errs on the high side.
+    // one transaction.
     let batch = cell.concurrency as usize;
     // Connections first, so that opening them is not part of the warm-up.
     let mut connections = Vec::with_capacity(threads);
