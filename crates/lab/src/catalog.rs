@@ -122,9 +122,11 @@ pub fn unsupported(workload: &str) -> &'static [&'static str] {
     }
 }
 
-/// Whether the [`CEILING`] is defined for `workload`.
+/// Whether the [`CEILING`] is defined for `workload` (the driver's [`quicklite_lab_core::CEILING_WORKLOADS`]).
 pub fn ceiling_supports(workload: &str) -> bool {
-    ["point-read", "insert", "mixed", "write-read"].contains(&workload)
+    quicklite_lab_core::CEILING_WORKLOADS
+        .iter()
+        .any(|w| w.name() == workload)
 }
 
 /// Whether `approach` implements `workload`.

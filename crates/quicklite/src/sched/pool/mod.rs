@@ -88,14 +88,15 @@ impl<D> RunQueue<D> {
     /// ([`Receiver::spin_take`]: at low load one thread of the lane at a time, and a push wakes a sleeping thread only
     /// when none spins): the next task often comes right after the caller's answer, and a thread that slept in
     /// between would have to be woken for every one.
-    fn next(&self) -> Option<Task<D>> {
-        let mut one = VecDeque::with_capacity(1);
-        let taken = match self.tasks.spin_take(1, &mut one) {
-            Taken::Empty => self.tasks.take_timeout(1, &mut one, None),
+    ///
+    /// `buffer` is the calling thread's, empty between calls: the queue takes into it.
+    fn next(&self, buffer: &mut VecDeque<Task<D>>) -> Option<Task<D>> {
+        let taken = match self.tasks.spin_take(1, buffer) {
+            Taken::Empty => self.tasks.take_timeout(1, buffer, None),
             taken => taken,
         };
         match taken {
-            Taken::Got(_) => one.pop_front(),
+            Taken::Got(_) => buffer.pop_front(),
             Taken::Closed | Taken::Empty => None,
         }
     }
@@ -338,7 +339,8 @@ impl<D: PooledDatabase> Pool<D> {
 /// write thread reports each task to its `lane`, whose supervisor adds threads while every one is held.
 pub(crate) fn run_pool_thread<D: PooledDatabase>(tasks: RunQueue<D>, lane: Option<Arc<Lane>>) {
     let slot = lane.as_ref().map(|lane| lane.join());
-    while let Some(task) = tasks.next() {
+    let mut buffer = VecDeque::with_capacity(1);
+    while let Some(task) = tasks.next(&mut buffer) {
         match task {
             Task::Write(actor) => match (&lane, &slot) {
                 (Some(lane), Some(slot)) => {
