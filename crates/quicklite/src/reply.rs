@@ -1,6 +1,10 @@
 //! Answers on their way back to callers: one caller per thread carries a batch's answers to the others.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
@@ -125,7 +129,179 @@ pub(crate) struct Answer<T> {
 
 /// Waits for the answer on `rx`, passes on what came with it, and returns the caller's own result.
 pub(crate) async fn receive<T>(rx: oneshot::Receiver<Answer<T>>) -> Result<T> {
-    let Answer { result, relay } = rx.await.map_err(|_| Error::Closed)?;
+    let Answer { result, relay } = Awaiting::new(rx, &WAITING, POLL_FOR)
+        .await
+        .map_err(|_| Error::Closed)?;
     drop(relay);
     result
+}
+
+/// Callers of the whole process waiting for an answer.
+static WAITING: AtomicUsize = AtomicUsize::new(0);
+
+/// How long a caller that waits alone keeps its task awake, polling for its answer, before it lets the task sleep:
+/// longer than most requests' round trips, a commit's included (docs/design.md, "Figures behind the design
+/// choices"). The price: a runtime thread kept busy, yielding to its other tasks, for up to this long per request
+/// while nothing else waits.
+const POLL_FOR: Duration = Duration::from_micros(250);
+
+/// A caller's wait for its answer. At low load, waking a sleeping runtime thread from a database thread costs more
+/// than the request itself (the kernel's scheduling latency, paid on every round trip). So while no other caller
+/// waits (`waiting` counts them), the task wakes itself after each poll, and its runtime polls it again as soon as
+/// its other tasks have had their turn, for a while ([`POLL_FOR`]); the database thread, spinning too, finds the next
+/// request before it sleeps. With others waiting, the task sleeps until answered and the runtime's threads serve
+/// the rest: under load the answers come in batches, and a runtime thread is busy anyway.
+struct Awaiting<T> {
+    rx: oneshot::Receiver<Answer<T>>,
+    since: Instant,
+    waiting: &'static AtomicUsize,
+    poll_for: Duration,
+}
+
+impl<T> Awaiting<T> {
+    fn new(
+        rx: oneshot::Receiver<Answer<T>>,
+        waiting: &'static AtomicUsize,
+        poll_for: Duration,
+    ) -> Awaiting<T> {
+        waiting.fetch_add(1, Ordering::Relaxed);
+        Awaiting {
+            rx,
+            since: Instant::now(),
+            waiting,
+            poll_for,
+        }
+    }
+
+    /// Whether the caller should stay awake: it is the only one waiting, and not for long yet.
+    fn stays_awake(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed) == 1 && self.since.elapsed() < self.poll_for
+    }
+}
+
+impl<T> Future for Awaiting<T> {
+    type Output = std::result::Result<Answer<T>, oneshot::error::RecvError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let answer = Pin::new(&mut self.rx).poll(cx);
+        if answer.is_pending() && self.stays_awake() {
+            cx.waker().wake_by_ref();
+        }
+        answer
+    }
+}
+
+impl<T> Drop for Awaiting<T> {
+    fn drop(&mut self) {
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::task::{Wake, Waker};
+
+    use super::*;
+
+    /// A waker that counts its wake-ups.
+    #[derive(Default)]
+    struct Wakes(AtomicUsize);
+
+    impl Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn poll<T>(awaiting: &mut Awaiting<T>, wakes: &Arc<Wakes>) -> bool {
+        let waker = Waker::from(Arc::clone(wakes));
+        Pin::new(awaiting)
+            .poll(&mut Context::from_waker(&waker))
+            .is_ready()
+    }
+
+    fn answer(value: u8) -> Answer<u8> {
+        Answer {
+            result: Ok(value),
+            relay: None,
+        }
+    }
+
+    /// Long enough for a test never to see it pass.
+    const FOREVER: Duration = Duration::from_secs(3600);
+
+    #[test]
+    fn a_caller_waiting_alone_stays_awake_until_answered() {
+        static WAITING: AtomicUsize = AtomicUsize::new(0);
+        let (tx, rx) = oneshot::channel();
+        let mut awaiting = Awaiting::new(rx, &WAITING, FOREVER);
+        let wakes = Arc::new(Wakes::default());
+
+        assert!(!poll(&mut awaiting, &wakes));
+        assert!(!poll(&mut awaiting, &wakes));
+        assert_eq!(
+            wakes.0.load(Ordering::Relaxed),
+            2,
+            "it woke itself after each poll"
+        );
+
+        tx.send(answer(7)).ok().unwrap();
+        assert!(poll(&mut awaiting, &wakes));
+        drop(awaiting);
+        assert_eq!(WAITING.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_caller_waiting_alone_sleeps_once_its_time_is_up_and_its_answer_wakes_it() {
+        static WAITING: AtomicUsize = AtomicUsize::new(0);
+        let (tx, rx) = oneshot::channel();
+        let mut awaiting = Awaiting::new(rx, &WAITING, Duration::from_millis(1));
+        let wakes = Arc::new(Wakes::default());
+
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(!poll(&mut awaiting, &wakes));
+        assert_eq!(wakes.0.load(Ordering::Relaxed), 0);
+
+        tx.send(answer(7)).ok().unwrap();
+        assert_eq!(wakes.0.load(Ordering::Relaxed), 1, "the answer wakes it");
+        assert!(poll(&mut awaiting, &wakes));
+    }
+
+    #[test]
+    fn a_caller_sleeps_while_another_waits_and_stays_awake_once_alone() {
+        static WAITING: AtomicUsize = AtomicUsize::new(0);
+        let (_tx, rx) = oneshot::channel::<Answer<u8>>();
+        let (_other_tx, other_rx) = oneshot::channel::<Answer<u8>>();
+        let mut awaiting = Awaiting::new(rx, &WAITING, FOREVER);
+        let other = Awaiting::new(other_rx, &WAITING, FOREVER);
+        let wakes = Arc::new(Wakes::default());
+
+        assert!(!poll(&mut awaiting, &wakes));
+        assert_eq!(wakes.0.load(Ordering::Relaxed), 0);
+
+        drop(other);
+        assert!(!poll(&mut awaiting, &wakes));
+        assert_eq!(wakes.0.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_caller_that_gives_up_is_no_longer_counted() {
+        static WAITING: AtomicUsize = AtomicUsize::new(0);
+        let (_tx, rx) = oneshot::channel::<Answer<u8>>();
+        let awaiting = Awaiting::new(rx, &WAITING, FOREVER);
+        assert_eq!(WAITING.load(Ordering::Relaxed), 1);
+        drop(awaiting);
+        assert_eq!(WAITING.load(Ordering::Relaxed), 0);
+    }
+
+    #[tokio::test]
+    async fn a_closed_channel_is_an_error() {
+        let (tx, rx) = oneshot::channel::<Answer<u8>>();
+        drop(tx);
+        assert!(matches!(receive(rx).await, Err(Error::Closed)));
+    }
 }
