@@ -77,6 +77,64 @@ impl Spin {
     }
 }
 
+/// How long the spinning consumer may go without looking at the queue before a push takes it for descheduled and
+/// wakes a sleeping consumer instead: far longer than a look and a yield take while CPUs are to be had (a few
+/// microseconds), far shorter than a time slice.
+#[cfg(not(feature = "model-check"))]
+const STALLED_AFTER: Duration = Duration::from_micros(20);
+
+/// When the spinning consumer last looked at the queue. A consumer that yields its CPU while every CPU is busy may
+/// not get it back for a time slice (milliseconds); a push that left the request to it would wait as long, while
+/// a sleeping consumer, once woken, is scheduled ahead of the busy threads.
+#[cfg(not(feature = "model-check"))]
+struct Heartbeat {
+    epoch: Instant,
+    /// Microseconds from `epoch` to the last look.
+    at_us: std::sync::atomic::AtomicU64,
+}
+
+#[cfg(not(feature = "model-check"))]
+impl Heartbeat {
+    fn new() -> Heartbeat {
+        Heartbeat {
+            epoch: Instant::now(),
+            at_us: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    fn now_us(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// The spinning consumer looks.
+    fn beat(&self) {
+        self.at_us.store(self.now_us(), Ordering::Relaxed);
+    }
+
+    /// Whether the spinning consumer has not looked for [`STALLED_AFTER`].
+    fn stalled(&self) -> bool {
+        let at = self.at_us.load(Ordering::Relaxed);
+        self.now_us().saturating_sub(at) > STALLED_AFTER.as_micros() as u64
+    }
+}
+
+/// In a model check, time does not pass: the spinning consumer never stalls.
+#[cfg(feature = "model-check")]
+struct Heartbeat;
+
+#[cfg(feature = "model-check")]
+impl Heartbeat {
+    fn new() -> Heartbeat {
+        Heartbeat
+    }
+
+    fn beat(&self) {}
+
+    fn stalled(&self) -> bool {
+        false
+    }
+}
+
 /// Creates a queue holding at most `capacity` requests (at least one).
 pub(crate) fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
     let shared = Arc::new(Shared {
@@ -89,6 +147,7 @@ pub(crate) fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
         len: AtomicUsize::new(0),
         closed: AtomicBool::new(false),
         spinning: AtomicBool::new(false),
+        heartbeat: Heartbeat::new(),
         burst: AtomicUsize::new(0),
         capacity: capacity.max(1),
         consumers: Condvar::new(),
@@ -114,6 +173,8 @@ struct Shared<T> {
     /// Whether a consumer is spinning for the next request ([`Receiver::spin_take`]): one at a time, and a push
     /// wakes a sleeping consumer only when none spins (the spinning one takes it sooner than a woken one could).
     spinning: AtomicBool,
+    /// When the spinning consumer last looked: a push wakes a sleeping consumer if it has not looked for a while.
+    heartbeat: Heartbeat,
     /// Requests queued when a consumer last took some: how busy the queue is, for [`Receiver::spin_take`].
     burst: AtomicUsize,
     capacity: usize,
@@ -240,7 +301,8 @@ impl<T> Sender<T> {
             shared.len.store(queue.items.len(), Ordering::SeqCst);
             // A consumer that stops spinning clears the flag before it locks the queue to look a last time and
             // sleep, so either it finds this request then or this push sees the flag clear.
-            queue.sleeping > 0 && !shared.spinning.load(Ordering::SeqCst)
+            queue.sleeping > 0
+                && (!shared.spinning.load(Ordering::SeqCst) || shared.heartbeat.stalled())
         };
         if wake {
             shared.consumers.notify_one();
@@ -391,6 +453,9 @@ impl<T> Receiver<T> {
         let _spinning = first.then(|| Spinning(&shared.spinning));
         let mut spin = Spin::new();
         loop {
+            if first {
+                shared.heartbeat.beat();
+            }
             if shared.len.load(Ordering::Relaxed) > 0 {
                 match look(into) {
                     Taken::Empty => {}
@@ -600,6 +665,36 @@ mod tests {
         let consumer = std::thread::spawn(move || rx.recv_blocking());
         tx.try_send(7).unwrap();
         assert_eq!(consumer.join().unwrap(), Some(7));
+    }
+
+    #[test]
+    #[cfg(not(feature = "model-check"))]
+    fn a_push_wakes_a_sleeping_consumer_when_the_spinning_one_has_stopped_looking() {
+        let (tx, rx) = bounded(4);
+        let (woke_tx, woke) = std::sync::mpsc::channel();
+        {
+            let rx = rx.clone();
+            std::thread::spawn(move || {
+                let mut got = VecDeque::new();
+                if let Taken::Got(_) = rx.take_timeout(1, &mut got, Some(Duration::from_secs(60))) {
+                    woke_tx.send(got.pop_front()).unwrap();
+                }
+            });
+        }
+        while rx.shared.lock().sleeping == 0 {
+            std::thread::yield_now();
+        }
+        // A consumer claims the spinning role and looks once, then is not scheduled again for a while (as one
+        // that yielded its CPU while every CPU is busy).
+        rx.shared.spinning.store(true, Ordering::SeqCst);
+        rx.shared.heartbeat.beat();
+        std::thread::sleep(STALLED_AFTER * 10);
+
+        tx.try_send(7).unwrap();
+        let item = woke
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the sleeping consumer was left asleep");
+        assert_eq!(item, Some(7));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -65,9 +65,9 @@ impl RegistryBuilder {
 
     /// Threads serving every database of the registry: half serve writes, half reads (at least one each), so slow
     /// writes cannot starve reads. By default, twice the available cores. A thread is busy for as long as one group
-    /// of writes or one batch of reads takes; while every write thread has been held by one write for 20 ms and
-    /// more and other writes wait, the registry adds write threads (up to [`max_write_threads`]), and retires them
-    /// one by one once the lane has been idle for a second.
+    /// of writes or one batch of reads takes; while other writes wait behind write threads most of which are blocked
+    /// (asleep in a closure or waiting for the disk, one of them for 20 ms and more), the registry adds write
+    /// threads (up to [`max_write_threads`]), and retires them one by one once the lane has been idle for a second.
     ///
     /// [`max_write_threads`]: RegistryBuilder::max_write_threads
     pub fn threads(mut self, n: usize) -> Self {

@@ -213,7 +213,8 @@ impl Quicklite {
                 let m = registry.metrics();
                 eprintln!(
                     "quicklite registry at the end: {} open of {} (cap {}), {} reader connections, {} opens, \
-                     {} evictions, {} idle closes, {} tasks queued",
+                     {} evictions, {} idle closes, {} tasks queued; write threads {} (peak {}, {} added, {} \
+                     retired)",
                     m.open_databases,
                     m.known_databases,
                     m.max_open,
@@ -221,7 +222,28 @@ impl Quicklite {
                     m.opens,
                     m.evictions,
                     m.idle_closes,
-                    m.queued_tasks
+                    m.queued_tasks,
+                    m.write_threads,
+                    m.write_threads_peak,
+                    m.write_threads_added,
+                    m.write_threads_retired,
+                );
+                let (mut queue_wait, mut transaction, mut commit) = (0.0, 0.0, 0.0);
+                let mut writes = 0u64;
+                for db in &self.dbs {
+                    let d = db.metrics();
+                    queue_wait += d.write_queue_wait_us.sum as f64;
+                    transaction += d.write_transaction_us.sum as f64;
+                    commit += d.commit_us.sum as f64;
+                    writes += d.write_queue_wait_us.count;
+                }
+                let per_write = |sum: f64| sum / writes.max(1) as f64;
+                eprintln!(
+                    "quicklite registry's writes (warm-up included): {writes}, mean queue wait {:.0} µs, \
+                     transaction {:.0} µs, commit {:.0} µs",
+                    per_write(queue_wait),
+                    per_write(transaction),
+                    per_write(commit),
                 );
             }
             (None, Some(db)) => {

@@ -4,11 +4,16 @@
 //! and the other databases' writes stop completing, however few of them are slow.
 //!
 //! A supervisor thread sleeps until a write task starts with every write thread busy; from then on it looks every
-//! [`TICK`]: when every thread has run its task for [`HELD`] or longer, is blocked in an application's closure or in
-//! a commit (asleep or waiting for the disk, as the kernel reports the thread: not running or runnable, at
-//! [`BLOCKED_LOOKS`] looks in a row) and write tasks are queued, it adds threads
-//! (up to as many as are queued, doubling at most, within the cap); when the lane has had threads idle and nothing
-//! queued for [`RETIRE_AFTER`], it retires the extra ones, one per tick, by queueing a
+//! [`TICK`]. It adds threads (up to as many as are queued, doubling at most, within the cap) when write tasks have
+//! been queued at [`QUEUED_LOOKS`] looks in a row, no thread is idle, most of the lane's threads are blocked in an
+//! application's closure or in a commit (asleep or waiting for the disk, as the kernel reports the thread: not
+//! running or runnable), and one of them has been so for long — its task has run for [`HELD`] or longer and it was
+//! blocked at [`BLOCKED_LOOKS`] looks in a row. Threads that run (or wait for a CPU) would not serve the queue
+//! faster with more threads beside them; blocked ones leave their CPUs idle. The rule asks for most threads
+//! blocked, not all held: at a hundred databases writing one long write after another, some thread has always just
+//! started its next write, so a lane that waited for every thread to be held would stop growing short of what the
+//! writes need, and the rest of the writes would wait. When the lane has had threads idle and nothing queued for
+//! [`RETIRE_AFTER`], it retires the extra ones, one per tick, by queueing a
 //! [`Task::Retire`](super::task::Task::Retire) that the next free thread takes and exits on. The base threads never
 //! go.
 
@@ -29,8 +34,12 @@ const TICK: Duration = Duration::from_millis(5);
 /// (tens of microseconds to a millisecond), so a lane that is merely busy with short writes does not grow.
 const HELD: Duration = Duration::from_millis(20);
 
-/// Looks in a row that must find a thread blocked before it counts as blocked.
+/// Looks in a row that must find a held thread blocked before it counts as blocked.
 const BLOCKED_LOOKS: u32 = 3;
+
+/// Looks in a row that must find tasks queued before the lane grows: a queue that the threads empty between two
+/// looks needs no more of them.
+const QUEUED_LOOKS: u32 = 3;
 
 /// How long the lane must have had an idle thread and nothing queued before extra threads retire.
 const RETIRE_AFTER: Duration = Duration::from_secs(1);
@@ -157,31 +166,32 @@ impl Lane {
         self.busy.fetch_sub(1, Ordering::SeqCst);
     }
 
-    /// Whether every registered thread has run its current task for `held_ms` or longer at `now_ms`.
-    fn all_held(&self, now_ms: u64, held_ms: u64) -> bool {
-        let slots = lock(&self.slots);
-        !slots.is_empty()
-            && slots.iter().all(|s| {
-                let started = s.started.load(Ordering::SeqCst);
-                started != 0 && now_ms.saturating_sub(started - 1) >= held_ms
-            })
-    }
-
-    /// Looks at every registered thread's state; returns whether each has been blocked at [`BLOCKED_LOOKS`] looks
-    /// in a row, this one included.
-    fn all_blocked(&self) -> bool {
+    /// Looks at every registered thread at `now_ms` (the kernel's state of each one in work): how many are blocked
+    /// now, and whether one of them is held — its task has run for `held_ms` or longer, and it was blocked at
+    /// [`BLOCKED_LOOKS`] looks in a row, this one included.
+    fn look(&self, now_ms: u64, held_ms: u64) -> Look {
         let slots: Vec<Slot> = lock(&self.slots).clone();
-        let mut all = !slots.is_empty();
+        let mut look = Look::default();
         for slot in slots {
-            let looks = if slot.in_work.load(Ordering::SeqCst) && blocked(slot.tid) {
+            let blocked_looks = if slot.in_work.load(Ordering::SeqCst) && blocked(slot.tid) {
+                look.blocked += 1;
                 slot.blocked_looks.fetch_add(1, Ordering::Relaxed) + 1
             } else {
                 slot.blocked_looks.store(0, Ordering::Relaxed);
                 0
             };
-            all &= looks >= BLOCKED_LOOKS;
+            let started = slot.started.load(Ordering::SeqCst);
+            let long = started != 0 && now_ms.saturating_sub(started - 1) >= held_ms;
+            look.held |= long && blocked_looks >= BLOCKED_LOOKS;
         }
-        all
+        look
+    }
+
+    /// Forgets the threads' looks in a row: the supervisor stopped looking.
+    fn forget_looks(&self) {
+        for slot in lock(&self.slots).iter() {
+            slot.blocked_looks.store(0, Ordering::Relaxed);
+        }
     }
 
     /// Wakes the supervisor, e.g. to see that the pool has stopped.
@@ -195,6 +205,32 @@ impl Lane {
     }
 }
 
+/// What one look at the lane's threads found.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Look {
+    /// Threads blocked now in an application's closure or a commit.
+    pub(crate) blocked: usize,
+    /// Whether one of them has been held for long ([`HELD`], [`BLOCKED_LOOKS`]).
+    pub(crate) held: bool,
+}
+
+/// What the supervisor saw on one tick.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Seen {
+    /// The lane's threads.
+    pub(crate) threads: usize,
+    /// Write tasks queued.
+    pub(crate) queued: usize,
+    /// Ticks in a row, this one included, that found tasks queued.
+    pub(crate) queued_looks: u32,
+    /// Whether some thread has no task.
+    pub(crate) some_idle: bool,
+    /// Its threads, when it looked at them (only with tasks queued).
+    pub(crate) look: Look,
+    /// How long the lane has had an idle thread and nothing queued.
+    pub(crate) idle_for: Option<Duration>,
+}
+
 /// What the supervisor decides on one look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Decision {
@@ -206,20 +242,22 @@ pub(crate) enum Decision {
     Hold,
 }
 
-/// The supervisor's rule, apart from its clock and threads so that it can be tested alone: grow when every thread
-/// is held and tasks are queued; retire an extra thread after `RETIRE_AFTER` of idleness.
-pub(crate) fn decide(
-    threads: usize,
-    lane: (usize, usize),
-    queued: usize,
-    all_held: bool,
-    idle_for: Option<Duration>,
-) -> Decision {
+/// The supervisor's rule, apart from its clock and threads so that it can be tested alone: grow when tasks have
+/// waited for several looks behind threads most of which are blocked, one of them for long; retire an extra thread
+/// after `RETIRE_AFTER` of idleness.
+pub(crate) fn decide(seen: Seen, lane: (usize, usize)) -> Decision {
     let (base, max) = lane;
-    if all_held && queued > 0 && threads < max {
+    let Seen {
+        threads,
+        queued,
+        look,
+        ..
+    } = seen;
+    let waiting = queued > 0 && seen.queued_looks >= QUEUED_LOOKS && !seen.some_idle;
+    if waiting && look.held && 2 * look.blocked > threads && threads < max {
         return Decision::Grow(queued.min(threads.max(1)).min(max - threads));
     }
-    if threads > base && idle_for.is_some_and(|idle| idle >= RETIRE_AFTER) {
+    if threads > base && seen.idle_for.is_some_and(|idle| idle >= RETIRE_AFTER) {
         return Decision::Retire;
     }
     Decision::Hold
@@ -234,6 +272,7 @@ pub(crate) fn supervise<D: PooledDatabase>(
 ) {
     let mut started: Vec<JoinHandle<()>> = Vec::new();
     let mut idle_since: Option<Instant> = None;
+    let mut queued_looks = 0;
     loop {
         let watching = lane.threads.load(Ordering::SeqCst) > lane.base || !lane.some_idle();
         let woke = if watching {
@@ -247,15 +286,33 @@ pub(crate) fn supervise<D: PooledDatabase>(
         let Some(pool) = pool.upgrade() else { break };
         let threads = lane.threads.load(Ordering::SeqCst);
         let queued = tasks.len();
-        let idle = queued == 0 && lane.some_idle();
+        let some_idle = lane.some_idle();
+        let idle = queued == 0 && some_idle;
         if !idle {
             idle_since = None;
         }
         let idle_for = idle.then(|| idle_since.get_or_insert_with(Instant::now).elapsed());
-        // Every thread is looked at on every tick, so that "blocked at every look" means what it says.
-        let blocked = lane.all_blocked();
-        let held = lane.all_held(lane.now_ms(), HELD.as_millis() as u64) && blocked;
-        match decide(threads, (lane.base, lane.max), queued, held, idle_for) {
+        // The threads are looked at (a read of the kernel's state each) only while tasks wait, and then at every
+        // tick, so that "blocked at looks in a row" means what it says.
+        let look = if queued > 0 {
+            queued_looks += 1;
+            lane.look(lane.now_ms(), HELD.as_millis() as u64)
+        } else {
+            if queued_looks > 0 {
+                lane.forget_looks();
+            }
+            queued_looks = 0;
+            Look::default()
+        };
+        let seen = Seen {
+            threads,
+            queued,
+            queued_looks,
+            some_idle,
+            look,
+            idle_for,
+        };
+        match decide(seen, (lane.base, lane.max)) {
             Decision::Grow(n) => {
                 for _ in 0..n {
                     let index = lane.threads.fetch_add(1, Ordering::SeqCst);
@@ -296,29 +353,82 @@ pub(crate) fn supervise<D: PooledDatabase>(
 mod tests {
     use super::*;
 
+    /// Tasks queued at enough looks in a row, no thread idle, `blocked` threads blocked, one of them held.
+    fn waiting(threads: usize, queued: usize, blocked: usize) -> Seen {
+        Seen {
+            threads,
+            queued,
+            queued_looks: QUEUED_LOOKS,
+            some_idle: false,
+            look: Look {
+                blocked,
+                held: true,
+            },
+            idle_for: None,
+        }
+    }
+
     #[test]
-    fn the_lane_grows_only_while_every_thread_is_held_and_work_waits() {
+    fn the_lane_grows_while_work_waits_behind_threads_most_of_which_are_blocked() {
         let lane = (2, 8);
         // Two threads held by long writes, five writes waiting: double.
-        assert_eq!(decide(2, lane, 5, true, None), Decision::Grow(2));
+        assert_eq!(decide(waiting(2, 5, 2), lane), Decision::Grow(2));
         // One waiting: one more.
-        assert_eq!(decide(4, lane, 1, true, None), Decision::Grow(1));
+        assert_eq!(decide(waiting(4, 1, 3), lane), Decision::Grow(1));
         // Never past the cap.
-        assert_eq!(decide(7, lane, 50, true, None), Decision::Grow(1));
-        assert_eq!(decide(8, lane, 50, true, None), Decision::Hold);
-        // Busy with short writes, or nothing waiting: no growth.
-        assert_eq!(decide(2, lane, 5, false, None), Decision::Hold);
-        assert_eq!(decide(2, lane, 0, true, None), Decision::Hold);
+        assert_eq!(decide(waiting(7, 50, 7), lane), Decision::Grow(1));
+        assert_eq!(decide(waiting(8, 50, 8), lane), Decision::Hold);
+    }
+
+    #[test]
+    fn threads_that_have_just_started_their_next_long_writes_do_not_stop_the_growth() {
+        // A hundred databases, each writing one long write after another, on 80 threads: 70 are asleep in a
+        // write, 10 have just started theirs (or are committing), 20 databases wait.
+        assert_eq!(decide(waiting(80, 20, 70), (2, 256)), Decision::Grow(20));
+    }
+
+    #[test]
+    fn a_lane_busy_with_short_or_running_work_does_not_grow() {
+        let lane = (2, 8);
+        // Half the threads running (a CPU-bound write beside a long one): no growth.
+        assert_eq!(decide(waiting(2, 5, 1), lane), Decision::Hold);
+        assert_eq!(decide(waiting(4, 5, 2), lane), Decision::Hold);
+        // No thread blocked for long: short commits caught waiting for the disk.
+        let short = Seen {
+            look: Look {
+                blocked: 2,
+                held: false,
+            },
+            ..waiting(2, 5, 2)
+        };
+        assert_eq!(decide(short, lane), Decision::Hold);
+        // A queue the threads empty between looks, or a thread idle: it serves the queue.
+        let brief = Seen {
+            queued_looks: QUEUED_LOOKS - 1,
+            ..waiting(2, 5, 2)
+        };
+        assert_eq!(decide(brief, lane), Decision::Hold);
+        let idle = Seen {
+            some_idle: true,
+            ..waiting(2, 5, 2)
+        };
+        assert_eq!(decide(idle, lane), Decision::Hold);
+        assert_eq!(decide(waiting(2, 0, 2), lane), Decision::Hold);
     }
 
     #[test]
     fn extra_threads_retire_after_a_second_of_idleness_and_the_base_stays() {
         let lane = (2, 8);
-        let idle = |ms| Some(Duration::from_millis(ms));
-        assert_eq!(decide(6, lane, 0, false, idle(200)), Decision::Hold);
-        assert_eq!(decide(6, lane, 0, false, idle(1_000)), Decision::Retire);
-        assert_eq!(decide(3, lane, 0, false, idle(5_000)), Decision::Retire);
-        assert_eq!(decide(2, lane, 0, false, idle(5_000)), Decision::Hold);
+        let idle = |threads, ms| Seen {
+            threads,
+            some_idle: true,
+            idle_for: Some(Duration::from_millis(ms)),
+            ..Seen::default()
+        };
+        assert_eq!(decide(idle(6, 200), lane), Decision::Hold);
+        assert_eq!(decide(idle(6, 1_000), lane), Decision::Retire);
+        assert_eq!(decide(idle(3, 5_000), lane), Decision::Retire);
+        assert_eq!(decide(idle(2, 5_000), lane), Decision::Hold);
     }
 
     #[test]
@@ -358,20 +468,54 @@ mod tests {
     }
 
     #[test]
-    fn a_thread_counts_as_held_once_its_task_has_run_long_enough() {
+    fn a_look_counts_the_blocked_threads_and_finds_one_held_once_its_task_has_run_long_enough() {
         let (lane, _stalls) = Lane::new(2, 4);
-        let (a, b) = (lane.join(), lane.join());
-        lane.started_at(&a, 100);
-        assert!(!lane.all_held(200, 20), "one thread is idle");
-        lane.started_at(&b, 190);
-        assert!(!lane.all_held(200, 20), "one task is 10 ms old");
-        assert!(lane.all_held(210, 20));
-        lane.finished(&a);
-        assert!(!lane.all_held(500, 20));
-        assert!(lane.some_idle());
-        lane.leave(&a);
+        let (joined, joined_rx) = std::sync::mpsc::channel();
+        let (stop, stop_rx) = std::sync::mpsc::channel::<()>();
+        let lane_for_thread = lane.clone();
+        // A thread of the lane asleep in an application's closure.
+        let sleeper = std::thread::spawn(move || {
+            let slot = lane_for_thread.join();
+            joined.send(slot).unwrap();
+            crate::util::blocking_work(|| stop_rx.recv().ok());
+        });
+        let asleep = joined_rx.recv().unwrap();
+        // A thread of the lane that is not in work (this one): never blocked.
+        let running = lane.join();
+        lane.started_at(&asleep, 100);
+        lane.started_at(&running, 100);
+        while !asleep.in_work.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        // Give the sleeper time to be asleep as the kernel reports it.
+        std::thread::sleep(Duration::from_millis(20));
+
+        let first = lane.look(110, 20);
+        assert_eq!(first.blocked, 1);
         assert!(
-            lane.all_held(500, 20),
+            !first.held,
+            "its task is 10 ms old, and it was blocked at one look"
+        );
+        lane.look(120, 20);
+        let third = lane.look(130, 20);
+        assert_eq!(
+            third,
+            Look {
+                blocked: 1,
+                held: true
+            }
+        );
+
+        lane.forget_looks();
+        assert!(!lane.look(140, 20).held, "its looks in a row start again");
+
+        stop.send(()).unwrap();
+        sleeper.join().unwrap();
+        lane.finished(&asleep);
+        lane.leave(&asleep);
+        assert_eq!(
+            lane.look(500, 20),
+            Look::default(),
             "the thread that left no longer counts"
         );
     }
