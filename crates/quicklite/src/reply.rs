@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -128,33 +128,56 @@ pub(crate) struct Answer<T> {
 }
 
 /// Waits for the answer on `rx`, passes on what came with it, and returns the caller's own result.
-pub(crate) async fn receive<T>(rx: oneshot::Receiver<Answer<T>>) -> Result<T> {
-    let Answer { result, relay } = Awaiting::new(rx, &WAITING, POLL_FOR)
+pub(crate) async fn receive<T>(rx: oneshot::Receiver<Answer<T>>, asked: Asked) -> Result<T> {
+    let Answer { result, relay } = Awaiting::new(rx, &WAITING, awake_limit(asked), POLL_FOR)
         .await
         .map_err(|_| Error::Closed)?;
     drop(relay);
     result
 }
 
-/// Callers of the whole process waiting for an answer.
+/// Callers of the whole process waiting for an answer, less those that stayed awake for [`POLL_FOR`] without one
+/// (they sleep until answered).
 static WAITING: AtomicUsize = AtomicUsize::new(0);
 
-/// How long a caller that waits alone keeps its task awake, polling for its answer, before it lets the task sleep:
-/// longer than most requests' round trips, a commit's included (docs/design.md, "Figures behind the design
-/// choices"). The price: a runtime thread kept busy, yielding to its other tasks, for up to this long per request
-/// while nothing else waits.
+/// How long a caller keeps its task awake, polling for its answer, before it lets the task sleep: longer than
+/// most requests' round trips, a commit's included (docs/design.md, "Figures behind the design choices").
 const POLL_FOR: Duration = Duration::from_micros(250);
 
+/// What a caller asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asked {
+    Read,
+    Write,
+}
+
+/// The most callers waiting at once for which a caller keeps its task awake. For a read, four per CPU: its answer
+/// comes from one of several reader threads, within microseconds. For a write, one per CPU: its answer comes after
+/// its group's commit on the one writer thread, whose CPU the callers kept awake would take. Past the limit answers
+/// come in batches, relayed from inside the runtime, and its threads are better left to the other tasks.
+fn awake_limit(asked: Asked) -> usize {
+    static CPUS: OnceLock<usize> = OnceLock::new();
+    let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    match asked {
+        Asked::Read => 4 * cpus,
+        Asked::Write => cpus,
+    }
+}
+
 /// A caller's wait for its answer. At low load, waking a sleeping runtime thread from a database thread costs more
-/// than the request itself (the kernel's scheduling latency, paid on every round trip). So while no other caller
-/// waits (`waiting` counts them), the task wakes itself after each poll, and its runtime polls it again as soon as
-/// its other tasks have had their turn, for a while ([`POLL_FOR`]); the database thread, spinning too, finds the next
-/// request before it sleeps. With others waiting, the task sleeps until answered and the runtime's threads serve
-/// the rest: under load the answers come in batches, and a runtime thread is busy anyway.
+/// than the request itself (the kernel's scheduling latency, paid on every round trip). So while few callers wait
+/// (`waiting` counts them, up to `awake_limit`), the task wakes itself after each poll, and its runtime polls it
+/// again as soon as its other tasks have had their turn, for up to `poll_for`; the database thread, spinning too,
+/// finds the next request before it sleeps. A caller still unanswered then (a long write) sleeps until answered
+/// and no longer counts. With more callers waiting, each sleeps until answered: the price of staying awake, a
+/// runtime thread kept busy, is then paid for nothing.
 struct Awaiting<T> {
     rx: oneshot::Receiver<Answer<T>>,
     since: Instant,
     waiting: &'static AtomicUsize,
+    /// Whether this caller is in `waiting`.
+    counted: bool,
+    awake_limit: usize,
     poll_for: Duration,
 }
 
@@ -162,6 +185,7 @@ impl<T> Awaiting<T> {
     fn new(
         rx: oneshot::Receiver<Answer<T>>,
         waiting: &'static AtomicUsize,
+        awake_limit: usize,
         poll_for: Duration,
     ) -> Awaiting<T> {
         waiting.fetch_add(1, Ordering::Relaxed);
@@ -169,13 +193,29 @@ impl<T> Awaiting<T> {
             rx,
             since: Instant::now(),
             waiting,
+            counted: true,
+            awake_limit,
             poll_for,
         }
     }
 
-    /// Whether the caller should stay awake: it is the only one waiting, and not for long yet.
-    fn stays_awake(&self) -> bool {
-        self.waiting.load(Ordering::Relaxed) == 1 && self.since.elapsed() < self.poll_for
+    /// Whether the caller should stay awake: few callers wait, and it has not waited long. One that has leaves the
+    /// count.
+    fn stays_awake(&mut self) -> bool {
+        if !self.counted {
+            return false;
+        }
+        if self.since.elapsed() >= self.poll_for {
+            self.leave();
+            return false;
+        }
+        self.waiting.load(Ordering::Relaxed) <= self.awake_limit
+    }
+
+    fn leave(&mut self) {
+        if std::mem::replace(&mut self.counted, false) {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -193,7 +233,7 @@ impl<T> Future for Awaiting<T> {
 
 impl<T> Drop for Awaiting<T> {
     fn drop(&mut self) {
-        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        self.leave();
     }
 }
 
@@ -238,7 +278,7 @@ mod tests {
     fn a_caller_waiting_alone_stays_awake_until_answered() {
         static WAITING: AtomicUsize = AtomicUsize::new(0);
         let (tx, rx) = oneshot::channel();
-        let mut awaiting = Awaiting::new(rx, &WAITING, FOREVER);
+        let mut awaiting = Awaiting::new(rx, &WAITING, 1, FOREVER);
         let wakes = Arc::new(Wakes::default());
 
         assert!(!poll(&mut awaiting, &wakes));
@@ -256,35 +296,54 @@ mod tests {
     }
 
     #[test]
-    fn a_caller_waiting_alone_sleeps_once_its_time_is_up_and_its_answer_wakes_it() {
+    fn a_caller_whose_time_is_up_sleeps_leaves_the_count_and_is_woken_by_its_answer() {
         static WAITING: AtomicUsize = AtomicUsize::new(0);
         let (tx, rx) = oneshot::channel();
-        let mut awaiting = Awaiting::new(rx, &WAITING, Duration::from_millis(1));
+        let mut awaiting = Awaiting::new(rx, &WAITING, 1, Duration::from_millis(1));
         let wakes = Arc::new(Wakes::default());
 
         std::thread::sleep(Duration::from_millis(2));
         assert!(!poll(&mut awaiting, &wakes));
         assert_eq!(wakes.0.load(Ordering::Relaxed), 0);
+        assert_eq!(
+            WAITING.load(Ordering::Relaxed),
+            0,
+            "a long wait does not keep others asleep"
+        );
+
+        // A caller that comes meanwhile is alone.
+        let (_other_tx, other_rx) = oneshot::channel::<Answer<u8>>();
+        let mut other = Awaiting::new(other_rx, &WAITING, 1, FOREVER);
+        assert!(!poll(&mut other, &wakes));
+        assert_eq!(wakes.0.load(Ordering::Relaxed), 1);
 
         tx.send(answer(7)).ok().unwrap();
-        assert_eq!(wakes.0.load(Ordering::Relaxed), 1, "the answer wakes it");
+        assert_eq!(wakes.0.load(Ordering::Relaxed), 2, "the answer wakes it");
         assert!(poll(&mut awaiting, &wakes));
+        drop((awaiting, other));
+        assert_eq!(WAITING.load(Ordering::Relaxed), 0);
     }
 
     #[test]
-    fn a_caller_sleeps_while_another_waits_and_stays_awake_once_alone() {
+    fn callers_stay_awake_up_to_the_limit_and_sleep_past_it() {
         static WAITING: AtomicUsize = AtomicUsize::new(0);
-        let (_tx, rx) = oneshot::channel::<Answer<u8>>();
-        let (_other_tx, other_rx) = oneshot::channel::<Answer<u8>>();
-        let mut awaiting = Awaiting::new(rx, &WAITING, FOREVER);
-        let other = Awaiting::new(other_rx, &WAITING, FOREVER);
+        let channels: Vec<_> = (0..3).map(|_| oneshot::channel::<Answer<u8>>()).collect();
+        let mut callers: Vec<_> = channels
+            .into_iter()
+            .map(|(tx, rx)| (tx, Awaiting::new(rx, &WAITING, 2, FOREVER)))
+            .collect();
         let wakes = Arc::new(Wakes::default());
 
-        assert!(!poll(&mut awaiting, &wakes));
-        assert_eq!(wakes.0.load(Ordering::Relaxed), 0);
+        assert!(!poll(&mut callers[0].1, &wakes));
+        assert_eq!(
+            wakes.0.load(Ordering::Relaxed),
+            0,
+            "three wait, two may stay awake"
+        );
 
-        drop(other);
-        assert!(!poll(&mut awaiting, &wakes));
+        let (_gone_tx, gone) = callers.pop().unwrap();
+        drop(gone);
+        assert!(!poll(&mut callers[0].1, &wakes));
         assert_eq!(wakes.0.load(Ordering::Relaxed), 1);
     }
 
@@ -292,7 +351,7 @@ mod tests {
     fn a_caller_that_gives_up_is_no_longer_counted() {
         static WAITING: AtomicUsize = AtomicUsize::new(0);
         let (_tx, rx) = oneshot::channel::<Answer<u8>>();
-        let awaiting = Awaiting::new(rx, &WAITING, FOREVER);
+        let awaiting = Awaiting::new(rx, &WAITING, 1, FOREVER);
         assert_eq!(WAITING.load(Ordering::Relaxed), 1);
         drop(awaiting);
         assert_eq!(WAITING.load(Ordering::Relaxed), 0);
@@ -302,6 +361,6 @@ mod tests {
     async fn a_closed_channel_is_an_error() {
         let (tx, rx) = oneshot::channel::<Answer<u8>>();
         drop(tx);
-        assert!(matches!(receive(rx).await, Err(Error::Closed)));
+        assert!(matches!(receive(rx, Asked::Read).await, Err(Error::Closed)));
     }
 }

@@ -20,7 +20,7 @@ use crate::config::{Config, QueueFull};
 use crate::engine::Shared;
 use crate::metrics::MetricsSnapshot;
 use crate::queue::{self, Sender, TrySendError};
-use crate::reply::{Answer, CallerThread, receive};
+use crate::reply::{Answer, Asked, CallerThread, receive};
 use crate::request::{Job, ReadRequest, WriteJob, WriteKind, WriteRequest};
 use crate::sched::Backend;
 use crate::sched::pool::Pool;
@@ -241,7 +241,7 @@ impl Database {
         };
         self.enqueue(&self.inner.read_tx, req, "read").await?;
         self.inner.backend.notify_read();
-        receive(rx).await
+        receive(rx, Asked::Read).await
     }
 
     /// Runs `f` on the writer thread inside a write transaction (begun `IMMEDIATE`), possibly together with other
@@ -339,7 +339,7 @@ impl Database {
         };
         self.enqueue(&self.inner.write_tx, req, "write").await?;
         self.inner.backend.notify_write();
-        receive(rx).await
+        receive(rx, Asked::Write).await
     }
 
     /// Puts a request on a queue: waits for room, or fails fast with [`Error::Overloaded`], as configured.
