@@ -66,7 +66,7 @@ impl Collector for RegistryCollector {
             ),
             (
                 "quicklite_registry_write_threads",
-                "Write threads now, those added while long writes held every one included.",
+                "Write threads now, those added while writes waited behind blocked ones included.",
                 m.write_threads as u64,
             ),
             (
@@ -108,7 +108,7 @@ impl Collector for RegistryCollector {
         let counters: [(&str, &str, u64); 5] = [
             (
                 "quicklite_registry_write_threads_added",
-                "Write threads added while long writes held every one.",
+                "Write threads added while writes waited behind blocked ones.",
                 m.write_threads_added,
             ),
             (

@@ -1,4 +1,4 @@
-//! A registry's write threads grow while blocked writes hold them all, and retire when idle. In a test binary of its
+//! A registry's write threads grow while writes wait behind blocked ones, and retire when idle. In a test binary of its
 //! own: the registry tests count the process's threads, which this one changes on purpose.
 
 use std::time::Duration;

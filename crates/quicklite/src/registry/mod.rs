@@ -83,7 +83,7 @@ impl std::fmt::Debug for Registry {
 pub struct RegistryMetrics {
     /// Threads of the pool when it started: its base.
     pub threads: usize,
-    /// Write threads now: the base write half, plus those added while long writes held every one.
+    /// Write threads now: the base write half, plus those added while writes waited behind blocked ones.
     pub write_threads: usize,
     /// Write threads added since the registry opened.
     pub write_threads_added: u64,

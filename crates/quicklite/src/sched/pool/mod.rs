@@ -63,7 +63,7 @@ pub(crate) struct Pool<D> {
     max_readers: usize,
     /// Reader connections open now.
     readers_open: AtomicUsize,
-    /// The write threads: their count grows while long writes hold them all.
+    /// The write threads: their count grows while writes wait behind threads blocked in long writes.
     pub(crate) write_lane: Arc<Lane>,
     epoch: Instant,
 }
