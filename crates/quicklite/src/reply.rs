@@ -129,7 +129,12 @@ pub(crate) struct Answer<T> {
 
 /// Waits for the answer on `rx`, passes on what came with it, and returns the caller's own result.
 pub(crate) async fn receive<T>(rx: oneshot::Receiver<Answer<T>>, asked: Asked) -> Result<T> {
-    let Answer { result, relay } = Awaiting::new(rx, &WAITING, awake_limit(asked), POLL_FOR)
+    let limits = Limits {
+        awake: awake_limit(asked),
+        yielding: cpus(),
+        poll_for: POLL_FOR,
+    };
+    let Answer { result, relay } = Awaiting::new(rx, &WAITING, limits)
         .await
         .map_err(|_| Error::Closed)?;
     drop(relay);
@@ -156,20 +161,37 @@ pub(crate) enum Asked {
 /// its group's commit on the one writer thread, whose CPU the callers kept awake would take. Past the limit answers
 /// come in batches, relayed from inside the runtime, and its threads are better left to the other tasks.
 fn awake_limit(asked: Asked) -> usize {
-    static CPUS: OnceLock<usize> = OnceLock::new();
-    let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     match asked {
-        Asked::Read => 4 * cpus,
-        Asked::Write => cpus,
+        Asked::Read => 4 * cpus(),
+        Asked::Write => cpus(),
     }
+}
+
+/// The CPUs this process may use.
+fn cpus() -> usize {
+    static CPUS: OnceLock<usize> = OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// When a caller stays awake, and how.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    /// The most callers waiting for which a caller stays awake.
+    awake: usize,
+    /// Past this many callers waiting, one that stays awake yields its thread's CPU at each poll.
+    yielding: usize,
+    /// How long a caller stays awake at most.
+    poll_for: Duration,
 }
 
 /// A caller's wait for its answer. At low load, waking a sleeping runtime thread from a database thread costs more
 /// than the request itself (the kernel's scheduling latency, paid on every round trip). So while few callers wait
 /// (`waiting` counts them, up to `awake_limit`), the task wakes itself after each poll, and its runtime polls it
 /// again as soon as its other tasks have had their turn, for up to `poll_for`; the database thread, spinning too,
-/// finds the next request before it sleeps. A caller still unanswered then (a long write) sleeps until answered
-/// and no longer counts. With more callers waiting, each sleeps until answered: the price of staying awake, a
+/// finds the next request before it sleeps. With more callers awake than CPUs, each also yields its thread's CPU
+/// at every poll: threads that tasks kept busy this way would otherwise hold the CPUs for whole time slices, and a
+/// database thread woken meanwhile (a writer's next task) would wait for one. A caller still unanswered after
+/// `poll_for` (a long write) sleeps until answered and no longer counts. With more callers waiting, each sleeps until answered: the price of staying awake, a
 /// runtime thread kept busy, is then paid for nothing.
 struct Awaiting<T> {
     rx: oneshot::Receiver<Answer<T>>,
@@ -177,16 +199,14 @@ struct Awaiting<T> {
     waiting: &'static AtomicUsize,
     /// Whether this caller is in `waiting`.
     counted: bool,
-    awake_limit: usize,
-    poll_for: Duration,
+    limits: Limits,
 }
 
 impl<T> Awaiting<T> {
     fn new(
         rx: oneshot::Receiver<Answer<T>>,
         waiting: &'static AtomicUsize,
-        awake_limit: usize,
-        poll_for: Duration,
+        limits: Limits,
     ) -> Awaiting<T> {
         waiting.fetch_add(1, Ordering::Relaxed);
         Awaiting {
@@ -194,22 +214,25 @@ impl<T> Awaiting<T> {
             since: Instant::now(),
             waiting,
             counted: true,
-            awake_limit,
-            poll_for,
+            limits,
         }
     }
 
-    /// Whether the caller should stay awake: few callers wait, and it has not waited long. One that has leaves the
-    /// count.
-    fn stays_awake(&mut self) -> bool {
+    /// Whether the caller should stay awake (few callers wait, and it has not waited long; one that has leaves the
+    /// count), and whether it should yield its thread's CPU meanwhile.
+    fn stays_awake(&mut self) -> Awake {
         if !self.counted {
-            return false;
+            return Awake::No;
         }
-        if self.since.elapsed() >= self.poll_for {
+        if self.since.elapsed() >= self.limits.poll_for {
             self.leave();
-            return false;
+            return Awake::No;
         }
-        self.waiting.load(Ordering::Relaxed) <= self.awake_limit
+        match self.waiting.load(Ordering::Relaxed) {
+            n if n > self.limits.awake => Awake::No,
+            n if n > self.limits.yielding => Awake::Yielding,
+            _ => Awake::Yes,
+        }
     }
 
     fn leave(&mut self) {
@@ -224,11 +247,27 @@ impl<T> Future for Awaiting<T> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let answer = Pin::new(&mut self.rx).poll(cx);
-        if answer.is_pending() && self.stays_awake() {
-            cx.waker().wake_by_ref();
+        if answer.is_pending() {
+            match self.stays_awake() {
+                Awake::No => {}
+                Awake::Yes => cx.waker().wake_by_ref(),
+                Awake::Yielding => {
+                    std::thread::yield_now();
+                    cx.waker().wake_by_ref();
+                }
+            }
         }
         answer
     }
+}
+
+/// Whether a caller stays awake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Awake {
+    No,
+    Yes,
+    /// Awake, yielding its thread's CPU at each poll.
+    Yielding,
 }
 
 impl<T> Drop for Awaiting<T> {
@@ -274,11 +313,20 @@ mod tests {
     /// Long enough for a test never to see it pass.
     const FOREVER: Duration = Duration::from_secs(3600);
 
+    /// Up to `awake` callers stay awake, for `poll_for`, never yielding.
+    fn limits(awake: usize, poll_for: Duration) -> Limits {
+        Limits {
+            awake,
+            yielding: usize::MAX,
+            poll_for,
+        }
+    }
+
     #[test]
     fn a_caller_waiting_alone_stays_awake_until_answered() {
         static WAITING: AtomicUsize = AtomicUsize::new(0);
         let (tx, rx) = oneshot::channel();
-        let mut awaiting = Awaiting::new(rx, &WAITING, 1, FOREVER);
+        let mut awaiting = Awaiting::new(rx, &WAITING, limits(1, FOREVER));
         let wakes = Arc::new(Wakes::default());
 
         assert!(!poll(&mut awaiting, &wakes));
@@ -299,7 +347,7 @@ mod tests {
     fn a_caller_whose_time_is_up_sleeps_leaves_the_count_and_is_woken_by_its_answer() {
         static WAITING: AtomicUsize = AtomicUsize::new(0);
         let (tx, rx) = oneshot::channel();
-        let mut awaiting = Awaiting::new(rx, &WAITING, 1, Duration::from_millis(1));
+        let mut awaiting = Awaiting::new(rx, &WAITING, limits(1, Duration::from_millis(1)));
         let wakes = Arc::new(Wakes::default());
 
         std::thread::sleep(Duration::from_millis(2));
@@ -313,7 +361,7 @@ mod tests {
 
         // A caller that comes meanwhile is alone.
         let (_other_tx, other_rx) = oneshot::channel::<Answer<u8>>();
-        let mut other = Awaiting::new(other_rx, &WAITING, 1, FOREVER);
+        let mut other = Awaiting::new(other_rx, &WAITING, limits(1, FOREVER));
         assert!(!poll(&mut other, &wakes));
         assert_eq!(wakes.0.load(Ordering::Relaxed), 1);
 
@@ -330,7 +378,7 @@ mod tests {
         let channels: Vec<_> = (0..3).map(|_| oneshot::channel::<Answer<u8>>()).collect();
         let mut callers: Vec<_> = channels
             .into_iter()
-            .map(|(tx, rx)| (tx, Awaiting::new(rx, &WAITING, 2, FOREVER)))
+            .map(|(tx, rx)| (tx, Awaiting::new(rx, &WAITING, limits(2, FOREVER))))
             .collect();
         let wakes = Arc::new(Wakes::default());
 
@@ -348,10 +396,28 @@ mod tests {
     }
 
     #[test]
+    fn callers_awake_past_the_cpus_yield_at_each_poll() {
+        static WAITING: AtomicUsize = AtomicUsize::new(0);
+        let limits = Limits {
+            awake: 4,
+            yielding: 2,
+            poll_for: FOREVER,
+        };
+        let channels: Vec<_> = (0..3).map(|_| oneshot::channel::<Answer<u8>>()).collect();
+        let mut callers: Vec<_> = channels
+            .into_iter()
+            .map(|(tx, rx)| (tx, Awaiting::new(rx, &WAITING, limits)))
+            .collect();
+        assert_eq!(callers[0].1.stays_awake(), Awake::Yielding);
+        drop(callers.pop());
+        assert_eq!(callers[0].1.stays_awake(), Awake::Yes);
+    }
+
+    #[test]
     fn a_caller_that_gives_up_is_no_longer_counted() {
         static WAITING: AtomicUsize = AtomicUsize::new(0);
         let (_tx, rx) = oneshot::channel::<Answer<u8>>();
-        let awaiting = Awaiting::new(rx, &WAITING, 1, FOREVER);
+        let awaiting = Awaiting::new(rx, &WAITING, limits(1, FOREVER));
         assert_eq!(WAITING.load(Ordering::Relaxed), 1);
         drop(awaiting);
         assert_eq!(WAITING.load(Ordering::Relaxed), 0);
