@@ -403,11 +403,7 @@ impl Builder {
             Profile::Server | Profile::Durable => Checkpointing::managed(),
         });
         checkpointing.validate()?;
-        let readers = self.readers.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        });
+        let readers = self.readers.unwrap_or_else(crate::util::cpus);
         Ok(Config {
             profile: self.profile,
             readers,

@@ -3,13 +3,13 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use crate::util::lock;
+use crate::util::{cpus, lock};
 use crate::{Error, Result};
 
 /// Sending a caller its answer, once the answer is decided.
@@ -165,12 +165,6 @@ fn awake_limit(asked: Asked) -> usize {
         Asked::Read => 4 * cpus(),
         Asked::Write => cpus(),
     }
-}
-
-/// The CPUs this process may use.
-fn cpus() -> usize {
-    static CPUS: OnceLock<usize> = OnceLock::new();
-    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// When a caller stays awake, and how.

@@ -151,9 +151,7 @@ impl RegistryBuilder {
                 dir.display()
             )));
         }
-        let threads = self
-            .threads
-            .unwrap_or_else(|| 2 * std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let threads = self.threads.unwrap_or_else(|| 2 * crate::util::cpus());
         // Half the threads serve writes and half reads (at least one each), so that slow writes cannot take
         // every thread from the reads.
         let write_threads = (threads / 2).max(1);

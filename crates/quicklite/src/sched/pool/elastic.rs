@@ -250,14 +250,16 @@ pub(crate) fn decide(seen: Seen, lane: (usize, usize)) -> Decision {
     let Seen {
         threads,
         queued,
+        queued_looks,
+        some_idle,
         look,
-        ..
+        idle_for,
     } = seen;
-    let waiting = queued > 0 && seen.queued_looks >= QUEUED_LOOKS && !seen.some_idle;
+    let waiting = queued > 0 && queued_looks >= QUEUED_LOOKS && !some_idle;
     if waiting && look.held && 2 * look.blocked > threads && threads < max {
         return Decision::Grow(queued.min(threads.max(1)).min(max - threads));
     }
-    if threads > base && seen.idle_for.is_some_and(|idle| idle >= RETIRE_AFTER) {
+    if threads > base && idle_for.is_some_and(|idle| idle >= RETIRE_AFTER) {
         return Decision::Retire;
     }
     Decision::Hold
