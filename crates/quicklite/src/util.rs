@@ -4,14 +4,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread::JoinHandle;
 
-/// Locks `m`, also after a thread panicked while holding it: every lock of the crate guards state that a panic
-/// cannot leave half-updated (user closures never run under one).
 /// The CPUs this process may use (1 where the system cannot tell), read once.
 pub(crate) fn cpus() -> usize {
     static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
+/// Locks `m`, also after a thread panicked while holding it: every lock of the crate guards state that a panic
+/// cannot leave half-updated (user closures never run under one).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
