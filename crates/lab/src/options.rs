@@ -197,6 +197,7 @@ impl BenchOptions {
                     ..variant(catalog::HTTP, "per-request")
                 },
                 // Seed 002: ns/op and allocations per operation, one cycle at a time.
+                serial(catalog::QUEUE, catalog::CEILING),
                 serial(catalog::QUEUE, "direct-blocking"),
                 serial(catalog::QUEUE, "tokio-rusqlite"),
                 serial(catalog::QUEUE, "quicklite"),

@@ -154,9 +154,39 @@ fn the_ceiling_reads_and_writes_on_plain_connections() {
     assert!(result["writes"]["ops"].as_u64().unwrap() > 0, "{result}");
 
     let dir = tempfile::tempdir().unwrap();
-    let result = run(&tiny_cell("ceiling", "queue", dir.path()));
+    let result = run(&tiny_cell("ceiling", "orm", dir.path()));
     let failure = result["failure"].as_str().unwrap();
-    assert!(failure.contains("not for queue"), "{failure}");
+    assert!(failure.contains("not for orm"), "{failure}");
+}
+
+#[test]
+fn the_ceiling_runs_queue_cycles_and_leaves_no_job_claimed() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_cell("ceiling", "queue", dir.path()));
+    assert_eq!(
+        (&result["failure"], &result["errors"]),
+        (&Value::Null, &Value::from(0)),
+        "{result}"
+    );
+    let operations = result["operations"].as_array().unwrap();
+    let cycles = operations
+        .iter()
+        .find(|op| op["name"] == "cycle")
+        .and_then(|op| op["stats"]["ops"].as_u64())
+        .unwrap();
+    assert!(cycles > 0, "{result}");
+    // Each cycle published a job and acknowledged the one it claimed: the backlog is as seeded, none claimed.
+    let conn = rusqlite::Connection::open(dir.path().join("queue.db")).unwrap();
+    let (jobs, claimed): (i64, i64) = conn
+        .query_row("SELECT count(*), count(claimed_by) FROM jobs", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(claimed, 0);
+    let seeded = tiny_cell("ceiling", "queue", dir.path())["rows"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(jobs, seeded, "{result}");
 }
 
 #[test]

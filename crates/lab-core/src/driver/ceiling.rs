@@ -6,7 +6,8 @@
 //! read transaction, its writes in one write transaction — the threads take turns at writing behind a plain mutex
 //! rather than SQLite's busy handler, each drawing and reading its next batch while another commits. Every
 //! operation of a batch completes when its transaction does, and counts (as for client tasks) if that is inside
-//! the window.
+//! the window. The queue's cycles go the same way, a step at a time: a batch's jobs published in one write
+//! transaction, as many claimed in the next, the claimed ones acknowledged in a third.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -14,9 +15,11 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use super::client_loop::store;
+use super::queue::{QUEUE_OPERATIONS, now_ms, operations};
 use super::window::{Window, WindowedRun};
+use crate::alloc;
 use crate::cell::Cell;
-use crate::data::NewItem;
+use crate::data::{self, NewItem, NewJob};
 use crate::measurement::Measurement;
 use crate::rng::Rng;
 use crate::stats::{OpKind, StatsSink};
@@ -34,6 +37,15 @@ pub enum CeilingWrite {
         /// Added to its value.
         delta: i64,
     },
+    /// [`crate::sql::PUBLISH`].
+    Publish(NewJob),
+    /// [`crate::sql::ACK`] of job `id`, claimed by `owner`: an error unless it deletes that job.
+    Ack {
+        /// The job.
+        id: i64,
+        /// The worker that claimed it.
+        owner: i64,
+    },
 }
 
 /// A connection of the ceiling, owned by one of its threads.
@@ -44,14 +56,19 @@ pub trait CeilingConnection: Send + 'static {
 
     /// Each of `writes` in one write transaction (a lone write may run on its own), committed before it returns.
     fn writes(&mut self, writes: &[CeilingWrite]) -> Result<()>;
+
+    /// [`crate::sql::CLAIM`] for each of `owners` (at `now_ms`) in one write transaction (a lone claim may run on
+    /// its own), committed before it returns: the ids claimed, in order; an error if the queue ran dry.
+    fn claims(&mut self, owners: &[i64], now_ms: i64) -> Result<Vec<i64>>;
 }
 
 /// The workloads the ceiling is defined for: single-row operations on one database.
-pub const CEILING_WORKLOADS: [Workload; 4] = [
+pub const CEILING_WORKLOADS: [Workload; 5] = [
     Workload::PointRead,
     Workload::Insert,
     Workload::Mixed,
     Workload::WriteRead,
+    Workload::Queue,
 ];
 
 /// Runs `cell` as the ceiling: `open` gives each thread its connection (all opened before the warm-up begins).
@@ -80,19 +97,26 @@ where
     let run = WindowedRun::begin(cell)?;
     let writing = Arc::new(Mutex::new(()));
     for (thread, conn) in connections.into_iter().enumerate() {
-        let plan = Plan {
-            workload,
-            rows: cell.rows.max(1) as i64,
-            batch,
-            rng: Rng::derive(cell.seed, thread as u64),
-        };
         let (window, stats, writing) = (run.window, run.stats.clone(), writing.clone());
-        std::thread::Builder::new()
-            .name(format!("lab-ceiling-{thread}"))
-            .spawn(move || plan.run(conn, window, &stats, &writing))
-            .context("cannot start a ceiling thread")?;
+        let thread_named = std::thread::Builder::new().name(format!("lab-ceiling-{thread}"));
+        let started = if workload == Workload::Queue {
+            let plan = QueuePlan::new(cell, thread, batch);
+            thread_named.spawn(move || plan.run(conn, window, &stats, &writing))
+        } else {
+            let plan = Plan {
+                workload,
+                rows: cell.rows.max(1) as i64,
+                batch,
+                rng: Rng::derive(cell.seed, thread as u64),
+            };
+            thread_named.spawn(move || plan.run(conn, window, &stats, &writing))
+        };
+        started.context("cannot start a ceiling thread")?;
     }
-    let (measurement, _) = run.finish_with(Some(1), Some(1)).await?;
+    let (mut measurement, total) = run.finish_with(Some(1), Some(1)).await?;
+    if workload == Workload::Queue {
+        measurement.operations = operations(&total, measurement.wall_secs, &Default::default());
+    }
     Ok(measurement)
 }
 
@@ -168,6 +192,93 @@ impl Plan {
     }
 }
 
+/// What one ceiling thread runs for the queue: batches of cycles, each step of a batch in one transaction.
+struct QueuePlan {
+    /// The workers of this thread's batch (distinct across threads, as the client tasks' are).
+    owners: Vec<i64>,
+    /// The payload of every job, drawn once as each client task draws its own.
+    payload: std::sync::Arc<str>,
+}
+
+impl QueuePlan {
+    fn new(cell: &Cell, thread: usize, batch: usize) -> QueuePlan {
+        let first = (thread * batch) as i64 + 1;
+        let mut rng = Rng::derive(cell.seed, thread as u64);
+        QueuePlan {
+            owners: (first..first + batch as i64).collect(),
+            payload: rng.text(data::JOB_PAYLOAD_LEN).into(),
+        }
+    }
+
+    /// Batches back to back until the window ends, the whole batch in one turn at writing.
+    fn run<C: CeilingConnection>(
+        self,
+        mut conn: C,
+        window: Window,
+        stats: &StatsSink,
+        writing: &Mutex<()>,
+    ) {
+        let mut writes = Vec::with_capacity(self.owners.len());
+        loop {
+            let started = Instant::now();
+            if started >= window.end {
+                return;
+            }
+            let outcome = match writing.lock() {
+                Ok(_turn) => self.batch(&mut conn, &mut writes),
+                Err(_) => Err(anyhow::anyhow!("another ceiling thread panicked")),
+            };
+            let done = Instant::now();
+            if !window.counts(done) {
+                continue;
+            }
+            alloc::uncounted(|| {
+                stats.with(|stats| match outcome {
+                    Ok(steps) => {
+                        for _ in &self.owners {
+                            for (name, took) in QUEUE_OPERATIONS.iter().zip(steps) {
+                                stats.record_named(name, took.as_nanos() as u64);
+                            }
+                            stats.record_named("cycle", (done - started).as_nanos() as u64);
+                        }
+                    }
+                    Err(e) => stats.record_error(format!("{e:#}")),
+                })
+            });
+        }
+    }
+
+    /// One batch: every owner publishes a job, claims the oldest unclaimed one and acknowledges it, a step per
+    /// transaction; how long each step took.
+    fn batch<C: CeilingConnection>(
+        &self,
+        conn: &mut C,
+        writes: &mut Vec<CeilingWrite>,
+    ) -> Result<[std::time::Duration; 3]> {
+        let t0 = Instant::now();
+        writes.clear();
+        writes.extend(self.owners.iter().map(|_| {
+            CeilingWrite::Publish(NewJob {
+                payload: self.payload.clone(),
+                created_at: now_ms(),
+            })
+        }));
+        conn.writes(writes)?;
+        let t1 = Instant::now();
+        let ids = conn.claims(&self.owners, now_ms())?;
+        let t2 = Instant::now();
+        writes.clear();
+        writes.extend(
+            ids.iter()
+                .zip(&self.owners)
+                .map(|(&id, &owner)| CeilingWrite::Ack { id, owner }),
+        );
+        conn.writes(writes)?;
+        let t3 = Instant::now();
+        Ok([t1 - t0, t2 - t1, t3 - t2])
+    }
+}
+
 /// Records the `count` operations of a transaction that began at `started` and has just ended with `outcome`.
 fn finish(
     stats: &StatsSink,
@@ -237,6 +348,10 @@ mod tests {
                 .fetch_add(writes.len() as u64, Ordering::Relaxed);
             Ok(())
         }
+
+        fn claims(&mut self, _: &[i64], _: i64) -> Result<Vec<i64>> {
+            unreachable!("no queue here")
+        }
     }
 
     async fn run(workload: &str, concurrency: u32) -> (Measurement, Arc<Shared>) {
@@ -277,6 +392,9 @@ mod tests {
                 assert!(writes.iter().all(|w| matches!(w, CeilingWrite::Insert(_))));
                 self.0.fetch_max(writes.len() as u64, Ordering::Relaxed);
                 Ok(())
+            }
+            fn claims(&mut self, _: &[i64], _: i64) -> Result<Vec<i64>> {
+                unreachable!("inserts only")
             }
         }
         let mut cell = sample_cell("insert", "ceiling");
@@ -319,12 +437,121 @@ mod tests {
 
     #[tokio::test]
     async fn workloads_without_a_ceiling_are_refused() {
-        let cell = sample_cell("queue", "ceiling");
+        let cell = sample_cell("orm", "ceiling");
         let err = drive_ceiling(&cell, || -> Result<Counting> { unreachable!() })
             .await
             .unwrap_err()
             .to_string();
-        assert!(err.contains("not for queue"), "{err}");
+        assert!(err.contains("not for orm"), "{err}");
+    }
+
+    /// A queue in memory, shared by the ceiling's threads: jobs by id, with their owner once claimed.
+    #[derive(Default)]
+    struct Jobs {
+        next: i64,
+        jobs: std::collections::BTreeMap<i64, Option<i64>>,
+        /// The largest batch of each step: publish, claim, ack.
+        largest: [usize; 3],
+        acked: u64,
+    }
+
+    struct Queue(Arc<Mutex<Jobs>>);
+
+    impl CeilingConnection for Queue {
+        fn reads(&mut self, _: &[i64]) -> Result<()> {
+            unreachable!("the queue only writes")
+        }
+
+        fn writes(&mut self, writes: &[CeilingWrite]) -> Result<()> {
+            let mut q = self.0.lock().unwrap();
+            for write in writes {
+                match write {
+                    CeilingWrite::Publish(_) => {
+                        q.next += 1;
+                        let id = q.next;
+                        q.jobs.insert(id, None);
+                        q.largest[0] = q.largest[0].max(writes.len());
+                    }
+                    CeilingWrite::Ack { id, owner } => {
+                        if q.jobs.remove(id) != Some(Some(*owner)) {
+                            bail!("job {id} was not claimed by {owner}");
+                        }
+                        q.acked += 1;
+                        q.largest[2] = q.largest[2].max(writes.len());
+                    }
+                    other => panic!("not a queue write: {other:?}"),
+                }
+            }
+            Ok(())
+        }
+
+        fn claims(&mut self, owners: &[i64], _: i64) -> Result<Vec<i64>> {
+            let mut q = self.0.lock().unwrap();
+            q.largest[1] = q.largest[1].max(owners.len());
+            owners
+                .iter()
+                .map(|&owner| {
+                    let (&id, claimed) = q
+                        .jobs
+                        .iter_mut()
+                        .find(|(_, claimed)| claimed.is_none())
+                        .context("claim found no unclaimed job")?;
+                    *claimed = Some(owner);
+                    Ok(id)
+                })
+                .collect()
+        }
+    }
+
+    #[tokio::test]
+    async fn queue_cycles_go_a_step_per_transaction_for_the_whole_batch() {
+        let mut cell = sample_cell("queue", "ceiling");
+        cell.concurrency = 16;
+        let jobs = Arc::new(Mutex::new(Jobs::default()));
+        let shared = jobs.clone();
+        let m = drive_ceiling(&cell, move || Ok(Queue(shared.clone())))
+            .await
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(m.errors, 0, "{:?}", m.error_samples);
+        let names: Vec<&str> = m.operations.iter().map(|op| op.name.as_str()).collect();
+        assert_eq!(names, QUEUE_OPERATIONS);
+        let cycles = m.operations[3].stats.ops;
+        assert!(cycles > 0 && cycles % 16 == 0, "{cycles} cycles");
+        let jobs = jobs.lock().unwrap();
+        assert_eq!(jobs.largest, [16; 3]);
+        assert!(
+            jobs.acked >= cycles,
+            "{} acked, {cycles} counted",
+            jobs.acked
+        );
+        // Every claimed job was acknowledged by its owner: none is left claimed between batches.
+        assert!(jobs.jobs.values().all(Option::is_none));
+    }
+
+    #[tokio::test]
+    async fn a_queue_that_runs_dry_counts_errors() {
+        struct Dry;
+        impl CeilingConnection for Dry {
+            fn reads(&mut self, _: &[i64]) -> Result<()> {
+                unreachable!("the queue only writes")
+            }
+            fn writes(&mut self, _: &[CeilingWrite]) -> Result<()> {
+                Ok(())
+            }
+            fn claims(&mut self, _: &[i64], _: i64) -> Result<Vec<i64>> {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+                bail!("claim found no unclaimed job")
+            }
+        }
+        let cell = sample_cell("queue", "ceiling");
+        let m = drive_ceiling(&cell, || Ok(Dry)).await.unwrap();
+        assert!(m.errors > 0);
+        assert_eq!(m.operations[3].stats.ops, 0);
+        assert_eq!(
+            m.error_samples,
+            vec!["claim found no unclaimed job".to_owned()]
+        );
     }
 
     #[tokio::test]
@@ -336,6 +563,9 @@ mod tests {
                 bail!("disk I/O error")
             }
             fn writes(&mut self, _: &[CeilingWrite]) -> Result<()> {
+                unreachable!("point reads only")
+            }
+            fn claims(&mut self, _: &[i64], _: i64) -> Result<Vec<i64>> {
                 unreachable!("point reads only")
             }
         }

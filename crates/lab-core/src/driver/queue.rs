@@ -16,13 +16,13 @@ use crate::data::{self, NewJob};
 use crate::measurement::Measurement;
 use crate::result::NamedOp;
 use crate::rng::Rng;
-use crate::stats::StatsSink;
+use crate::stats::{StatsSink, TaskStats};
 
 /// Queue cycles run one at a time after the window, with allocations counted around each operation.
 pub const QUEUE_PROBE_CYCLES: u64 = 1_000;
 
 /// The names of the queue's operations, in report order.
-const QUEUE_OPERATIONS: [&str; 4] = ["publish", "claim", "ack", "cycle"];
+pub(super) const QUEUE_OPERATIONS: [&str; 4] = ["publish", "claim", "ack", "cycle"];
 
 /// Runs a `queue` cell: one client task per `concurrency` (worker ids from 1), then, once every task has stopped,
 /// the allocation probe; each operation is reported by name.
@@ -48,8 +48,19 @@ pub(super) async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<
         task.await.context("a queue client task panicked")?;
     }
     let probe = probe(&*approach, cell.seed).await?;
-    let named = total.named_stats(measurement.wall_secs);
-    measurement.operations = QUEUE_OPERATIONS
+    measurement.operations = operations(&total, measurement.wall_secs, &probe);
+    Ok(measurement)
+}
+
+/// The queue's operations in report order: their statistics in `total`, and their allocations from `probe` (none
+/// where it has none).
+pub(super) fn operations(
+    total: &TaskStats,
+    wall_secs: f64,
+    probe: &BTreeMap<&'static str, AllocCount>,
+) -> Vec<NamedOp> {
+    let named = total.named_stats(wall_secs);
+    QUEUE_OPERATIONS
         .iter()
         .map(|name| {
             let stats = named
@@ -65,12 +76,11 @@ pub(super) async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<
                 alloc_bytes_per_op: per_op.map(|c| c.bytes as f64 / QUEUE_PROBE_CYCLES as f64),
             }
         })
-        .collect();
-    Ok(measurement)
+        .collect()
 }
 
 /// Milliseconds since the Unix epoch, for job creation and claim times.
-fn now_ms() -> i64 {
+pub(super) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)

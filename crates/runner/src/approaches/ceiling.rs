@@ -2,7 +2,7 @@
 //! one transaction and writes grouped per commit ([`quicklite_lab_core::drive_ceiling`]) — no async at all, for the
 //! tables' "% of ceiling".
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use quicklite_lab_core::{CeilingConnection, CeilingWrite, Cell, Environment, Knobs, Workload};
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -52,6 +52,8 @@ impl CeilingConnection for Ceiling {
         let write = |conn: &Connection, write: &CeilingWrite| match write {
             CeilingWrite::Insert(item) => ops::insert(conn, item),
             CeilingWrite::Update { id, delta } => ops::update(conn, *id, *delta),
+            CeilingWrite::Publish(job) => ops::publish(conn, job),
+            CeilingWrite::Ack { id, owner } => ops::ack(conn, *id, *owner),
         };
         if let [one] = writes {
             return Ok(write(&self.conn, one)?);
@@ -63,5 +65,23 @@ impl CeilingConnection for Ceiling {
             write(&txn, w)?;
         }
         Ok(txn.commit()?)
+    }
+
+    fn claims(&mut self, owners: &[i64], now_ms: i64) -> Result<Vec<i64>> {
+        let claim = |conn: &Connection, owner: i64| {
+            ops::claim(conn, owner, now_ms)?.context("claim found no unclaimed job")
+        };
+        if let [owner] = owners {
+            return Ok(vec![claim(&self.conn, *owner)?]);
+        }
+        let txn = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let ids = owners
+            .iter()
+            .map(|&owner| claim(&txn, owner))
+            .collect::<Result<Vec<_>>>()?;
+        txn.commit()?;
+        Ok(ids)
     }
 }
