@@ -232,6 +232,53 @@ both_backends! {
     }
 }
 
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_short_wal_is_kept_when_idle_and_the_next_write_appends_to_it(backend) {
+        let checkpointing = Checkpointing::Managed {
+            passive_at_frames: 400,
+            restart_at_frames: 4000,
+            reader_wait: Duration::from_secs(2),
+            truncate_when_idle: Some(Duration::from_millis(50)),
+        };
+        let db = common::open(backend, move |b| b.checkpointing(checkpointing)).await;
+        db.execute_batch("CREATE TABLE log (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            db.execute("INSERT INTO log (body) VALUES (randomblob(300))", ())
+                .await
+                .unwrap();
+        }
+        let short = db.metrics().wal_bytes;
+        assert!(short > 0);
+        // Idle for many times `truncate_when_idle` (and a registry's housekeeping tick): a few frames stay, so the
+        // next write appends to them instead of starting the WAL over (and syncing its header).
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let m = db.metrics();
+        assert_eq!((m.wal_bytes, m.checkpoints), (short, 0), "{m:#?}");
+        db.execute("INSERT INTO log (body) VALUES (randomblob(300))", ())
+            .await
+            .unwrap();
+        assert!(db.metrics().wal_bytes > short);
+
+        // A quarter of the PASSIVE threshold and more: truncated once idle, as before (which shows the wait above
+        // was long enough to see it happen).
+        for _ in 0..40 {
+            db.execute("INSERT INTO log (body) VALUES (randomblob(3000))", ())
+                .await
+                .unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while db.metrics().wal_bytes > 0 {
+            assert!(Instant::now() < deadline, "the WAL was never truncated");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(count(&db, "log").await, 44);
+        db.close().await;
+    }
+}
+
 /// Inserts increasing ids from 4 tasks until told to stop; every id whose insert was acknowledged goes into
 /// `acked`.
 fn spawn_writers(

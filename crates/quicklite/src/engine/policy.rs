@@ -11,6 +11,11 @@ const BACK_OFF_FIRST: Duration = Duration::from_secs(1);
 
 /// The longest wait between two checkpoints that wait for readers, while they keep giving up.
 const BACK_OFF_MAX: Duration = Duration::from_secs(64);
+
+/// An idle writer leaves a WAL shorter than the `PASSIVE` threshold divided by this as it is. Truncating it would
+/// make the next write start the WAL over, and SQLite syncs a new WAL's header (and, the first time, its directory)
+/// even under `synchronous=NORMAL`: a database written every few seconds would pay fsyncs on every write.
+const SHORT_WAL_DIVISOR: u32 = 4;
 /// The checkpoint modes the writer uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -53,6 +58,9 @@ pub(crate) struct Policy {
     last_frames: u32,
     /// Whether anything was written since the WAL was last truncated.
     dirty: bool,
+    /// Whether the last checkpoint copied every frame back and nothing was committed since: the next commit
+    /// starts the WAL over whether it is truncated or not.
+    copied_back: bool,
     /// Checkpoints in a row that gave up waiting for readers.
     reader_give_ups: u32,
     /// No checkpoint waits for readers before this (after give-ups).
@@ -78,6 +86,7 @@ impl Policy {
                 next_restart: restart_at_frames,
                 last_frames: 0,
                 dirty: false,
+                copied_back: false,
                 reader_give_ups: 0,
                 wait_again_at: None,
                 deferring: false,
@@ -89,6 +98,7 @@ impl Policy {
     /// The checkpoint to run after a commit that left `frames` frames in the WAL at `now`, if any.
     pub(crate) fn after_commit(&mut self, frames: u32, now: Instant) -> Option<Mode> {
         self.dirty = true;
+        self.copied_back = false;
         if frames < self.last_frames {
             // The WAL started over: count from its new beginning.
             self.next_passive = self.passive_at;
@@ -128,6 +138,7 @@ impl Policy {
     /// Takes a checkpoint's outcome, at `now`, into account.
     pub(crate) fn checkpointed(&mut self, mode: Mode, outcome: &Outcome, now: Instant) {
         let frames = u32::try_from(outcome.log_frames.max(0)).unwrap_or(u32::MAX);
+        self.copied_back = !outcome.busy;
         if mode.waits_for_readers() {
             if outcome.busy {
                 self.reader_give_ups = self.reader_give_ups.saturating_add(1);
@@ -162,9 +173,11 @@ impl Policy {
     }
 
     /// How long the writer may wait for a request, at `now`, before truncating the WAL, if it should (not before
-    /// the back-off after give-ups has passed; never while deferring to another checkpointer).
+    /// the back-off after give-ups has passed; never while deferring to another checkpointer, nor while the next
+    /// write would append to a short WAL: see [`SHORT_WAL_DIVISOR`]).
     pub(crate) fn idle_wait(&self, now: Instant) -> Option<Duration> {
-        if self.deferring || !self.dirty {
+        let short = !self.copied_back && self.last_frames < self.passive_at / SHORT_WAL_DIVISOR;
+        if self.deferring || !self.dirty || short {
             return None;
         }
         let idle = self.truncate_when_idle?;
@@ -245,16 +258,38 @@ mod tests {
     #[test]
     fn truncating_leaves_nothing_to_do_when_idle() {
         let mut p = policy();
-        p.after_commit_now(10);
+        p.after_commit_now(30);
         p.checkpointed_now(Mode::Truncate, &outcome(false, 0, 0));
         assert_eq!(p.idle_wait(Instant::now()), None);
-        p.after_commit_now(1);
-        p.checkpointed_now(Mode::Truncate, &outcome(true, 1, 0));
+        p.after_commit_now(30);
+        p.checkpointed_now(Mode::Truncate, &outcome(true, 30, 0));
         assert_eq!(
             p.idle_wait(Instant::now()),
             Some(Duration::from_secs(1)),
             "retried later"
         );
+    }
+
+    #[test]
+    fn a_short_wal_is_left_as_it_is_when_idle() {
+        let mut p = policy();
+        // A quarter of the PASSIVE threshold (100 frames here) is short.
+        assert_eq!(p.after_commit_now(3), None);
+        assert_eq!(p.idle_wait(Instant::now()), None, "3 frames are kept");
+        assert_eq!(p.after_commit_now(24), None);
+        assert_eq!(p.idle_wait(Instant::now()), None, "24 frames are kept");
+        assert_eq!(p.after_commit_now(25), None);
+        assert_eq!(p.idle_wait(Instant::now()), Some(Duration::from_secs(1)));
+        // The WAL started over (a checkpoint the next commit found complete): short again.
+        assert_eq!(p.after_commit_now(2), None);
+        assert_eq!(p.idle_wait(Instant::now()), None);
+        // Copied back whole, it starts over at the next write anyway: truncating it then costs that write nothing.
+        p.checkpointed_now(Mode::Passive, &outcome(false, 2, 2));
+        assert_eq!(p.idle_wait(Instant::now()), Some(Duration::from_secs(1)));
+        // One that a reader held back leaves the short WAL to be appended to.
+        assert_eq!(p.after_commit_now(3), None);
+        p.checkpointed_now(Mode::Passive, &outcome(true, 3, 2));
+        assert_eq!(p.idle_wait(Instant::now()), None);
     }
 
     #[test]
