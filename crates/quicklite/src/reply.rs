@@ -184,14 +184,12 @@ struct Limits {
 /// again as soon as its other tasks have had their turn, for up to `poll_for`; the database thread, spinning too,
 /// finds the next request before it sleeps. With more callers awake than CPUs, each also yields its thread's CPU
 /// at every poll: threads that tasks kept busy this way would otherwise hold the CPUs for whole time slices, and a
-/// database thread woken meanwhile (a writer's next task) would wait for one. A caller still unanswered `poll_for`
-/// after it first stayed awake (a long write) sleeps until answered and no longer counts. With more callers
-/// waiting, each sleeps until answered: the price of staying awake, a runtime thread kept busy, is then paid for
-/// nothing — and so is the clock, which a caller reads only while it may stay awake.
+/// database thread woken meanwhile (a writer's next task) would wait for one. A caller still unanswered after
+/// `poll_for` (a long write) sleeps until answered and no longer counts. With more callers waiting, each sleeps until answered: the price of staying awake, a
+/// runtime thread kept busy, is then paid for nothing.
 struct Awaiting<T> {
     rx: oneshot::Receiver<Answer<T>>,
-    /// When it first stayed awake.
-    since: Option<Instant>,
+    since: Instant,
     waiting: &'static AtomicUsize,
     /// Whether this caller is in `waiting`.
     counted: bool,
@@ -207,7 +205,7 @@ impl<T> Awaiting<T> {
         waiting.fetch_add(1, Ordering::Relaxed);
         Awaiting {
             rx,
-            since: None,
+            since: Instant::now(),
             waiting,
             counted: true,
             limits,
@@ -220,17 +218,15 @@ impl<T> Awaiting<T> {
         if !self.counted {
             return Awake::No;
         }
-        let awake = match self.waiting.load(Ordering::Relaxed) {
-            n if n > self.limits.awake => return Awake::No,
-            n if n > self.limits.yielding => Awake::Yielding,
-            _ => Awake::Yes,
-        };
-        let now = Instant::now();
-        if now - *self.since.get_or_insert(now) >= self.limits.poll_for {
+        if self.since.elapsed() >= self.limits.poll_for {
             self.leave();
             return Awake::No;
         }
-        awake
+        match self.waiting.load(Ordering::Relaxed) {
+            n if n > self.limits.awake => Awake::No,
+            n if n > self.limits.yielding => Awake::Yielding,
+            _ => Awake::Yes,
+        }
     }
 
     fn leave(&mut self) {
@@ -347,16 +343,10 @@ mod tests {
         let (tx, rx) = oneshot::channel();
         let mut awaiting = Awaiting::new(rx, &WAITING, limits(1, Duration::from_millis(1)));
         let wakes = Arc::new(Wakes::default());
-        assert!(!poll(&mut awaiting, &wakes));
-        assert_eq!(wakes.0.load(Ordering::Relaxed), 1, "awake at first");
 
         std::thread::sleep(Duration::from_millis(2));
         assert!(!poll(&mut awaiting, &wakes));
-        assert_eq!(
-            wakes.0.load(Ordering::Relaxed),
-            1,
-            "asleep once its time is up"
-        );
+        assert_eq!(wakes.0.load(Ordering::Relaxed), 0);
         assert_eq!(
             WAITING.load(Ordering::Relaxed),
             0,
@@ -367,10 +357,10 @@ mod tests {
         let (_other_tx, other_rx) = oneshot::channel::<Answer<u8>>();
         let mut other = Awaiting::new(other_rx, &WAITING, limits(1, FOREVER));
         assert!(!poll(&mut other, &wakes));
-        assert_eq!(wakes.0.load(Ordering::Relaxed), 2);
+        assert_eq!(wakes.0.load(Ordering::Relaxed), 1);
 
         tx.send(answer(7)).ok().unwrap();
-        assert_eq!(wakes.0.load(Ordering::Relaxed), 3, "the answer wakes it");
+        assert_eq!(wakes.0.load(Ordering::Relaxed), 2, "the answer wakes it");
         assert!(poll(&mut awaiting, &wakes));
         drop((awaiting, other));
         assert_eq!(WAITING.load(Ordering::Relaxed), 0);
