@@ -16,6 +16,7 @@ const BACK_OFF_MAX: Duration = Duration::from_secs(64);
 /// make the next write start the WAL over, and SQLite syncs a new WAL's header (and, the first time, its directory)
 /// even under `synchronous=NORMAL`: a database written every few seconds would pay fsyncs on every write.
 const SHORT_WAL_DIVISOR: u32 = 4;
+
 /// The checkpoint modes the writer uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
