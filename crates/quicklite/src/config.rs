@@ -168,7 +168,8 @@ pub enum Checkpointing {
     /// Checkpoints after the group whose commit crossed a threshold has its answers:
     /// a `PASSIVE` checkpoint (never waits) once the WAL holds `passive_at_frames` frames — for a
     /// [`Database`](crate::Database) on a thread and connection of its own, so that the writer goes on committing
-    /// meanwhile (a registry's databases run it on their pool thread); a `RESTART` checkpoint
+    /// meanwhile (a registry's databases on a short-lived thread and connection each, a few at a time in the
+    /// process); a `RESTART` checkpoint
     /// (waits up to `reader_wait` for readers to leave the WAL, then starts it over) once it holds
     /// `restart_at_frames`, which bounds the WAL; and a `TRUNCATE` checkpoint (the `-wal` file back to zero bytes)
     /// when no write has arrived for `truncate_when_idle` — unless the WAL is short (under a quarter of

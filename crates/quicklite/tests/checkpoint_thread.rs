@@ -72,3 +72,64 @@ async fn passive_checkpoints_run_on_a_thread_of_their_own_that_ends_with_the_dat
         .unwrap();
     assert_eq!(n, 2000);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registrys_passive_checkpoints_run_beside_its_writes_and_end_with_it() {
+    let db = common::open(common::Backend::Registry, |b| {
+        b.checkpointing(Checkpointing::Managed {
+            passive_at_frames: 20,
+            // Far away: every checkpoint of this test is a PASSIVE one.
+            restart_at_frames: 1_000_000,
+            reader_wait: Duration::from_secs(1),
+            truncate_when_idle: None,
+        })
+    })
+    .await;
+    db.execute_batch("CREATE TABLE log (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+        .await
+        .unwrap();
+    let mut writers = Vec::new();
+    let mut most = 0;
+    for _ in 0..8 {
+        let db = db.db.clone();
+        writers.push(tokio::spawn(async move {
+            for _ in 0..250 {
+                db.execute("INSERT INTO log (body) VALUES (randomblob(1000))", ())
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    // The checkpoints run on threads of their own, a few at a time, while the writes go on.
+    while writers.iter().any(|w| !w.is_finished()) {
+        most = most.max(threads_named("quicklite-rckpt"));
+        tokio::task::yield_now().await;
+    }
+    for w in writers {
+        w.await.unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while db.metrics().checkpoints == 0 {
+        assert!(Instant::now() < deadline, "no checkpoint ran");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let m = db.metrics();
+    assert_eq!(m.checkpoint_errors, 0, "{m:#?}");
+    println!(
+        "{} checkpoints, at most {most} checkpoint threads seen at once",
+        m.checkpoints
+    );
+    // Each lives for a connection's opening and a checkpoint's fsyncs: dozens of them are not all missed.
+    assert!(most >= 1, "no checkpoint thread seen");
+    assert!(
+        most <= 1,
+        "{most} checkpoint threads at once for one database"
+    );
+    assert_eq!(count(&db, "log").await, 2000);
+    db.close().await;
+    assert_eq!(
+        threads_named("quicklite-rckpt"),
+        0,
+        "none outlives the database"
+    );
+}

@@ -23,6 +23,7 @@ use crate::queue::{self, Receiver, Sender, Taken, TrySendError};
 use crate::util::lock;
 
 pub(crate) mod actor;
+mod checkpoints;
 pub(crate) mod elastic;
 mod evict;
 mod roles;

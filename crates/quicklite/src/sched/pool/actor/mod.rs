@@ -17,6 +17,7 @@ use crate::engine::write::{Close, Writer};
 use crate::queue;
 use crate::request::{ReadRequest, WriteRequest};
 use crate::sched::pool::Pool;
+use crate::sched::pool::checkpoints::CheckpointsBeside;
 use crate::sched::pool::roles::Roles;
 use crate::sched::pool::task::{PooledDatabase, Task};
 use crate::util::{companion, lock};
@@ -292,8 +293,16 @@ impl Actor {
             self.write_rx.clone(),
             first,
         )?;
+        let mut writer = opened.writer;
+        if writer.manages_checkpoints() && writer.file().is_some() {
+            writer.hand_passive_checkpoints_to(Box::new(CheckpointsBeside::new(
+                &self.path,
+                &self.config,
+                self.shared.clone(),
+            )));
+        }
         let open = OpenWriter {
-            writer: opened.writer,
+            writer,
             reads: BatchedReads::new(self.read_rx.clone(), &self.config, &self.shared),
         };
         Ok((open, opened.pragmas))
