@@ -2,10 +2,10 @@
 //! connection of its own, a bounded number at a time in the process.
 //!
 //! A checkpoint copies the WAL back into the database and syncs both files; run inside the database's write task, it
-//! held that database's next write for as long (4–5 ms, at times 150 ms or more on a busy disk). A `PASSIVE`
-//! checkpoint takes no lock a writer needs, so the writes go on beside it, as beside a standalone database's
-//! checkpoint thread. A registry serves thousands of databases on a bounded pool, so these threads are few and
-//! short-lived rather than one per database.
+//! held that database's next write for as long as the disk took (docs/design.md). A `PASSIVE` checkpoint takes no
+//! lock a writer needs, so the writes go on beside it, as beside a standalone database's checkpoint thread. A
+//! registry serves thousands of databases on a bounded pool, so these threads are few and short-lived rather than
+//! one per database.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
