@@ -18,17 +18,49 @@ fn threads_named(name: &str) -> usize {
         .count()
 }
 
+/// The managed policy with a `PASSIVE` checkpoint every 20 frames and no other.
+fn passive_only() -> Checkpointing {
+    Checkpointing::Managed {
+        passive_at_frames: 20,
+        // Far away: every checkpoint of these tests is a PASSIVE one.
+        restart_at_frames: 1_000_000,
+        reader_wait: Duration::from_secs(1),
+        truncate_when_idle: None,
+    }
+}
+
+/// 8 tasks inserting 250 rows of 1000 bytes each into `log`: about 500 pages, a checkpoint asked for every 20
+/// frames of growth.
+fn spawn_writers(db: &Database) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..8)
+        .map(|_| {
+            let db = db.clone();
+            tokio::spawn(async move {
+                for _ in 0..250 {
+                    db.execute("INSERT INTO log (body) VALUES (randomblob(1000))", ())
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect()
+}
+
+/// The metrics once a checkpoint has finished (polled; the deadline only turns a hang into a failure).
+async fn checkpointed(db: &Database) -> quicklite::MetricsSnapshot {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while db.metrics().checkpoints == 0 {
+        assert!(Instant::now() < deadline, "no checkpoint ran");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    db.metrics()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn passive_checkpoints_run_on_a_thread_of_their_own_that_ends_with_the_database() {
     let t = temp_db();
     let db = Database::builder(&t.path)
-        .checkpointing(Checkpointing::Managed {
-            passive_at_frames: 20,
-            // Far away: every checkpoint of this test is a PASSIVE one.
-            restart_at_frames: 1_000_000,
-            reader_wait: Duration::from_secs(1),
-            truncate_when_idle: None,
-        })
+        .checkpointing(passive_only())
         .open()
         .await
         .unwrap();
@@ -36,27 +68,10 @@ async fn passive_checkpoints_run_on_a_thread_of_their_own_that_ends_with_the_dat
         .await
         .unwrap();
     assert_eq!(threads_named("quicklite-ckpt"), 1);
-    let mut writers = Vec::new();
-    for _ in 0..8 {
-        let db = db.clone();
-        writers.push(tokio::spawn(async move {
-            for _ in 0..250 {
-                db.execute("INSERT INTO log (body) VALUES (randomblob(1000))", ())
-                    .await
-                    .unwrap();
-            }
-        }));
-    }
-    for w in writers {
+    for w in spawn_writers(&db) {
         w.await.unwrap();
     }
-    // About 500 pages written: the writer asked for a checkpoint every 20 frames of growth.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while db.metrics().checkpoints == 0 {
-        assert!(Instant::now() < deadline, "no checkpoint ran");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let m = db.metrics();
+    let m = checkpointed(&db).await;
     assert_eq!(m.checkpoint_errors, 0, "{m:#?}");
     assert_eq!(count(&db, "log").await, 2000);
     db.close().await.unwrap();
@@ -76,30 +91,14 @@ async fn passive_checkpoints_run_on_a_thread_of_their_own_that_ends_with_the_dat
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_registrys_passive_checkpoints_run_beside_its_writes_and_end_with_it() {
     let db = common::open(common::Backend::Registry, |b| {
-        b.checkpointing(Checkpointing::Managed {
-            passive_at_frames: 20,
-            // Far away: every checkpoint of this test is a PASSIVE one.
-            restart_at_frames: 1_000_000,
-            reader_wait: Duration::from_secs(1),
-            truncate_when_idle: None,
-        })
+        b.checkpointing(passive_only())
     })
     .await;
     db.execute_batch("CREATE TABLE log (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
         .await
         .unwrap();
-    let mut writers = Vec::new();
+    let writers = spawn_writers(&db);
     let mut most = 0;
-    for _ in 0..8 {
-        let db = db.db.clone();
-        writers.push(tokio::spawn(async move {
-            for _ in 0..250 {
-                db.execute("INSERT INTO log (body) VALUES (randomblob(1000))", ())
-                    .await
-                    .unwrap();
-            }
-        }));
-    }
     // The checkpoints run on threads of their own, a few at a time, while the writes go on.
     while writers.iter().any(|w| !w.is_finished()) {
         most = most.max(threads_named("quicklite-rckpt"));
@@ -108,12 +107,7 @@ async fn a_registrys_passive_checkpoints_run_beside_its_writes_and_end_with_it()
     for w in writers {
         w.await.unwrap();
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while db.metrics().checkpoints == 0 {
-        assert!(Instant::now() < deadline, "no checkpoint ran");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let m = db.metrics();
+    let m = checkpointed(&db).await;
     assert_eq!(m.checkpoint_errors, 0, "{m:#?}");
     println!(
         "{} checkpoints, at most {most} checkpoint threads seen at once",
