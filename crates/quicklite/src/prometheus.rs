@@ -113,7 +113,7 @@ impl Collector for RegistryCollector {
             ),
             (
                 "quicklite_registry_write_threads_retired",
-                "Added write threads retired once idle.",
+                "Added write threads retired once no longer needed.",
                 m.write_threads_retired,
             ),
             (

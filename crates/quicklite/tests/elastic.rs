@@ -100,3 +100,77 @@ async fn writes_that_block_every_write_thread_do_not_starve_the_other_databases(
     }
     registry.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn added_threads_retire_while_short_writes_go_on() {
+    let registry = RegistryBuilder::temporary()
+        .threads(2)
+        .max_write_threads(16)
+        .open()
+        .await
+        .unwrap();
+    // Eight databases whose writes block until the gate opens: the lane grows for them.
+    let gate = Gate::default();
+    let mut slow = Vec::new();
+    for i in 0..8 {
+        let db = registry.get(&format!("slow-{i}")).await.unwrap();
+        db.execute_batch("CREATE TABLE t (x INTEGER)")
+            .await
+            .unwrap();
+        let gate = gate.clone();
+        slow.push(tokio::spawn(async move {
+            db.write(move |conn| {
+                conn.execute("INSERT INTO t VALUES (1)", [])?;
+                gate.wait();
+                Ok(())
+            })
+            .await
+        }));
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while registry.metrics().write_threads < 6 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the lane did not grow: {:?}",
+            registry.metrics()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    gate.open();
+    for task in slow {
+        task.await.unwrap().unwrap();
+    }
+    // One database written one short write after another: at some look a write is queued, at another every thread
+    // may be busy, and on average about one thread is. The threads added for the long writes retire all the same.
+    let fast = registry.get("fast").await.unwrap();
+    fast.execute_batch("CREATE TABLE t (x INTEGER)")
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut written = 0_i64;
+    let shrunk = loop {
+        fast.execute("INSERT INTO t VALUES (?1)", (written,))
+            .await
+            .unwrap();
+        written += 1;
+        let m = registry.metrics();
+        if m.write_threads <= 3 {
+            break m;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "added write threads never retired while writes went on: {m:?}"
+        );
+    };
+    assert!(shrunk.write_threads_peak >= 6, "{shrunk:?}");
+    assert!(
+        shrunk.write_threads_retired + 3 >= shrunk.write_threads_added,
+        "{shrunk:?}"
+    );
+    let n: i64 = fast
+        .query_row("SELECT count(*) FROM t", (), |r| r.get(0))
+        .await
+        .unwrap();
+    assert_eq!(n, written);
+    registry.close().await.unwrap();
+}

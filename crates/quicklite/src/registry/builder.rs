@@ -67,7 +67,8 @@ impl RegistryBuilder {
     /// writes cannot starve reads. By default, twice the available cores. A thread is busy for as long as one group
     /// of writes or one batch of reads takes; while other writes wait behind write threads most of which are blocked
     /// (asleep in a closure or waiting for the disk, one of them for 20 ms and more), the registry adds write
-    /// threads (up to [`max_write_threads`]), and retires them one by one once the lane has been idle for a second.
+    /// threads (up to [`max_write_threads`]), and retires them one by one while fewer than half of them have been
+    /// busy over the last second.
     ///
     /// [`max_write_threads`]: RegistryBuilder::max_write_threads
     pub fn threads(mut self, n: usize) -> Self {

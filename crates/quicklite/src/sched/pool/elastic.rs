@@ -12,11 +12,14 @@
 //! faster with more threads beside them; blocked ones leave their CPUs idle. The rule asks for most threads
 //! blocked, not all held: at a hundred databases writing one long write after another, some thread has always just
 //! started its next write, so a lane that waited for every thread to be held would stop growing short of what the
-//! writes need, and the rest of the writes would wait. When the lane has had threads idle and nothing queued for
-//! [`RETIRE_AFTER`], it retires the extra ones, one per tick, by queueing a
-//! [`Task::Retire`](super::task::Task::Retire) that the next free thread takes and exits on. The base threads never
-//! go.
+//! writes need, and the rest of the writes would wait. When, over the last [`RETIRE_AFTER`], the lane's threads
+//! were on average busy for fewer than half of them (less one), it retires the extra ones, one per tick, by queueing
+//! a [`Task::Retire`](super::task::Task::Retire) that the next free thread takes and exits on. The base threads never
+//! go. The average, not a moment of idleness: a lane that serves steady short writes always has a task queued at
+//! some look and every thread busy at another, and would otherwise keep for good the threads a burst of long writes
+//! made it add.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, Weak};
@@ -41,8 +44,11 @@ const BLOCKED_LOOKS: u32 = 3;
 /// looks needs no more of them.
 const QUEUED_LOOKS: u32 = 3;
 
-/// How long the lane must have had an idle thread and nothing queued before extra threads retire.
+/// The span over which the lane's busy threads are averaged before extra threads retire.
 const RETIRE_AFTER: Duration = Duration::from_secs(1);
+
+/// Looks (one per [`TICK`]) that make up [`RETIRE_AFTER`].
+const LOOKS_PER_AVERAGE: usize = (RETIRE_AFTER.as_millis() / TICK.as_millis()) as usize;
 
 /// One thread of the lane: its current task, and where the kernel reports its state.
 #[derive(Debug, Default)]
@@ -227,8 +233,8 @@ pub(crate) struct Seen {
     pub(crate) some_idle: bool,
     /// Its threads, when it looked at them (only with tasks queued).
     pub(crate) look: Look,
-    /// How long the lane has had an idle thread and nothing queued.
-    pub(crate) idle_for: Option<Duration>,
+    /// Threads busy on average over the last [`RETIRE_AFTER`]; `None` until the supervisor has looked that long.
+    pub(crate) mean_busy: Option<f64>,
 }
 
 /// What the supervisor decides on one look.
@@ -244,7 +250,8 @@ pub(crate) enum Decision {
 
 /// The supervisor's rule, apart from its clock and threads so that it can be tested alone: grow when tasks have
 /// waited for several looks behind threads most of which are blocked, one of them for long; retire an extra thread
-/// after `RETIRE_AFTER` of idleness.
+/// while the threads busy on average over the last `RETIRE_AFTER`, doubled and one added, are fewer than the lane
+/// has.
 pub(crate) fn decide(seen: Seen, lane: (usize, usize)) -> Decision {
     let (base, max) = lane;
     let Seen {
@@ -253,16 +260,55 @@ pub(crate) fn decide(seen: Seen, lane: (usize, usize)) -> Decision {
         queued_looks,
         some_idle,
         look,
-        idle_for,
+        mean_busy,
     } = seen;
     let waiting = queued > 0 && queued_looks >= QUEUED_LOOKS && !some_idle;
     if waiting && look.held && 2 * look.blocked > threads && threads < max {
         return Decision::Grow(queued.min(threads.max(1)).min(max - threads));
     }
-    if threads > base && idle_for.is_some_and(|idle| idle >= RETIRE_AFTER) {
+    if threads > base && mean_busy.is_some_and(|busy| 2.0 * busy + 1.0 < threads as f64) {
         return Decision::Retire;
     }
     Decision::Hold
+}
+
+/// The lane's busy threads, one sample per [`TICK`], averaged over the last [`RETIRE_AFTER`].
+#[derive(Debug, Default)]
+struct BusyAverage {
+    samples: VecDeque<usize>,
+    sum: usize,
+    last: Option<Instant>,
+}
+
+impl BusyAverage {
+    /// Takes `busy` as the sample of the tick that ends at `now`. Looks closer together than a tick (the supervisor
+    /// is also woken when a task starts with every thread busy) are skipped, so that busy moments do not weigh
+    /// more; after a gap of several ticks (the supervisor slept: the lane had its base and an idle thread) the
+    /// samples start over.
+    fn record(&mut self, now: Instant, busy: usize) {
+        if let Some(last) = self.last {
+            let since = now.saturating_duration_since(last);
+            if since < TICK {
+                return;
+            }
+            if since > 4 * TICK {
+                self.samples.clear();
+                self.sum = 0;
+            }
+        }
+        self.last = Some(now);
+        self.samples.push_back(busy);
+        self.sum += busy;
+        if self.samples.len() > LOOKS_PER_AVERAGE {
+            self.sum -= self.samples.pop_front().unwrap_or(0);
+        }
+    }
+
+    /// The threads busy on average over the last [`RETIRE_AFTER`]; `None` until sampled that long.
+    fn mean(&self) -> Option<f64> {
+        (self.samples.len() == LOOKS_PER_AVERAGE)
+            .then(|| self.sum as f64 / LOOKS_PER_AVERAGE as f64)
+    }
 }
 
 /// The supervisor: runs until the pool stops, then joins the threads it started.
@@ -273,7 +319,7 @@ pub(crate) fn supervise<D: PooledDatabase>(
     stalls: Receiver<()>,
 ) {
     let mut started: Vec<JoinHandle<()>> = Vec::new();
-    let mut idle_since: Option<Instant> = None;
+    let mut busy = BusyAverage::default();
     let mut queued_looks = 0;
     loop {
         let watching = lane.threads.load(Ordering::SeqCst) > lane.base || !lane.some_idle();
@@ -289,11 +335,7 @@ pub(crate) fn supervise<D: PooledDatabase>(
         let threads = lane.threads.load(Ordering::SeqCst);
         let queued = tasks.len();
         let some_idle = lane.some_idle();
-        let idle = queued == 0 && some_idle;
-        if !idle {
-            idle_since = None;
-        }
-        let idle_for = idle.then(|| idle_since.get_or_insert_with(Instant::now).elapsed());
+        busy.record(Instant::now(), lane.busy.load(Ordering::SeqCst));
         // The threads are looked at (a read of the kernel's state each) only while tasks wait, and then at every
         // tick, so that "blocked at looks in a row" means what it says.
         let look = if queued > 0 {
@@ -312,7 +354,7 @@ pub(crate) fn supervise<D: PooledDatabase>(
             queued_looks,
             some_idle,
             look,
-            idle_for,
+            mean_busy: busy.mean(),
         };
         match decide(seen, (lane.base, lane.max)) {
             Decision::Grow(n) => {
@@ -366,7 +408,7 @@ mod tests {
                 blocked,
                 held: true,
             },
-            idle_for: None,
+            mean_busy: None,
         }
     }
 
@@ -419,18 +461,52 @@ mod tests {
     }
 
     #[test]
-    fn extra_threads_retire_after_a_second_of_idleness_and_the_base_stays() {
+    fn extra_threads_retire_while_fewer_than_half_were_busy_over_a_second_and_the_base_stays() {
         let lane = (2, 8);
-        let idle = |threads, ms| Seen {
+        let quiet = |threads, busy| Seen {
             threads,
             some_idle: true,
-            idle_for: Some(Duration::from_millis(ms)),
+            mean_busy: busy,
             ..Seen::default()
         };
-        assert_eq!(decide(idle(6, 200), lane), Decision::Hold);
-        assert_eq!(decide(idle(6, 1_000), lane), Decision::Retire);
-        assert_eq!(decide(idle(3, 5_000), lane), Decision::Retire);
-        assert_eq!(decide(idle(2, 5_000), lane), Decision::Hold);
+        // Not looked at for a second yet.
+        assert_eq!(decide(quiet(6, None), lane), Decision::Hold);
+        // Idle, or one short write at a time, whether or not a task was queued at some look.
+        assert_eq!(decide(quiet(6, Some(0.0)), lane), Decision::Retire);
+        assert_eq!(decide(quiet(6, Some(1.2)), lane), Decision::Retire);
+        let queued_at_times = Seen {
+            queued: 1,
+            queued_looks: 1,
+            ..quiet(6, Some(1.2))
+        };
+        assert_eq!(decide(queued_at_times, lane), Decision::Retire);
+        // Most of them busy: they are kept.
+        assert_eq!(decide(quiet(6, Some(2.5)), lane), Decision::Hold);
+        assert_eq!(decide(quiet(6, Some(5.9)), lane), Decision::Hold);
+        // Never below the base.
+        assert_eq!(decide(quiet(3, Some(0.0)), lane), Decision::Retire);
+        assert_eq!(decide(quiet(2, Some(0.0)), lane), Decision::Hold);
+    }
+
+    #[test]
+    fn the_busy_average_takes_a_sample_per_tick_over_a_second_and_starts_over_after_a_gap() {
+        let mut busy = BusyAverage::default();
+        let t0 = Instant::now();
+        let at = |ticks: u32| t0 + TICK * ticks;
+        for tick in 0..LOOKS_PER_AVERAGE as u32 - 1 {
+            busy.record(at(tick), if tick % 2 == 0 { 4 } else { 0 });
+        }
+        assert_eq!(busy.mean(), None, "not a second yet");
+        // A wake-up between two ticks, with every thread busy, is not a sample.
+        busy.record(at(LOOKS_PER_AVERAGE as u32 - 2) + TICK / 2, 100);
+        busy.record(at(LOOKS_PER_AVERAGE as u32 - 1), 0);
+        assert_eq!(busy.mean(), Some(2.0));
+        // The oldest sample leaves as a new one comes.
+        busy.record(at(LOOKS_PER_AVERAGE as u32), 0);
+        assert_eq!(busy.mean(), Some(2.0 - 4.0 / LOOKS_PER_AVERAGE as f64));
+        // After a gap of many ticks it starts over.
+        busy.record(at(LOOKS_PER_AVERAGE as u32 + 100), 1);
+        assert_eq!(busy.mean(), None);
     }
 
     #[test]
