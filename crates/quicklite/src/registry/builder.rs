@@ -108,8 +108,9 @@ impl RegistryBuilder {
     /// written at the same moment holds one connection: its database and WAL files and the shared-memory file,
     /// three file descriptors. A read that finds the writer busy opens a reader connection (two more) if this
     /// budget allows, and otherwise waits for the writer's turn to end. With a budget, the file descriptors of a
-    /// registry stay under `3 × max_open + 2 × max_reader_connections`. By default, no budget: every open database
-    /// may open its reader connections.
+    /// registry stay under `3 × max_open + 2 × max_reader_connections`, plus two for each `PASSIVE` checkpoint
+    /// running (each on a connection of its own, at most two per CPU at once in the process). By default, no
+    /// budget: every open database may open its reader connections.
     pub fn max_reader_connections(mut self, n: usize) -> Self {
         self.max_reader_connections = Some(n);
         self

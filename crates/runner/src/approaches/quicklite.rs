@@ -35,7 +35,8 @@ const FILES_PER_READER: u64 = 2;
 /// 128 100% with 2.05k reads/s.
 const OPEN_WHEN_CYCLING: u64 = 128;
 
-/// File descriptors left for everything else: standard streams, the runtime, SQLite's temporary files.
+/// File descriptors left for everything else: standard streams, the runtime, SQLite's temporary files, the
+/// registry's `PASSIVE` checkpoints (two each, at most two per CPU at once).
 const RESERVED_FILES: u64 = 256;
 
 /// Databases whose `Registry::get` (which opens them) runs at once while the approach is set up.
