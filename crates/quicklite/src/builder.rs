@@ -35,6 +35,7 @@ pub struct Builder {
     path: PathBuf,
     profile: Profile,
     readers: Option<usize>,
+    read_thread_nice: u8,
     overrides: Vec<(String, String)>,
     busy_timeout: Option<Duration>,
     open_flags: OpenFlags,
@@ -83,6 +84,7 @@ impl Builder {
             path: path.to_path_buf(),
             profile: Profile::Server,
             readers: None,
+            read_thread_nice: 0,
             overrides: Vec::new(),
             busy_timeout: None,
             open_flags: OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -120,6 +122,16 @@ impl Builder {
     /// By default, the number of available cores.
     pub fn readers(mut self, n: usize) -> Self {
         self.readers = Some(n);
+        self
+    }
+
+    /// How many steps of CPU priority (nice values, on Linux; elsewhere ignored) the reader threads run below the
+    /// writer thread, which keeps the priority of the thread that opened the database. By default 0: alike. With a
+    /// few steps, a writer that wakes while reads keep every core busy gets a core sooner, and the reads give up some
+    /// of their throughput for it. A registry's read threads serve all its databases and take
+    /// [`RegistryBuilder::read_thread_nice`](crate::RegistryBuilder::read_thread_nice) instead.
+    pub fn read_thread_nice(mut self, nice: u8) -> Self {
+        self.read_thread_nice = nice;
         self
     }
 
@@ -407,6 +419,7 @@ impl Builder {
         Ok(Config {
             profile: self.profile,
             readers,
+            read_thread_nice: self.read_thread_nice,
             pragmas,
             open_flags: self.open_flags,
             write_queue_capacity: self.write_queue_capacity,

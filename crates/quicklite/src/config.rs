@@ -131,6 +131,8 @@ pub enum QueueFull {
 pub(crate) struct Config {
     pub(crate) profile: Profile,
     pub(crate) readers: usize,
+    /// CPU priority steps of the reader threads below the writer's.
+    pub(crate) read_thread_nice: u8,
     /// The profile's PRAGMAs with the overrides applied, in application order.
     pub(crate) pragmas: Vec<(String, String)>,
     pub(crate) open_flags: OpenFlags,

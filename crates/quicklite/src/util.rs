@@ -41,6 +41,24 @@ pub(crate) fn spawn(
     std::thread::Builder::new().name(name.into()).spawn(f)
 }
 
+/// Lowers the calling thread's CPU priority by `nice` steps below the one it was started with (its nice value, on
+/// Linux, where it is the thread's own); elsewhere nothing. A thread may always lower its own priority, never raise
+/// it back without privilege. A failure is logged and the thread runs on as it was.
+pub(crate) fn lower_own_priority(nice: u8) {
+    if nice == 0 {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::process::{getpriority_process, setpriority_process};
+        let lowered = getpriority_process(None)
+            .and_then(|now| setpriority_process(None, (now + i32::from(nice)).min(19)));
+        if let Err(e) = lowered {
+            tracing::debug!(error = %e, "could not lower a thread's priority");
+        }
+    }
+}
+
 thread_local! {
     /// The flag of a pool thread that watches its work ([`watch_blocking_work`]); `None` on other threads.
     static BLOCKING_WORK: std::cell::RefCell<Option<std::sync::Arc<std::sync::atomic::AtomicBool>>> =

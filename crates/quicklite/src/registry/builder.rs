@@ -11,7 +11,7 @@ use crate::registry::{Configure, Registry, RegistryInner};
 use crate::sched::pool::actor::Actor;
 use crate::sched::pool::elastic::{Lane, supervise};
 use crate::sched::pool::{Pool, run_pool_thread};
-use crate::util::{lock, spawn};
+use crate::util::{lock, lower_own_priority, spawn};
 use crate::{Builder, Error, Result};
 
 /// Options of a [`Registry`]. Made by [`Registry::builder`].
@@ -20,6 +20,7 @@ pub struct RegistryBuilder {
     dir: PathBuf,
     threads: Option<usize>,
     max_write_threads: usize,
+    read_thread_nice: u8,
     max_open: usize,
     max_reader_connections: Option<usize>,
     idle_timeout: Duration,
@@ -34,6 +35,7 @@ impl std::fmt::Debug for RegistryBuilder {
             .field("dir", &self.dir)
             .field("threads", &self.threads)
             .field("max_write_threads", &self.max_write_threads)
+            .field("read_thread_nice", &self.read_thread_nice)
             .field("max_open", &self.max_open)
             .field("max_reader_connections", &self.max_reader_connections)
             .field("idle_timeout", &self.idle_timeout)
@@ -55,6 +57,7 @@ impl RegistryBuilder {
             dir: dir.to_path_buf(),
             threads: None,
             max_write_threads: 256,
+            read_thread_nice: 0,
             max_open: 128,
             max_reader_connections: None,
             idle_timeout: Duration::from_secs(30),
@@ -73,6 +76,18 @@ impl RegistryBuilder {
     /// [`max_write_threads`]: RegistryBuilder::max_write_threads
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = Some(n);
+        self
+    }
+
+    /// How many steps of CPU priority (nice values, on Linux; elsewhere ignored) the read threads run below the write
+    /// threads, which keep the priority of the thread that opened the registry. By default 0: both lanes alike.
+    /// When reads keep every core busy, a few steps (3, say) have the kernel give a write thread that wakes (at its
+    /// commit, at the end of a sleep inside the transaction, for a database's next write) a core sooner, so that
+    /// writes, which each database runs one after another, keep their pace; the reads give up some of their
+    /// throughput for it, to the application's own threads as well as to the writes (docs/design.md has the
+    /// lab's figures).
+    pub fn read_thread_nice(mut self, nice: u8) -> Self {
+        self.read_thread_nice = nice;
         self
     }
 
@@ -187,7 +202,9 @@ impl RegistryBuilder {
         }
         for i in 0..read_threads {
             let tasks = read_tasks.clone();
+            let nice = self.read_thread_nice;
             handles.push(spawn(format!("quicklite-read-{i}"), move || {
+                lower_own_priority(nice);
                 run_pool_thread(tasks, None)
             })?);
         }

@@ -17,7 +17,7 @@ use crate::engine::write::{Close, Writer};
 use crate::queue::{Receiver, Taken};
 use crate::reply::RELAY_GRACE;
 use crate::request::{ReadRequest, WriteRequest};
-use crate::util::{lock, spawn};
+use crate::util::{lock, lower_own_priority, spawn};
 use crate::{Error, Result};
 
 /// The threads serving one database.
@@ -97,6 +97,7 @@ impl Threads {
             let guard = AliveGuard::new(&count);
             handles.push(spawn(format!("quicklite-reader-{i}"), move || {
                 let _alive = guard;
+                lower_own_priority(config.read_thread_nice);
                 match Reader::open(&path, &config, &shared, rx) {
                     Ok(reader) => {
                         let _ = ready.send(Ok(()));

@@ -1,0 +1,92 @@
+//! Read threads run below the write threads' CPU priority by as many nice steps as they are told, in a registry and
+//! in a standalone database. In a test binary of its own: it looks at every thread of the process by name.
+#![cfg(target_os = "linux")]
+
+use quicklite::RegistryBuilder;
+
+/// The nice values of this process's threads whose kernel name starts with `prefix`.
+fn nice_values(prefix: &str) -> Vec<i32> {
+    let mut values = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let dir = task.unwrap().path();
+        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
+            continue; // the thread just ended
+        };
+        if !comm.starts_with(prefix) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
+            continue;
+        };
+        // `tid (comm) state …`: the nice value is the 19th field, the 17th after the name.
+        let (_, rest) = stat.rsplit_once(')').unwrap();
+        values.push(rest.split_whitespace().nth(16).unwrap().parse().unwrap());
+    }
+    values
+}
+
+/// Opens a registry of one write and one read thread with `nice` (the default if `None`), reads once (so the read
+/// thread has started and set its priority), and returns the write and read threads' nice values.
+async fn nice_of_lanes(nice: Option<u8>) -> (Vec<i32>, Vec<i32>) {
+    let mut builder = RegistryBuilder::temporary().threads(2);
+    if let Some(nice) = nice {
+        builder = builder.read_thread_nice(nice);
+    }
+    let registry = builder.open().await.unwrap();
+    let db = registry.get("db").await.unwrap();
+    db.execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1)")
+        .await
+        .unwrap();
+    let x: i64 = db
+        .query_row("SELECT x FROM t", (), |r| r.get(0))
+        .await
+        .unwrap();
+    assert_eq!(x, 1);
+    let lanes = (
+        nice_values("quicklite-write"),
+        nice_values("quicklite-read"),
+    );
+    drop(db);
+    registry.close().await.unwrap();
+    lanes
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_threads_run_below_the_write_threads_priority_when_told_to_in_both_backends() {
+    let (write, read) = nice_of_lanes(None).await;
+    assert_eq!(write.len(), 1, "{write:?}");
+    assert_eq!(read, write, "by default");
+
+    let (write, read) = nice_of_lanes(Some(3)).await;
+    assert_eq!(
+        read,
+        vec![(write[0] + 3).min(19)],
+        "with read_thread_nice(3)"
+    );
+
+    let (write, read) = nice_of_lanes(Some(7)).await;
+    assert_eq!(read, vec![(write[0] + 7).min(19)]);
+
+    // A standalone database, after the registries: the kernel shows its writer (`quicklite-writer`) by the first 15
+    // bytes, as a registry's write threads (`quicklite-write-N`).
+    for nice in [0, 3] {
+        let db = quicklite::Builder::temporary()
+            .readers(2)
+            .read_thread_nice(nice)
+            .open()
+            .await
+            .unwrap();
+        // The reader threads have started (and set their priority) once the database is open.
+        let (writer, readers) = (
+            nice_values("quicklite-write"),
+            nice_values("quicklite-reade"),
+        );
+        assert_eq!(writer.len(), 1, "{writer:?}");
+        assert_eq!(
+            readers,
+            vec![(writer[0] + i32::from(nice)).min(19); 2],
+            "read_thread_nice({nice})"
+        );
+        db.close().await.unwrap();
+    }
+}
