@@ -39,6 +39,7 @@ pub const THROUGHPUT_APPROACHES: &[&str] = &[
     "async-sqlite",
     "quicklite",
     "quicklite-timeouts",
+    "quicklite-writes-first",
 ];
 
 /// The workload with many databases, paced writers and JOIN readers (seed 004).
@@ -86,8 +87,9 @@ pub const SERVER_APPROACHES: &[&str] = &["postgres"];
 
 /// Variants of an approach, measured only when named: `quicklite-timeouts` is quicklite with a read and a write
 /// timeout on every request (`Builder::read_timeout`, `Builder::write_timeout`), none of them met, for the cost
-/// of keeping deadlines against `quicklite` in the same run.
-pub const VARIANT_APPROACHES: &[&str] = &["quicklite-timeouts"];
+/// of keeping deadlines against `quicklite` in the same run; `quicklite-writes-first` is quicklite with its read
+/// threads three nice steps below its write threads (`read_thread_nice(3)`).
+pub const VARIANT_APPROACHES: &[&str] = &["quicklite-timeouts", "quicklite-writes-first"];
 
 /// Whether `name` is an approach the lab knows, built in, in another language, server-backed or a variant.
 pub fn is_approach(name: &str) -> bool {

@@ -49,6 +49,7 @@ const RUNNERS: &[RunnerSpec] = &[
             "async-sqlite",
             "quicklite",
             "quicklite-timeouts",
+            "quicklite-writes-first",
             "postgres",
         ],
         features: &["sqlcipher"],

@@ -261,6 +261,20 @@ fn quicklite_multi_db_blocking_writes_stay_the_default() {
 }
 
 #[test]
+fn quicklite_writes_first_serves_multi_db_and_a_single_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_cell("quicklite-writes-first", "multi-db", dir.path()));
+    assert_write_completion(&result);
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_cell(
+        "quicklite-writes-first",
+        "point-read",
+        dir.path(),
+    ));
+    assert_measured_with_server_profile(&result);
+}
+
+#[test]
 fn sqlite_default_profile_touches_no_pragma() {
     let dir = tempfile::tempdir().unwrap();
     let mut cell = tiny_cell("direct-blocking", "mixed", dir.path());

@@ -17,6 +17,7 @@ pub const NAMES: &[&str] = &[
     "async-sqlite",
     "quicklite",
     "quicklite-timeouts",
+    "quicklite-writes-first",
     "postgres",
     "ceiling",
 ];

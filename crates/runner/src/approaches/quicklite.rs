@@ -73,13 +73,40 @@ pub fn configure(knobs: &Knobs) -> String {
 /// cell measures what keeping them costs.
 const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Whether `approach` is quicklite with a timeout on every read and write (`quicklite-timeouts`).
-pub fn with_timeouts(approach: &str) -> bool {
-    approach == "quicklite-timeouts"
+/// The nice steps of the `quicklite-writes-first` approach's read threads below its write threads.
+const WRITES_FIRST_NICE: u8 = 3;
+
+/// quicklite as the library's defaults have it, or one of its variants (measured only when named).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    Defaults,
+    /// `quicklite-timeouts`: a timeout on every read and write, [`TIMEOUT`].
+    Timeouts,
+    /// `quicklite-writes-first`: the read threads [`WRITES_FIRST_NICE`] steps below the write threads.
+    WritesFirst,
 }
 
-/// `builder` with the cell's profile, open flags and PRAGMAs, and the approach's timeouts.
-fn with_knobs(builder: Builder, knobs: &Knobs, timeouts: bool) -> Builder {
+impl Variant {
+    fn of(approach: &str) -> Variant {
+        match approach {
+            "quicklite-timeouts" => Variant::Timeouts,
+            "quicklite-writes-first" => Variant::WritesFirst,
+            _ => Variant::Defaults,
+        }
+    }
+
+    /// The read threads' nice steps below the write threads.
+    fn read_thread_nice(self) -> u8 {
+        if self == Variant::WritesFirst {
+            WRITES_FIRST_NICE
+        } else {
+            0
+        }
+    }
+}
+
+/// `builder` with the cell's profile, open flags and PRAGMAs, and the variant's settings.
+fn with_knobs(builder: Builder, knobs: &Knobs, variant: Variant) -> Builder {
     let mut builder = builder
         .profile(match knobs.profile {
             Profile::Server => quicklite::Profile::Server,
@@ -95,12 +122,12 @@ fn with_knobs(builder: Builder, knobs: &Knobs, timeouts: bool) -> Builder {
     if let Some(key) = connect::KEY {
         builder = builder.key(key);
     }
-    if timeouts {
+    if variant == Variant::Timeouts {
         builder = builder
             .read_timeout(Some(TIMEOUT))
             .write_timeout(Some(TIMEOUT));
     }
-    builder
+    builder.read_thread_nice(variant.read_thread_nice())
 }
 
 /// The registry's caps under the open-file limit: `(max_open, max_reader_connections)`. Every database open if
@@ -134,8 +161,7 @@ impl Quicklite {
             Self::open_registry(cell, workload, knobs).await?
         } else {
             let path = workload.database_path(cell, 0);
-            let timeouts = with_timeouts(&cell.approach);
-            let database = with_knobs(Database::builder(&path), knobs, timeouts)
+            let database = with_knobs(Database::builder(&path), knobs, Variant::of(&cell.approach))
                 .open()
                 .await
                 .with_context(|| format!("cannot open {} with quicklite", path.display()))?;
@@ -163,12 +189,13 @@ impl Quicklite {
         let databases = workload.databases(cell);
         let limit = process::open_files_limits().map_or(1024, |(soft, _)| soft);
         let knobs = knobs.clone();
-        let timeouts = with_timeouts(&cell.approach);
+        let variant = Variant::of(&cell.approach);
         let (max_open, max_readers) = caps(databases, limit);
         let registry = Registry::builder(&cell.dir)
             .max_open(max_open)
             .max_reader_connections(max_readers)
-            .configure(move |builder| with_knobs(builder, &knobs, timeouts))
+            .read_thread_nice(variant.read_thread_nice())
+            .configure(move |builder| with_knobs(builder, &knobs, variant))
             .open()
             .await
             .with_context(|| format!("cannot open a quicklite registry on {}", cell.dir))?;
@@ -387,5 +414,18 @@ mod tests {
         assert_eq!(caps(10_000, 1_048_576), (10_000, 10_000));
         assert_eq!(caps(10, 0), (1, 0));
         assert_eq!(caps(10, 300), (10, 7));
+    }
+
+    #[test]
+    fn each_variant_has_its_settings() {
+        assert_eq!(Variant::of("quicklite"), Variant::Defaults);
+        assert_eq!(Variant::of("quicklite-timeouts"), Variant::Timeouts);
+        assert_eq!(Variant::of("quicklite-writes-first"), Variant::WritesFirst);
+        assert_eq!(Variant::of("quicklite").read_thread_nice(), 0);
+        assert_eq!(Variant::of("quicklite-timeouts").read_thread_nice(), 0);
+        assert_eq!(
+            Variant::of("quicklite-writes-first").read_thread_nice(),
+            WRITES_FIRST_NICE
+        );
     }
 }
