@@ -25,22 +25,15 @@ impl Gate {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn writes_that_block_every_write_thread_do_not_starve_the_other_databases() {
-    // One write thread (and one read thread) at the base.
-    let registry = RegistryBuilder::temporary()
-        .threads(2)
-        .max_write_threads(8)
-        .open()
-        .await
-        .unwrap();
-    let base = registry.metrics().write_threads;
-    assert_eq!(base, 1);
-    // Three databases whose writes block inside their transaction until the gate opens: they hold the base
-    // thread, and would hold any fixed number of them.
-    let gate = Gate::default();
+/// Creates databases `slow-0` … `slow-{n-1}` and starts a write on each that inserts a row and then blocks inside its
+/// transaction until `gate` opens.
+async fn write_behind(
+    registry: &quicklite::Registry,
+    n: usize,
+    gate: &Gate,
+) -> Vec<tokio::task::JoinHandle<quicklite::Result<()>>> {
     let mut slow = Vec::new();
-    for i in 0..3 {
+    for i in 0..n {
         let db = registry.get(&format!("slow-{i}")).await.unwrap();
         db.execute_batch("CREATE TABLE t (x INTEGER)")
             .await
@@ -55,6 +48,24 @@ async fn writes_that_block_every_write_thread_do_not_starve_the_other_databases(
             .await
         }));
     }
+    slow
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_that_block_every_write_thread_do_not_starve_the_other_databases() {
+    // One write thread (and one read thread) at the base.
+    let registry = RegistryBuilder::temporary()
+        .threads(2)
+        .max_write_threads(8)
+        .open()
+        .await
+        .unwrap();
+    let base = registry.metrics().write_threads;
+    assert_eq!(base, 1);
+    // Three databases whose writes block inside their transaction until the gate opens: they hold the base
+    // thread, and would hold any fixed number of them.
+    let gate = Gate::default();
+    let slow = write_behind(&registry, 3, &gate).await;
     // Another database's writes complete while the gate is still shut.
     let fast = registry.get("fast").await.unwrap();
     let done = tokio::time::timeout(Duration::from_secs(30), async {
@@ -111,22 +122,7 @@ async fn added_threads_retire_while_short_writes_go_on() {
         .unwrap();
     // Eight databases whose writes block until the gate opens: the lane grows for them.
     let gate = Gate::default();
-    let mut slow = Vec::new();
-    for i in 0..8 {
-        let db = registry.get(&format!("slow-{i}")).await.unwrap();
-        db.execute_batch("CREATE TABLE t (x INTEGER)")
-            .await
-            .unwrap();
-        let gate = gate.clone();
-        slow.push(tokio::spawn(async move {
-            db.write(move |conn| {
-                conn.execute("INSERT INTO t VALUES (1)", [])?;
-                gate.wait();
-                Ok(())
-            })
-            .await
-        }));
-    }
+    let slow = write_behind(&registry, 8, &gate).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while registry.metrics().write_threads < 6 {
         assert!(
