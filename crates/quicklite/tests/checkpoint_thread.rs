@@ -18,6 +18,19 @@ fn threads_named(name: &str) -> usize {
         .count()
 }
 
+/// Waits (up to 10 s) for exactly `n` threads named `name`: a thread carries its starter's name until it sets its
+/// own. Returns how many there were at the last look.
+async fn settle_on(name: &str, n: usize) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let seen = threads_named(name);
+        if seen == n || Instant::now() >= deadline {
+            return seen;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 /// The managed policy with a `PASSIVE` checkpoint every 20 frames and no other.
 fn passive_only() -> Checkpointing {
     Checkpointing::Managed {
@@ -67,7 +80,7 @@ async fn passive_checkpoints_run_on_a_thread_of_their_own_that_ends_with_the_dat
     db.execute_batch("CREATE TABLE log (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
         .await
         .unwrap();
-    assert_eq!(threads_named("quicklite-ckpt"), 1);
+    assert_eq!(settle_on("quicklite-ckpt", 1).await, 1);
     for w in spawn_writers(&db) {
         w.await.unwrap();
     }
