@@ -104,8 +104,9 @@ impl RegistryBuilder {
 
     /// Most databases with open connections at once. A database that must open when the cap is reached first
     /// closes the least recently used idle one of 16 sampled at random (an approximate LRU); if none is idle, one
-    /// whose writes wait in the run queue (they reopen it when their turn comes, in order); only if every open
-    /// database is running a task does it wait — the cap holds, so file descriptors stay bounded.
+    /// whose writes wait in the run queue (they reopen it when their turn comes, in order); one whose checkpoint
+    /// runs only if no other can be closed; only if every open database is running a task does it wait — the cap
+    /// holds, so file descriptors stay bounded.
     /// By default, 128: an open database holds three file descriptors (its writer connection's database and WAL
     /// files, and the shared-memory file) and two more per reader connection, which keeps the default under the
     /// usual limit of 1024 per process.

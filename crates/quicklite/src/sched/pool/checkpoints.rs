@@ -8,7 +8,7 @@
 //! one per database.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
@@ -32,17 +32,26 @@ pub(crate) struct CheckpointsBeside {
     shared: Arc<Shared>,
     /// Held while a checkpoint runs.
     running: Arc<Mutex<()>>,
+    /// Raised from the start of a checkpoint thread to its end, for the pool's evictions to see (the database's,
+    /// shared by its successive writers).
+    checkpointing: Arc<AtomicBool>,
     /// The thread of the last checkpoint asked for.
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl CheckpointsBeside {
-    pub(crate) fn new(path: &Path, config: &Config, shared: Arc<Shared>) -> CheckpointsBeside {
+    pub(crate) fn new(
+        path: &Path,
+        config: &Config,
+        shared: Arc<Shared>,
+        checkpointing: Arc<AtomicBool>,
+    ) -> CheckpointsBeside {
         CheckpointsBeside {
             path: path.to_path_buf(),
             config: config.clone(),
             shared,
             running: Arc::new(Mutex::new(())),
+            checkpointing,
             thread: Mutex::new(None),
         }
     }
@@ -66,8 +75,9 @@ impl PassiveCheckpoints for CheckpointsBeside {
             let _ = ended.join();
         }
         let (path, config, shared) = (self.path.clone(), self.config.clone(), self.shared.clone());
-        let running = self.running.clone();
-        let started = spawn("quicklite-rckpt", move || {
+        let (running, checkpointing) = (self.running.clone(), self.checkpointing.clone());
+        self.checkpointing.store(true, Ordering::SeqCst);
+        let spawned = spawn("quicklite-rckpt", move || {
             {
                 let _running = lock(&running);
                 match Checkpointer::open(&path, &config, shared) {
@@ -75,11 +85,13 @@ impl PassiveCheckpoints for CheckpointsBeside {
                     Err(e) => tracing::warn!(error = %e, "no connection for a PASSIVE checkpoint"),
                 }
             }
+            checkpointing.store(false, Ordering::SeqCst);
             RUNNING.fetch_sub(1, Ordering::SeqCst);
         });
-        match started {
-            Ok(started) => *thread = Some(started),
+        match spawned {
+            Ok(spawned) => *thread = Some(spawned),
             Err(e) => {
+                self.checkpointing.store(false, Ordering::SeqCst);
                 RUNNING.fetch_sub(1, Ordering::SeqCst);
                 tracing::warn!(error = %e, "no thread for a PASSIVE checkpoint");
             }

@@ -76,13 +76,23 @@ fn gcd(mut a: usize, mut b: usize) -> usize {
 }
 
 /// Closes one of `candidates`: the least recently used idle one, else the most recently used one whose work
-/// waits in the run queue. Returns whether it closed one.
+/// waits in the run queue. One whose checkpoint runs is closed only if no other can be: closing it would hold the
+/// calling pool thread until the checkpoint ends. Returns whether it closed one.
 pub(crate) fn close_one<D: PooledDatabase>(candidates: &mut [Arc<D>]) -> bool {
     // Each key read once: tasks on other threads move `last_used` during the sort, and a sort whose keys change
     // under it has no consistent order (the standard library's sort panics on one).
     candidates.sort_by_cached_key(|a| a.last_used_ms());
-    candidates.iter().any(|a| a.try_close())
-        || candidates.iter().rev().any(|a| a.try_close_queued())
+    let checkpointing: Vec<bool> = candidates.iter().map(|a| a.is_checkpointing()).collect();
+    [false, true].into_iter().any(|last_resort| {
+        let round = |i: &usize| checkpointing[*i] == last_resort;
+        (0..candidates.len())
+            .filter(round)
+            .any(|i| candidates[i].try_close())
+            || (0..candidates.len())
+                .rev()
+                .filter(round)
+                .any(|i| candidates[i].try_close_queued())
+    })
 }
 
 impl<D> OpenSet<D> {
@@ -120,6 +130,9 @@ mod tests {
             // Every read sees a later time than the one before, over all databases.
             self.clock.fetch_sub(1, Ordering::SeqCst)
         }
+        fn is_checkpointing(&self) -> bool {
+            false
+        }
         fn try_close(self: &Arc<Self>) -> bool {
             !self.closed.swap(true, Ordering::SeqCst)
         }
@@ -152,6 +165,69 @@ mod tests {
                 .count(),
             1
         );
+    }
+
+    /// An open database last used at a fixed time, idle or with its write task queued, its checkpoint running or not.
+    struct Open {
+        last_used: u64,
+        queued: bool,
+        checkpointing: bool,
+        closed: AtomicBool,
+    }
+
+    impl PooledDatabase for Open {
+        fn name(&self) -> &str {
+            "open"
+        }
+        fn run_write(self: &Arc<Self>) {}
+        fn run_read(self: &Arc<Self>) {}
+        fn fail_queued(&self, _: &Error) {}
+        fn is_idle(&self) -> bool {
+            !self.queued
+        }
+        fn last_used_ms(&self) -> u64 {
+            self.last_used
+        }
+        fn is_checkpointing(&self) -> bool {
+            self.checkpointing
+        }
+        fn try_close(self: &Arc<Self>) -> bool {
+            !self.queued && !self.closed.swap(true, Ordering::SeqCst)
+        }
+        fn try_close_queued(self: &Arc<Self>) -> bool {
+            self.queued && !self.closed.swap(true, Ordering::SeqCst)
+        }
+    }
+
+    /// Which of `dbs` (last used, queued, checkpointing) `close_one` closes.
+    fn closed_of(dbs: &[(u64, bool, bool)]) -> Vec<usize> {
+        let open: Vec<Arc<Open>> = dbs
+            .iter()
+            .map(|&(last_used, queued, checkpointing)| {
+                Arc::new(Open {
+                    last_used,
+                    queued,
+                    checkpointing,
+                    closed: AtomicBool::new(false),
+                })
+            })
+            .collect();
+        assert!(close_one(&mut open.clone()));
+        (0..dbs.len())
+            .filter(|&i| open[i].closed.load(Ordering::SeqCst))
+            .collect()
+    }
+
+    #[test]
+    fn a_database_whose_checkpoint_runs_is_closed_only_when_no_other_can_be() {
+        // The least recently used idle one, unless its checkpoint runs.
+        assert_eq!(closed_of(&[(1, false, false), (2, false, false)]), [0]);
+        assert_eq!(closed_of(&[(1, false, true), (2, false, false)]), [1]);
+        // One whose write waits goes before an idle one whose checkpoint runs.
+        assert_eq!(closed_of(&[(1, false, true), (2, true, false)]), [1]);
+        // When every one's checkpoint runs, the least recently used idle one all the same.
+        assert_eq!(closed_of(&[(2, false, true), (1, false, true)]), [1]);
+        assert_eq!(closed_of(&[(1, true, true), (2, true, true)]), [1]);
     }
 
     #[test]

@@ -224,8 +224,9 @@ impl<D: PooledDatabase> Pool<D> {
     /// scan of every open database each time would cost time in proportion to the cap. When none of them is idle,
     /// one whose write task waits in the run queue is closed ([`PooledDatabase::try_close_queued`]), the most recently used
     /// first (its task, queued after it last ran, is furthest back): when every database has work queued (more
-    /// databases with writes due than the cap), waiting for one to go idle would stop every opening. Only after
-    /// [`DRAWS`] samples are all the others tried.
+    /// databases with writes due than the cap), waiting for one to go idle would stop every opening. A database whose
+    /// `PASSIVE` checkpoint runs is closed only if no other sampled one can be (closing it waits for the
+    /// checkpoint). Only after [`DRAWS`] samples are all the others tried.
     pub(crate) fn evict_for(&self, opening: &str, target: usize) -> bool {
         while self.reserved() > target {
             let mut closed = false;

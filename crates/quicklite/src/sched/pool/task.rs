@@ -28,6 +28,8 @@ pub(crate) trait PooledDatabase: Send + Sync + Sized + 'static {
     fn is_idle(&self) -> bool;
     /// When a task last ran, on the pool's clock.
     fn last_used_ms(&self) -> u64;
+    /// Whether a checkpoint of its own runs beside it: closing it now would wait for the checkpoint to end.
+    fn is_checkpointing(&self) -> bool;
     /// Closes the connections if no task is queued or running; returns whether it did.
     fn try_close(self: &Arc<Self>) -> bool;
     /// Closes the connections of a database whose write task waits in the run queue, if no task runs on it;

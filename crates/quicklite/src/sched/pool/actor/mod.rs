@@ -64,6 +64,8 @@ pub(crate) struct Actor {
     wal_dirty: AtomicBool,
     /// Whether the next write task should truncate the WAL if it finds nothing to serve.
     truncate_asked: AtomicBool,
+    /// Whether a `PASSIVE` checkpoint thread of its writer runs ([`CheckpointsBeside`]).
+    checkpointing: Arc<AtomicBool>,
     /// Signalled whenever a task ends, for [`Actor::close`].
     task_ended: Notify,
 }
@@ -100,6 +102,7 @@ impl Actor {
             open: AtomicBool::new(false),
             last_used_ms: AtomicU64::new(now),
             wal_dirty: AtomicBool::new(false),
+            checkpointing: Arc::new(AtomicBool::new(false)),
             truncate_asked: AtomicBool::new(false),
             task_ended: Notify::new(),
         })
@@ -299,6 +302,7 @@ impl Actor {
                 &self.path,
                 &self.config,
                 self.shared.clone(),
+                self.checkpointing.clone(),
             )));
         }
         let open = OpenWriter {
