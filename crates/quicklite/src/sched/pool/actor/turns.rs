@@ -129,11 +129,11 @@ impl PooledDatabase for Actor {
         &self.name
     }
 
-    /// When a task last ran, on [`Pool::now_ms`](crate::sched::pool::Pool::now_ms)'s clock.
     fn is_checkpointing(&self) -> bool {
         self.checkpointing.load(Ordering::SeqCst)
     }
 
+    /// When a task last ran, on [`Pool::now_ms`](crate::sched::pool::Pool::now_ms)'s clock.
     fn last_used_ms(&self) -> u64 {
         self.last_used_ms.load(Ordering::Relaxed)
     }
