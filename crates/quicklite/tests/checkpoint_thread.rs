@@ -11,11 +11,7 @@ use quicklite::{Checkpointing, Database};
 
 /// Threads of this process named `name`, from the kernel.
 fn threads_named(name: &str) -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .filter(|comm| comm.trim_end() == name)
-        .count()
+    common::threads().iter().filter(|(n, _)| n == name).count()
 }
 
 /// Waits (up to 10 s) for exactly `n` threads named `name`: a thread carries its starter's name until it sets its

@@ -2,27 +2,17 @@
 //! in a standalone database. In a test binary of its own: it looks at every thread of the process by name.
 #![cfg(target_os = "linux")]
 
+mod common;
+
 use quicklite::RegistryBuilder;
 
 /// The nice values of this process's threads whose kernel name starts with `prefix`.
 fn nice_values(prefix: &str) -> Vec<i32> {
-    let mut values = Vec::new();
-    for task in std::fs::read_dir("/proc/self/task").unwrap() {
-        let dir = task.unwrap().path();
-        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
-            continue; // the thread just ended
-        };
-        if !comm.starts_with(prefix) {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
-            continue;
-        };
-        // `tid (comm) state …`: the nice value is the 19th field, the 17th after the name.
-        let (_, rest) = stat.rsplit_once(')').unwrap();
-        values.push(rest.split_whitespace().nth(16).unwrap().parse().unwrap());
-    }
-    values
+    common::threads()
+        .into_iter()
+        .filter(|(name, _)| name.starts_with(prefix))
+        .map(|(_, nice)| nice)
+        .collect()
 }
 
 /// The nice values of the threads named `write` and `read`, once there are `writes` and `reads` of them: a thread

@@ -6,6 +6,26 @@ use std::time::Duration;
 
 use quicklite::{Database, rusqlite};
 
+/// This process's threads as the kernel lists them: each one's name (its first 15 bytes) and nice value. A thread
+/// that ends while it is being read is left out.
+pub fn threads() -> Vec<(String, i32)> {
+    let mut threads = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let dir = task.unwrap().path();
+        let (Ok(comm), Ok(stat)) = (
+            std::fs::read_to_string(dir.join("comm")),
+            std::fs::read_to_string(dir.join("stat")),
+        ) else {
+            continue;
+        };
+        // `tid (comm) state …`: the nice value is the 19th field, the 17th after the name.
+        let (_, rest) = stat.rsplit_once(')').unwrap();
+        let nice = rest.split_whitespace().nth(16).unwrap().parse().unwrap();
+        threads.push((comm.trim_end().to_string(), nice));
+    }
+    threads
+}
+
 /// A temporary directory with a database path inside it.
 pub struct TempDb {
     pub dir: tempfile::TempDir,
