@@ -87,6 +87,10 @@ async fn read_threads_run_below_the_write_threads_priority_when_told_to_in_both_
     let (write, read) = nice_of_lanes(Some(7)).await;
     assert_eq!(read, vec![(write[0] + 7).min(19)]);
 
+    // Past the lowest priority there is, the lowest.
+    let (write, read) = nice_of_lanes(Some(u8::MAX)).await;
+    assert_eq!(read, vec![19.max(write[0])]);
+
     // A standalone database, after the registries: the kernel shows its writer (`quicklite-writer`) by the first 15
     // bytes, as a registry's write threads (`quicklite-write-N`).
     for nice in [0, 3] {
