@@ -389,7 +389,26 @@ impl<T> Drop for Receiver<T> {
     }
 }
 
+/// A view of a queue's length alone: it neither sends nor takes, so it does not keep the queue open.
+pub(crate) struct Length<T> {
+    shared: Arc<Shared<T>>,
+}
+
+impl<T> Length<T> {
+    /// Number of queued requests.
+    pub(crate) fn get(&self) -> usize {
+        self.shared.len.load(Ordering::SeqCst)
+    }
+}
+
 impl<T> Receiver<T> {
+    /// A view of the queue's length, for a thread that only looks at it.
+    pub(crate) fn length(&self) -> Length<T> {
+        Length {
+            shared: self.shared.clone(),
+        }
+    }
+
     /// Takes the oldest request, if any.
     #[cfg(test)]
     pub(crate) fn try_recv(&self) -> Result<T, TryRecvError> {

@@ -27,7 +27,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::task::PooledDatabase;
-use super::{Pool, RunQueue, run_pool_thread};
+use super::{Pool, Role, RunQueue, run_pool_thread};
 use crate::util::{lock, spawn, watch_blocking_work};
 
 /// How often the supervisor looks while the lane is saturated or has extra threads.
@@ -206,7 +206,7 @@ impl Lane {
     }
 
     /// Whether some thread has no task.
-    fn some_idle(&self) -> bool {
+    pub(crate) fn some_idle(&self) -> bool {
         self.busy.load(Ordering::SeqCst) < self.threads.load(Ordering::SeqCst)
     }
 }
@@ -362,7 +362,7 @@ pub(crate) fn supervise<D: PooledDatabase>(
                     let index = lane.threads.fetch_add(1, Ordering::SeqCst);
                     let (tasks, lane_for_thread) = (tasks.clone(), lane.clone());
                     match spawn(format!("quicklite-write-{index}"), move || {
-                        run_pool_thread(tasks, Some(lane_for_thread));
+                        run_pool_thread(tasks, Role::Write(lane_for_thread));
                     }) {
                         Ok(handle) => {
                             started.push(handle);

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::Error;
-use crate::queue::{self, Receiver, Sender, Taken, TrySendError};
+use crate::queue::{self, Length, Receiver, Sender, Taken, TrySendError};
 use crate::util::lock;
 
 pub(crate) mod actor;
@@ -337,26 +337,95 @@ impl<D: PooledDatabase> Pool<D> {
     }
 }
 
-/// The body of a pool thread: runs tasks until the run queue is closed and empty, or it takes a retirement. A
-/// write thread reports each task to its `lane`, whose supervisor adds threads while every one is held.
-pub(crate) fn run_pool_thread<D: PooledDatabase>(tasks: RunQueue<D>, lane: Option<Arc<Lane>>) {
-    let slot = lane.as_ref().map(|lane| lane.join());
-    let mut buffer = VecDeque::with_capacity(1);
-    while let Some(task) = tasks.next(&mut buffer) {
-        match task {
-            Task::Write(actor) => match (&lane, &slot) {
-                (Some(lane), Some(slot)) => {
-                    lane.started(slot);
-                    actor.run_write();
-                    lane.finished(slot);
-                }
-                _ => actor.run_write(),
-            },
-            Task::Read(actor) => actor.run_read(),
-            Task::Retire => break,
+/// What a pool thread serves.
+pub(crate) enum Role<D> {
+    /// Write tasks, each reported to the write lane, whose supervisor adds threads while every one is held.
+    Write(Arc<Lane>),
+    /// Read tasks, giving way to writes after each one.
+    Read(GiveWay<D>),
+}
+
+/// What a read thread looks at to give way to writes: after a task it yields its core while a write task is queued
+/// and some write thread has none. That thread was woken for the write and waits for a core; on a machine whose
+/// cores the reads keep busy it would wait for the rest of a read thread's time slice, at every write. When no
+/// write waits, the look costs two loads; while every write thread is busy, a yield could not start the write
+/// sooner, and the read thread keeps its core.
+pub(crate) struct GiveWay<D> {
+    writes: Length<Task<D>>,
+    lane: Arc<Lane>,
+}
+
+impl<D> GiveWay<D> {
+    /// Looks at the write run queue (`writes`) and its lane.
+    pub(crate) fn new(writes: &RunQueue<D>, lane: &Arc<Lane>) -> Self {
+        Self {
+            writes: writes.tasks.length(),
+            lane: lane.clone(),
         }
     }
-    if let (Some(lane), Some(slot)) = (&lane, &slot) {
+
+    /// Whether a write waits for a write thread that has no task: for a core, unless the thread spins.
+    fn due(&self) -> bool {
+        self.writes.get() > 0 && self.lane.some_idle()
+    }
+}
+
+/// The body of a pool thread: runs tasks until the run queue is closed and empty, or it takes a retirement.
+pub(crate) fn run_pool_thread<D: PooledDatabase>(tasks: RunQueue<D>, role: Role<D>) {
+    let slot = match &role {
+        Role::Write(lane) => Some(lane.join()),
+        Role::Read(_) => None,
+    };
+    let mut buffer = VecDeque::with_capacity(1);
+    while let Some(task) = tasks.next(&mut buffer) {
+        match (task, &role, &slot) {
+            (Task::Write(actor), Role::Write(lane), Some(slot)) => {
+                lane.started(slot);
+                actor.run_write();
+                lane.finished(slot);
+            }
+            (Task::Write(actor), ..) => actor.run_write(),
+            (Task::Read(actor), Role::Read(give_way), _) => {
+                actor.run_read();
+                if give_way.due() {
+                    std::thread::yield_now();
+                }
+            }
+            (Task::Read(actor), ..) => actor.run_read(),
+            (Task::Retire, ..) => break,
+        }
+    }
+    if let (Role::Write(lane), Some(slot)) = (&role, &slot) {
         lane.leave(slot);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_thread_gives_way_only_to_a_write_that_waits_for_a_write_thread_without_a_task() {
+        let (writes, tasks) = queue::bounded::<Task<()>>(usize::MAX);
+        let writes_queue = RunQueue { tasks };
+        let (lane, _stalls) = Lane::new(1, 4);
+        let give_way = GiveWay::new(&writes_queue, &lane);
+        let slot = lane.join();
+        assert!(!give_way.due(), "no write queued");
+        assert!(writes.try_send(Task::Retire).is_ok());
+        assert!(
+            give_way.due(),
+            "a write queued, and the lane's thread has no task"
+        );
+        lane.started(&slot);
+        assert!(
+            !give_way.due(),
+            "every write thread busy: yielding would not run the queued write sooner"
+        );
+        lane.finished(&slot);
+        assert!(give_way.due());
+        let mut taken = VecDeque::new();
+        assert!(matches!(writes_queue.next(&mut taken), Some(Task::Retire)));
+        assert!(!give_way.due(), "the write was taken");
     }
 }
