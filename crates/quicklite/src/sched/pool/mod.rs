@@ -39,7 +39,8 @@ pub(crate) struct Pool<D> {
     /// The run queue of write tasks.
     writes: Sender<Task<D>>,
     /// The run queue of read tasks: reads have threads of their own, so writes that hold their thread for long
-    /// (a slow closure, a commit waiting for the disk) never leave reads without one.
+    /// (a slow closure, a commit waiting for the disk) never leave reads without one. Those threads give way to a
+    /// write that waits for a core ([`GiveWay`]).
     reads: Sender<Task<D>>,
     /// Databases with open connections.
     pub(crate) open: Mutex<OpenSet<D>>,
