@@ -59,26 +59,43 @@ pub(crate) fn lower_own_priority(nice: u8) {
     }
 }
 
-thread_local! {
-    /// The flag of a pool thread that watches its work ([`watch_blocking_work`]); `None` on other threads.
-    static BLOCKING_WORK: std::cell::RefCell<Option<std::sync::Arc<std::sync::atomic::AtomicBool>>> =
-        const { std::cell::RefCell::new(None) };
+/// What [`blocking_work`] raises on a watched thread: its own flag, and the count of its lane's threads with theirs
+/// raised.
+struct Watched {
+    flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    raised: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
-/// Has [`blocking_work`] raise `flag` on the calling thread while it runs: a registry's write lane watches its
-/// threads this way, so that only a thread held by an application's closure or by SQLite's commit (work that may
-/// sleep or wait for the disk for as long as it likes) makes the lane grow — not one waiting inside quicklite.
-pub(crate) fn watch_blocking_work(flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
-    BLOCKING_WORK.with(|slot| *slot.borrow_mut() = Some(flag));
+thread_local! {
+    /// The flags of a pool thread that watches its work ([`watch_blocking_work`]); `None` on other threads.
+    static BLOCKING_WORK: std::cell::RefCell<Option<Watched>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Has [`blocking_work`] raise `flag` on the calling thread while it runs, and count it in `raised`: a registry's
+/// write lane watches its threads this way, so that only a thread held by an application's closure or by SQLite's
+/// commit (work that may sleep or wait for the disk for as long as it likes) makes the lane grow — not one waiting
+/// inside quicklite — and its read threads give way only to write threads that are not.
+pub(crate) fn watch_blocking_work(
+    flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    raised: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    BLOCKING_WORK.with(|slot| *slot.borrow_mut() = Some(Watched { flag, raised }));
 }
 
 /// Runs `f`, an application's closure or a commit, with the calling thread's watched flag (if any) raised. On the
-/// write path of every database: it touches the thread-local, never the flag's reference count.
+/// write path of every database: it touches the thread-local, never the flags' reference counts.
 pub(crate) fn blocking_work<T>(f: impl FnOnce() -> T) -> T {
     fn set(raised: bool) {
+        use std::sync::atomic::Ordering::SeqCst;
         BLOCKING_WORK.with(|slot| {
-            if let Some(flag) = &*slot.borrow() {
-                flag.store(raised, std::sync::atomic::Ordering::SeqCst);
+            if let Some(watched) = &*slot.borrow()
+                && watched.flag.swap(raised, SeqCst) != raised
+            {
+                if raised {
+                    watched.raised.fetch_add(1, SeqCst);
+                } else {
+                    watched.raised.fetch_sub(1, SeqCst);
+                }
             }
         });
     }

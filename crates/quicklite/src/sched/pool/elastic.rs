@@ -100,6 +100,8 @@ pub(crate) struct Lane {
     pub(crate) threads: AtomicUsize,
     /// Threads running a task now.
     busy: AtomicUsize,
+    /// Threads inside an application's closure or a commit now ([`crate::util::blocking_work`]).
+    in_work: Arc<AtomicUsize>,
     /// The threads' slots.
     slots: Mutex<Vec<Slot>>,
     /// Wakes the supervisor: a task started with every thread busy. A full channel means a wake-up is pending.
@@ -119,6 +121,7 @@ impl Lane {
             max: max.max(base),
             threads: AtomicUsize::new(base),
             busy: AtomicUsize::new(0),
+            in_work: Arc::new(AtomicUsize::new(0)),
             slots: Mutex::new(Vec::new()),
             stall,
             added: AtomicU64::new(0),
@@ -137,7 +140,7 @@ impl Lane {
     /// Registers the calling thread in the lane; its slot says what it runs.
     pub(crate) fn join(&self) -> Slot {
         let in_work = Arc::new(AtomicBool::new(false));
-        watch_blocking_work(in_work.clone());
+        watch_blocking_work(in_work.clone(), self.in_work.clone());
         let slot = Arc::new(SlotState {
             started: AtomicU64::new(0),
             tid: own_tid(),
@@ -206,8 +209,15 @@ impl Lane {
     }
 
     /// Whether some thread has no task.
-    pub(crate) fn some_idle(&self) -> bool {
+    fn some_idle(&self) -> bool {
         self.busy.load(Ordering::SeqCst) < self.threads.load(Ordering::SeqCst)
+    }
+
+    /// Whether some thread is outside an application's closure and a commit: idle, or running quicklite's own work
+    /// (opening a database, preparing, answering) — a thread that needs a core to go on, where one in a closure or
+    /// a commit may be asleep or waiting for the disk.
+    pub(crate) fn some_outside_work(&self) -> bool {
+        self.in_work.load(Ordering::SeqCst) < self.threads.load(Ordering::SeqCst)
     }
 }
 

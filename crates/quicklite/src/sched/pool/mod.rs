@@ -347,10 +347,12 @@ pub(crate) enum Role<D> {
 }
 
 /// What a read thread looks at to give way to writes: after a task it yields its core while a write task is queued
-/// and some write thread has none. That thread was woken for the write and waits for a core; on a machine whose
-/// cores the reads keep busy it would wait for the rest of a read thread's time slice, at every write. When no
-/// write waits, the look costs two loads; while every write thread is busy, a yield could not start the write
-/// sooner, and the read thread keeps its core.
+/// and some write thread is outside an application's closure and a commit. Such a thread needs a core to go on — one
+/// woken for the queued write, or one busy with quicklite's own work for an earlier write (opening its database,
+/// answering it) — and on a machine whose cores the reads keep busy it would wait for the rest of a read thread's
+/// time slice, at every write. When no write waits, the look costs two loads; while every write thread is inside a
+/// closure or a commit (asleep, or waiting for the disk, as often as not), a yield could not start the write sooner,
+/// and the read thread keeps its core.
 pub(crate) struct GiveWay<D> {
     writes: Length<Task<D>>,
     lane: Arc<Lane>,
@@ -365,9 +367,9 @@ impl<D> GiveWay<D> {
         }
     }
 
-    /// Whether a write waits for a write thread that has no task: for a core, unless the thread spins.
+    /// Whether a write waits while some write thread needs a core to go on.
     fn due(&self) -> bool {
-        self.writes.get() > 0 && self.lane.some_idle()
+        self.writes.get() > 0 && self.lane.some_outside_work()
     }
 }
 
@@ -406,11 +408,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_read_thread_gives_way_only_to_a_write_that_waits_for_a_write_thread_without_a_task() {
+    fn a_read_thread_gives_way_to_a_queued_write_while_a_write_thread_is_outside_a_closure_and_a_commit()
+     {
         let (writes, tasks) = queue::bounded::<Task<()>>(usize::MAX);
         let writes_queue = RunQueue { tasks };
         let (lane, _stalls) = Lane::new(1, 4);
         let give_way = GiveWay::new(&writes_queue, &lane);
+        // This thread is the lane's only write thread.
         let slot = lane.join();
         assert!(!give_way.due(), "no write queued");
         assert!(writes.try_send(Task::Retire).is_ok());
@@ -420,13 +424,32 @@ mod tests {
         );
         lane.started(&slot);
         assert!(
-            !give_way.due(),
-            "every write thread busy: yielding would not run the queued write sooner"
+            give_way.due(),
+            "its thread busy with quicklite's own work, which needs a core"
         );
+        crate::util::blocking_work(|| {
+            assert!(
+                !give_way.due(),
+                "its thread inside a closure or a commit: a yield would not run the queued write sooner"
+            );
+        });
+        assert!(give_way.due(), "out of the closure again");
         lane.finished(&slot);
-        assert!(give_way.due());
         let mut taken = VecDeque::new();
         assert!(matches!(writes_queue.next(&mut taken), Some(Task::Retire)));
         assert!(!give_way.due(), "the write was taken");
+    }
+
+    #[test]
+    fn a_thread_whose_closure_panicked_is_counted_outside_work_again() {
+        let (lane, _stalls) = Lane::new(1, 4);
+        let lane_for_thread = lane.clone();
+        let panicked = std::thread::spawn(move || {
+            let _slot = lane_for_thread.join();
+            crate::util::blocking_work(|| panic!("the application's closure panics"));
+        })
+        .join();
+        assert!(panicked.is_err());
+        assert!(lane.some_outside_work());
     }
 }
