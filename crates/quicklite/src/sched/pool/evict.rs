@@ -82,16 +82,10 @@ pub(crate) fn close_one<D: PooledDatabase>(candidates: &mut [Arc<D>]) -> bool {
     // Each key read once: tasks on other threads move `last_used` during the sort, and a sort whose keys change
     // under it has no consistent order (the standard library's sort panics on one).
     candidates.sort_by_cached_key(|a| a.last_used_ms());
-    let checkpointing: Vec<bool> = candidates.iter().map(|a| a.is_checkpointing()).collect();
-    [false, true].into_iter().any(|last_resort| {
-        let round = |i: &usize| checkpointing[*i] == last_resort;
-        (0..candidates.len())
-            .filter(round)
-            .any(|i| candidates[i].try_close())
-            || (0..candidates.len())
-                .rev()
-                .filter(round)
-                .any(|i| candidates[i].try_close_queued())
+    let (calm, checkpointing): (Vec<&Arc<D>>, Vec<&Arc<D>>) =
+        candidates.iter().partition(|a| !a.is_checkpointing());
+    [calm, checkpointing].iter().any(|round| {
+        round.iter().any(|a| a.try_close()) || round.iter().rev().any(|a| a.try_close_queued())
     })
 }
 
