@@ -327,6 +327,7 @@ async fn a_handle_outliving_its_dropped_registry_gets_closed_not_a_hang() {
     }
 }
 
+#[cfg(feature = "prometheus")]
 #[tokio::test]
 async fn prometheus_text_covers_the_registry_and_its_databases() {
     let dir = tempfile::tempdir().unwrap();
