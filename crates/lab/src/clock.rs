@@ -1,14 +1,12 @@
 //! UTC timestamps: RFC 3339 for records, compact for directory names.
 
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
+use std::time::SystemTime;
 
-/// Now, RFC 3339 (`2026-11-21T22:04:44Z`).
+use time::OffsetDateTime;
+
+/// Now, RFC 3339 (`2026-11-21T22:04:44Z`), as the runners date their records.
 pub fn now_rfc3339() -> String {
-    let now = OffsetDateTime::now_utc()
-        .replace_nanosecond(0)
-        .unwrap_or_else(|_| OffsetDateTime::now_utc());
-    now.format(&Rfc3339).unwrap_or_default()
+    quicklite_lab_core::rfc3339_utc(SystemTime::now())
 }
 
 /// Now, for a results directory name (`20261121-220444`): sorts by time and needs no quoting.
