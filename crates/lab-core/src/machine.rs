@@ -1,4 +1,4 @@
-//! The machine behind a number: CPU, kernel, date.
+//! The machine behind a number: CPU, kernel, date, allocator.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -8,7 +8,7 @@ use time::macros::format_description;
 use crate::result::Environment;
 
 impl Environment {
-    /// An environment with the machine fields filled (CPU model and count, kernel, current UTC date) and
+    /// An environment with the machine fields filled (CPU model and count, kernel, current UTC date, allocator) and
     /// the runner's name; the runner adds the SQLite fields.
     pub fn for_machine(runner: impl Into<String>) -> Self {
         Self {
@@ -19,6 +19,7 @@ impl Environment {
                 .map(|s| s.trim().to_string())
                 .unwrap_or_else(|_| "unknown".into()),
             date: rfc3339_utc(SystemTime::now()),
+            allocator: crate::process::allocator(),
             ..Self::default()
         }
     }

@@ -1,4 +1,5 @@
-//! Samples of the runner process itself: CPU time, threads, resident memory, open files; and its open-file limit.
+//! Samples of the runner process itself: CPU time, threads, resident memory, open files; its open-file limit; and
+//! the allocator behind its `malloc`.
 
 use std::time::Duration;
 
@@ -31,6 +32,42 @@ pub fn rss_bytes() -> Option<u64> {
 /// Files the process has open (entries of `/proc/self/fd`), if known.
 pub fn open_files() -> Option<u64> {
     Some(std::fs::read_dir("/proc/self/fd").ok()?.count() as u64)
+}
+
+/// The allocator behind `malloc` in this process: a malloc library mapped into it (jemalloc, mimalloc, tcmalloc —
+/// as `LD_PRELOAD` puts one into every program started under it), else the C library's own; `None` when
+/// `/proc/self/maps` cannot be read.
+///
+/// The hand-off designs return values built on their own threads to the caller's, which frees them there; malloc
+/// implementations differ most in what that costs, so a result says which one produced it.
+pub fn allocator() -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    Some(allocator_in_maps(&maps))
+}
+
+/// [`allocator`] from the text of a `/proc/<pid>/maps` file.
+fn allocator_in_maps(maps: &str) -> String {
+    const LIBRARIES: [(&str, &str); 3] = [
+        ("libjemalloc", "jemalloc"),
+        ("libmimalloc", "mimalloc"),
+        ("libtcmalloc", "tcmalloc"),
+    ];
+    for line in maps.lines() {
+        // Columns: address, permissions, offset, device, inode, then the path (which may contain spaces).
+        let path = line
+            .split_whitespace()
+            .skip(5)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let file = path.rsplit('/').next().unwrap_or(&path);
+        if let Some((_, name)) = LIBRARIES
+            .iter()
+            .find(|(prefix, _)| file.starts_with(prefix))
+        {
+            return format!("{name} ({path})");
+        }
+    }
+    "the C library's malloc".to_owned()
 }
 
 /// The soft open-file limit (`RLIMIT_NOFILE`) and the hard one it may be raised to.
@@ -156,6 +193,27 @@ mod tests {
         assert_eq!(soft, raised);
         assert!(soft <= hard);
         assert!(open_files().unwrap_or(1) >= 1);
+    }
+
+    #[test]
+    fn a_malloc_library_mapped_into_the_process_is_named_with_its_path() {
+        let glibc = "7f1c2a000000-7f1c2a028000 r--p 00000000 fe:01 1835 /usr/lib/x86_64-linux-gnu/libc.so.6\n\
+                     7ffd8b1f6000-7ffd8b217000 rw-p 00000000 00:00 0                          [stack]\n";
+        assert_eq!(allocator_in_maps(glibc), "the C library's malloc");
+        let jemalloc = format!(
+            "{glibc}7f1c29c00000-7f1c29c2d000 r--p 00000000 fe:01 2071 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2\n"
+        );
+        assert_eq!(
+            allocator_in_maps(&jemalloc),
+            "jemalloc (/usr/lib/x86_64-linux-gnu/libjemalloc.so.2)"
+        );
+        let spaced = "7f00-7f01 r--p 00000000 fe:01 9 /opt/my libs/libmimalloc.so.2\n";
+        assert_eq!(
+            allocator_in_maps(spaced),
+            "mimalloc (/opt/my libs/libmimalloc.so.2)"
+        );
+        // This test program runs on the C library's malloc unless a library was preloaded.
+        assert!(allocator().is_some());
     }
 
     #[test]

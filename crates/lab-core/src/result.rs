@@ -138,6 +138,9 @@ pub struct Environment {
     /// The same, measured once the cell's runtime was shut down.
     #[serde(default)]
     pub core_round_trip_after_ns: Option<f64>,
+    /// The allocator behind `malloc` in the runner ([`crate::process::allocator`]).
+    #[serde(default)]
+    pub allocator: Option<String>,
     /// Kernel release (`uname -r`).
     pub kernel: String,
     /// UTC time the cell started, RFC 3339.

@@ -167,6 +167,7 @@ mod tests {
         assert!(failure.contains("noop"), "{failure}");
         assert_eq!(result.env.runner, "noop-runner 0");
         assert!(result.env.open_files_limit.is_some());
+        assert!(result.env.allocator.is_some());
     }
 
     #[test]

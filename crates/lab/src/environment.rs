@@ -41,6 +41,8 @@ pub struct RunnerEnv {
     pub crate_versions: BTreeMap<String, String>,
     /// Distinct open-file limits it ran with (`RLIMIT_NOFILE`, after raising the soft limit to the hard one).
     pub open_files_limits: Vec<u64>,
+    /// Distinct allocators behind its `malloc`, as it reports them (none when it does not).
+    pub allocators: Vec<String>,
 }
 
 /// The PRAGMAs read back under one profile, grouped by approaches that agree.
@@ -107,6 +109,9 @@ impl EnvSummary {
                 push_unique(&mut runner.compile_options, option.clone());
             }
             runner.crate_versions.extend(env.crate_versions.clone());
+            if let Some(allocator) = &env.allocator {
+                push_unique(&mut runner.allocators, allocator.clone());
+            }
             if let Some(limit) = env.open_files_limit
                 && !runner.open_files_limits.contains(&limit)
             {
@@ -216,6 +221,29 @@ mod tests {
         let profiles: Vec<&str> = env.profiles.iter().map(|p| p.profile.as_str()).collect();
         assert_eq!(profiles, ["server", "sqlite-default"]);
         assert_eq!(env.profiles[0].groups.len(), 1);
+    }
+
+    #[test]
+    fn each_runner_lists_the_allocators_it_reported() {
+        let mut results = fixtures::results();
+        let env = EnvSummary::new(&results);
+        assert_eq!(env.runners[0].allocators, ["the C library's malloc"]);
+        let first = env.runners[0].runner.clone();
+        let preloaded = "jemalloc (/usr/lib/libjemalloc.so.2)";
+        results[0].env.allocator = Some(preloaded.to_owned());
+        let env = EnvSummary::new(&results);
+        let runner = env.runners.iter().find(|r| r.runner == first).unwrap();
+        assert_eq!(runner.allocators, [preloaded, "the C library's malloc"]);
+        // A runner that does not report one (another language's) lists none.
+        for result in &mut results {
+            result.env.allocator = None;
+        }
+        assert!(
+            EnvSummary::new(&results)
+                .runners
+                .iter()
+                .all(|r| r.allocators.is_empty())
+        );
     }
 
     #[test]

@@ -49,6 +49,7 @@ fn env(runner: &str, crates: &[(&str, &str)], journal: &str) -> Environment {
         open_files_limit: Some(1_024),
         core_round_trip_before_ns: Some(64.5),
         core_round_trip_after_ns: Some(71.0),
+        allocator: Some("the C library's malloc".to_owned()),
         kernel: "6.1.0-test".to_owned(),
         date: "2026-11-21T22:00:00Z".to_owned(),
     }

@@ -79,6 +79,7 @@ mod tests {
             "open_files_limit",
             "core_round_trip_before_ns",
             "core_round_trip_after_ns",
+            "allocator",
         ];
         let mut reader = csv::Reader::from_path(&csv).unwrap();
         let header = reader.headers().unwrap().clone();

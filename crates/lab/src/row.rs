@@ -73,6 +73,7 @@ pub const COLUMNS: &[&str] = &[
     "open_files_limit",
     "core_round_trip_before_ns",
     "core_round_trip_after_ns",
+    "allocator",
     "kernel",
     "date",
 ];
@@ -168,6 +169,8 @@ pub struct CsvRow {
     pub core_round_trip_before_ns: Option<f64>,
     #[serde(default)]
     pub core_round_trip_after_ns: Option<f64>,
+    #[serde(default)]
+    pub allocator: Option<String>,
     pub kernel: String,
     pub date: String,
 }
@@ -252,6 +255,7 @@ impl From<&CellResult> for CsvRow {
             open_files_limit: r.env.open_files_limit,
             core_round_trip_before_ns: r.env.core_round_trip_before_ns,
             core_round_trip_after_ns: r.env.core_round_trip_after_ns,
+            allocator: r.env.allocator.clone(),
             kernel: r.env.kernel.clone(),
             date: r.env.date.clone(),
         }
@@ -358,6 +362,7 @@ impl From<CsvRow> for CellResult {
                 open_files_limit: row.open_files_limit,
                 core_round_trip_before_ns: row.core_round_trip_before_ns,
                 core_round_trip_after_ns: row.core_round_trip_after_ns,
+                allocator: row.allocator,
                 kernel: row.kernel,
                 date: row.date,
             },

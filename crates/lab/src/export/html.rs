@@ -287,7 +287,7 @@ fn environment(out: &mut String, env: &EnvSummary) {
     }
     out.push_str("</table>\n");
     if !env.runners.is_empty() {
-        out.push_str("<h3>Runners</h3><table><thead><tr><th>runner</th><th>approaches</th><th>SQLite</th><th>crates</th><th>open-file limit</th><th>compile options</th></tr></thead><tbody>\n");
+        out.push_str("<h3>Runners</h3><table><thead><tr><th>runner</th><th>approaches</th><th>SQLite</th><th>crates</th><th>open-file limit</th><th>allocator</th><th>compile options</th></tr></thead><tbody>\n");
         for r in &env.runners {
             let crates: Vec<String> = r
                 .crate_versions
@@ -296,12 +296,13 @@ fn environment(out: &mut String, env: &EnvSummary) {
                 .collect();
             let _ = writeln!(
                 out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"wrap\">{}</td><td class=\"num\">{}</td><td class=\"wrap\"><code>{}</code></td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"wrap\">{}</td><td class=\"num\">{}</td><td class=\"wrap\">{}</td><td class=\"wrap\"><code>{}</code></td></tr>",
                 escape(&r.runner),
                 escape(&r.approaches.join(", ")),
                 escape(&r.sqlite_versions.join(", ")),
                 escape(&crates.join(", ")),
                 escape(&r.open_files_text()),
+                escape(&r.allocators.join("; ")),
                 escape(&r.compile_options.join(" ")),
             );
         }

@@ -161,9 +161,9 @@ fn environment(out: &mut String, env: &EnvSummary) {
         let _ = writeln!(out, "### Runners\n");
         let _ = writeln!(
             out,
-            "| runner | approaches | SQLite | crates | open-file limit |"
+            "| runner | approaches | SQLite | crates | open-file limit | allocator |"
         );
-        let _ = writeln!(out, "|---|---|---|---|---|");
+        let _ = writeln!(out, "|---|---|---|---|---|---|");
         for r in &env.runners {
             let crates: Vec<String> = r
                 .crate_versions
@@ -172,12 +172,13 @@ fn environment(out: &mut String, env: &EnvSummary) {
                 .collect();
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} |",
                 escape(&r.runner),
                 r.approaches.join(", "),
                 r.sqlite_versions.join(", "),
                 escape(&crates.join(", ")),
                 r.open_files_text(),
+                escape(&r.allocators.join("; ")),
             );
         }
         out.push('\n');
