@@ -466,8 +466,8 @@ both_backends! {
     }
 }
 
-#[cfg(feature = "prometheus")]
 both_backends! {
+    #[cfg(feature = "prometheus")]
     #[tokio::test]
     async fn prometheus_text_carries_the_counts(backend) {
         let db = common::open(backend, |b| b).await;

@@ -275,6 +275,7 @@ impl Backend {
 /// Expands one test body into two tests, `<name>::standalone` and `<name>::registry`, each running the body with
 /// its [`Backend`]. The attributes (`#[tokio::test(…)]`, or `#[test]` for a plain `fn`, docs) go to both.
 /// `#[ignore_on_registry = "reason"]` among them ignores the registry's variant only.
+/// A `#[cfg(…)]` among them gates the pair and their shared body.
 ///
 /// ```ignore
 /// both_backends! {
@@ -287,13 +288,17 @@ impl Backend {
 /// ```
 #[allow(unused_macros)]
 macro_rules! both_backends {
-    (@collect [$($attrs:tt)*] [$($ignore:tt)*] #[ignore_on_registry = $reason:literal] $($rest:tt)*) => {
-        $crate::common::both_backends!(@collect [$($attrs)*] [#[ignore = $reason]] $($rest)*);
+    (@collect [$($attrs:tt)*] [$($ignore:tt)*] [$($gate:tt)*] #[ignore_on_registry = $reason:literal] $($rest:tt)*) => {
+        $crate::common::both_backends!(@collect [$($attrs)*] [#[ignore = $reason]] [$($gate)*] $($rest)*);
     };
-    (@collect [$($attrs:tt)*] [$($ignore:tt)*] #[$attr:meta] $($rest:tt)*) => {
-        $crate::common::both_backends!(@collect [$($attrs)* #[$attr]] [$($ignore)*] $($rest)*);
+    (@collect [$($attrs:tt)*] [$($ignore:tt)*] [$($gate:tt)*] #[cfg($cfg:meta)] $($rest:tt)*) => {
+        $crate::common::both_backends!(@collect [$($attrs)*] [$($ignore)*] [$($gate)* #[cfg($cfg)]] $($rest)*);
     };
-    (@collect [$($attrs:tt)*] [$($ignore:tt)*] async fn $name:ident($backend:ident) $body:block) => {
+    (@collect [$($attrs:tt)*] [$($ignore:tt)*] [$($gate:tt)*] #[$attr:meta] $($rest:tt)*) => {
+        $crate::common::both_backends!(@collect [$($attrs)* #[$attr]] [$($ignore)*] [$($gate)*] $($rest)*);
+    };
+    (@collect [$($attrs:tt)*] [$($ignore:tt)*] [$($gate:tt)*] async fn $name:ident($backend:ident) $body:block) => {
+        $($gate)*
         mod $name {
             #[allow(unused_imports)]
             use super::*;
@@ -312,7 +317,8 @@ macro_rules! both_backends {
             }
         }
     };
-    (@collect [$($attrs:tt)*] [$($ignore:tt)*] fn $name:ident($backend:ident) $body:block) => {
+    (@collect [$($attrs:tt)*] [$($ignore:tt)*] [$($gate:tt)*] fn $name:ident($backend:ident) $body:block) => {
+        $($gate)*
         mod $name {
             #[allow(unused_imports)]
             use super::*;
@@ -332,7 +338,7 @@ macro_rules! both_backends {
         }
     };
     ($($test:tt)*) => {
-        $crate::common::both_backends!(@collect [] [] $($test)*);
+        $crate::common::both_backends!(@collect [] [] [] $($test)*);
     };
 }
 #[allow(unused_imports)]
