@@ -52,14 +52,13 @@ fn allocator_in_maps(maps: &str) -> String {
         ("libmimalloc", "mimalloc"),
         ("libtcmalloc", "tcmalloc"),
     ];
-    for line in maps.lines() {
-        // Columns: address, permissions, offset, device, inode, then the path (which may contain spaces).
-        let path = line
-            .split_whitespace()
-            .skip(5)
-            .collect::<Vec<_>>()
-            .join(" ");
-        let file = path.rsplit('/').next().unwrap_or(&path);
+    // Columns: address, permissions, offset, device, inode, then the path — the only one with a `/` in it, and
+    // the rest of the line (it may contain spaces).
+    for path in maps
+        .lines()
+        .filter_map(|line| line.find('/').map(|at| &line[at..]))
+    {
+        let file = path.rsplit('/').next().unwrap_or(path);
         if let Some((_, name)) = LIBRARIES
             .iter()
             .find(|(prefix, _)| file.starts_with(prefix))
