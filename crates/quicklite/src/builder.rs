@@ -15,6 +15,9 @@ use crate::{Database, Error, Profile, Result};
 /// The default of [`Builder::wal_size_warning`]: 1 GiB.
 const DEFAULT_WAL_SIZE_WARNING: u64 = 1 << 30;
 
+/// The default of [`Builder::inline_read_max`].
+const DEFAULT_INLINE_READ_MAX: Duration = Duration::from_micros(20);
+
 /// Builds a [`Database`] with non-default options. Made by [`Database::builder`].
 ///
 /// ```no_run
@@ -46,6 +49,9 @@ pub struct Builder {
     write_linger: Duration,
     read_batch_max: usize,
     read_snapshot_max_age: Duration,
+    inline_reads: bool,
+    inline_read_max: Duration,
+    inline_connections: Option<usize>,
     statement_cache_capacity: usize,
     checkpointing: Option<Checkpointing>,
     slow_statement: Option<Duration>,
@@ -98,6 +104,9 @@ impl Builder {
             write_linger: Duration::ZERO,
             read_batch_max: 256,
             read_snapshot_max_age: Duration::from_millis(20),
+            inline_reads: true,
+            inline_read_max: DEFAULT_INLINE_READ_MAX,
+            inline_connections: None,
             statement_cache_capacity: 128,
             checkpointing: None,
             slow_statement: None,
@@ -202,6 +211,42 @@ impl Builder {
     /// WAL back from checkpointing. By default, 20 ms.
     pub fn read_snapshot_max_age(mut self, age: Duration) -> Self {
         self.read_snapshot_max_age = age;
+        self
+    }
+
+    /// Whether short reads run on their callers' threads. By default, yes.
+    ///
+    /// Handing a read to a reader thread and its answer back costs more than a point read itself. So a read whose
+    /// call site (its closure's type, and for [`Database::query_row`] and [`Database::query_all`] its SQL) has
+    /// recently run within [`Builder::inline_read_max`] runs on the thread that polls it, without a hand-off, on
+    /// one of a few read-only connections of the database's own ([`Builder::inline_connections`]), inside a
+    /// snapshot kept from one read to the next while no write commits. The first reads of a call site, and reads
+    /// of one that ran long, go to the reader threads as before; so do reads while every such connection is busy.
+    /// The guarantees are the reader threads': a read sees every write acknowledged before it was made, and
+    /// deadlines, `query_only`, panics, the set-up hook and the metrics behave the same. Such a read returns
+    /// without yielding, but takes part in the async runtime's cooperative budget and yields after a few
+    /// microseconds of reads, so a task reading in a loop cannot starve the others.
+    ///
+    /// Turn it off for a database whose reads must never run on the caller's thread (a runtime whose threads must
+    /// not touch the disk at all, say).
+    pub fn inline_reads(mut self, yes: bool) -> Self {
+        self.inline_reads = yes;
+        self
+    }
+
+    /// How long a call site's reads may have taken lately, on average, and still run on their callers' threads
+    /// ([`Builder::inline_reads`]). By default, 20 µs: well within what an async task may run between two awaits,
+    /// and several point reads' worth. A read that ran four times longer keeps its call site on the reader threads
+    /// for ten seconds.
+    pub fn inline_read_max(mut self, max: Duration) -> Self {
+        self.inline_read_max = max;
+        self
+    }
+
+    /// Read-only connections for reads on callers' threads ([`Builder::inline_reads`]), opened as they are first
+    /// needed. By default, the number of CPUs: reads run on as many threads at once as there are CPUs.
+    pub fn inline_connections(mut self, n: usize) -> Self {
+        self.inline_connections = Some(n);
         self
     }
 
@@ -429,6 +474,9 @@ impl Builder {
             write_linger: self.write_linger,
             read_batch_max: self.read_batch_max,
             read_snapshot_max_age: self.read_snapshot_max_age,
+            inline_reads: self.inline_reads && self.inline_connections != Some(0),
+            inline_read_max: self.inline_read_max,
+            inline_connections: self.inline_connections.unwrap_or_else(crate::util::cpus),
             statement_cache_capacity: self.statement_cache_capacity,
             checkpointing,
             slow_statement: self.slow_statement,

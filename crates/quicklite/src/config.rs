@@ -143,6 +143,12 @@ pub(crate) struct Config {
     pub(crate) write_linger: Duration,
     pub(crate) read_batch_max: usize,
     pub(crate) read_snapshot_max_age: Duration,
+    /// Whether short reads run on their callers' threads.
+    pub(crate) inline_reads: bool,
+    /// The longest recent average cost of a call site whose reads run on their callers' threads.
+    pub(crate) inline_read_max: Duration,
+    /// Connections for reads on callers' threads.
+    pub(crate) inline_connections: usize,
     pub(crate) statement_cache_capacity: usize,
     pub(crate) checkpointing: Checkpointing,
     /// Statements running at least this long are logged; `None` installs no profiling hook.

@@ -8,7 +8,8 @@
 //! Open a database with [`Database::open`] (the [`Profile::Server`] PRAGMAs: WAL, `synchronous=NORMAL`, a real
 //! cache) or configure it with [`Database::builder`]. Then:
 //!
-//! - [`Database::read`] runs a closure on a reader's read-only connection;
+//! - [`Database::read`] runs a closure on a read-only connection (a reader's, or for a short read one of its
+//!   caller's thread);
 //! - [`Database::write`] runs a closure on the writer's connection inside a write transaction;
 //! - [`Database::execute`], [`Database::query_row`], [`Database::query_all`], [`Database::execute_many`] and
 //!   [`Database::execute_batch`] cover the one-liners, with prepared statements cached per connection;
@@ -32,7 +33,10 @@
 //! `BEGIN IMMEDIATE` transaction, each in its own savepoint (group commit: one commit, and one fsync, for many
 //! writes; a failing write rolls back alone). Reader threads pull from one shared bounded queue and serve every
 //! queued read inside one read transaction (read batching), starting a newer snapshot whenever a request was made
-//! after a commit the current snapshot may predate — so a caller always reads its own acknowledged writes.
+//! after a commit the current snapshot may predate — so a caller always reads its own acknowledged writes. A read
+//! whose closure has run short lately skips the hand-off altogether: it runs on the thread that awaits it, on one of
+//! a few read-only connections that keep their snapshot from one read to the next until a commit moves past it
+//! ([`Builder::inline_reads`]).
 //!
 //! Before the first connection, the process set-up ([`sqlite_setup`]) turns off SQLite's memory statistics,
 //! whose global mutex every allocation would otherwise take; connections open `SQLITE_OPEN_NOMUTEX` because each
@@ -75,6 +79,7 @@
 // The layers, each importing only from those below it (`tests/layers.rs` checks it; docs/design.md describes
 // them): leaves, requests, engine, scheduling, API.
 mod config;
+mod cost;
 mod error;
 mod metrics;
 mod profile;

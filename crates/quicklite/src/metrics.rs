@@ -132,6 +132,7 @@ pub(crate) struct Metrics {
     pub(crate) failed_commits: AtomicU64,
     pub(crate) rolled_back_groups: AtomicU64,
     pub(crate) reads: AtomicU64,
+    pub(crate) inline_reads: AtomicU64,
     pub(crate) read_errors: AtomicU64,
     pub(crate) read_transactions: AtomicU64,
     pub(crate) panics: AtomicU64,
@@ -178,6 +179,8 @@ pub struct MetricsSnapshot {
     pub rolled_back_groups: u64,
     /// Read requests served.
     pub reads: u64,
+    /// Of those, reads run on their callers' threads ([`Builder::inline_reads`](crate::Builder::inline_reads)).
+    pub inline_reads: u64,
     /// Read requests that returned an error.
     pub read_errors: u64,
     /// Read transactions begun by the readers (reads / read_transactions = reads per snapshot).
@@ -263,6 +266,7 @@ impl Metrics {
             failed_commits: self.failed_commits.load(Relaxed),
             rolled_back_groups: self.rolled_back_groups.load(Relaxed),
             reads: self.reads.load(Relaxed),
+            inline_reads: self.inline_reads.load(Relaxed),
             read_errors: self.read_errors.load(Relaxed),
             read_transactions: self.read_transactions.load(Relaxed),
             panics: self.panics.load(Relaxed),

@@ -203,7 +203,7 @@ type HistogramSeries = (
 );
 
 fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
-    let counters: [CounterSeries; 21] = [
+    let counters: [CounterSeries; 22] = [
         ("quicklite_writes", "Write requests run.", |s| s.writes),
         (
             "quicklite_write_errors",
@@ -250,6 +250,11 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
             "quicklite_overloaded",
             "Requests refused because a queue was full.",
             |s| s.overloaded,
+        ),
+        (
+            "quicklite_inline_reads",
+            "Reads run on their callers' threads (counted in quicklite_reads too).",
+            |s| s.inline_reads,
         ),
         (
             "quicklite_abandoned_reads",

@@ -8,6 +8,7 @@ use std::time::Instant;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use crate::cost::Site;
 use crate::error::panic_message;
 use crate::reply::{Answer, CallerThread, Relay, Reply};
 use crate::{Error, Result};
@@ -59,6 +60,8 @@ pub(crate) struct ReadRequest {
     /// Whether the closure runs exactly one statement (`query_row`, `query_all`): alone in the queue, it needs no
     /// read transaction around it, as one statement sees one snapshot by itself.
     pub(crate) one_statement: bool,
+    /// The call site, whose cost the reader records, if reads of it may run on their callers' threads.
+    pub(crate) site: Option<Site>,
     /// The thread the request was made on: its answer travels with that thread's others.
     pub(crate) caller: CallerThread,
     pub(crate) enqueued: Instant,

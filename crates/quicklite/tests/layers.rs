@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 /// with a smaller number.
 const LAYERS: &[(&str, u8, &str)] = &[
     ("config", 0, "validated settings, QueueFull, Checkpointing"),
+    ("cost", 0, "what each read's call site has cost lately"),
     ("error", 0, "the error type"),
     ("metrics", 0, "counters, histograms, snapshots"),
     ("profile", 0, "PRAGMA profiles"),

@@ -17,12 +17,14 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use crate::config::{Config, QueueFull};
+use crate::cost::Site;
 use crate::engine::Shared;
 use crate::metrics::MetricsSnapshot;
 use crate::queue::{self, Sender, TrySendError};
 use crate::reply::{Answer, Asked, CallerThread, receive};
 use crate::request::{Job, ReadRequest, WriteJob, WriteKind, WriteRequest};
 use crate::sched::Backend;
+use crate::sched::inline::{self, Budget, Inline};
 use crate::sched::pool::Pool;
 use crate::sched::pool::actor::Actor;
 use crate::sched::threads::Threads;
@@ -60,12 +62,18 @@ struct Inner {
     pragmas: Arc<OnceLock<BTreeMap<String, String>>>,
     /// What serves the queues.
     backend: Backend,
+    /// The connections for short reads on their callers' threads, unless turned off.
+    inline: Option<Arc<Inline>>,
     /// The directory of a temporary database, removed (after the queues close) when the last handle goes.
     _temporary: Option<tempfile::TempDir>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        // First the snapshots kept for reads on callers' threads, which would hold the writer's last checkpoint back.
+        if let Some(inline) = &self.inline {
+            inline.close();
+        }
         // Closing the queues lets the threads drain what is queued and exit; they are not joined here, so that
         // dropping a handle never blocks an async runtime.
         self.write_tx.close();
@@ -97,6 +105,9 @@ impl Database {
         // On failure the senders are dropped: the queues close and the threads already started exit.
         let started = Threads::start(&path, &config, &shared, write_rx, read_rx).await?;
         let file = started.file.unwrap_or_else(|| path.clone());
+        let inline = config
+            .inline_reads
+            .then(|| Inline::new(path.clone(), config.clone(), shared.clone(), None));
         Ok(Database {
             inner: Arc::new(Inner {
                 write_tx,
@@ -108,17 +119,20 @@ impl Database {
                 path,
                 pragmas: Arc::new(OnceLock::from(started.pragmas)),
                 backend: Backend::Threads(started.threads),
+                inline,
                 _temporary: temporary,
             }),
         })
     }
 
-    /// A database served by a registry's pool: queues and state only; its connections open on first use.
+    /// A database served by a registry's pool: queues and state only; its connections open on first use. Its
+    /// connections for reads on callers' threads share `inline_budget` with the registry's other databases.
     pub(crate) fn start_pooled(
         name: String,
         path: PathBuf,
         config: Config,
         pool: Arc<Pool<Actor>>,
+        inline_budget: &Arc<Budget>,
     ) -> Database {
         let shared = Arc::new(Shared::default());
         let (write_tx, write_rx) = queue::bounded(config.write_queue_capacity);
@@ -133,6 +147,14 @@ impl Database {
             (write_rx, read_rx),
             pragmas.clone(),
         );
+        let inline = config.inline_reads.then(|| {
+            Inline::new(
+                path.clone(),
+                config.clone(),
+                shared.clone(),
+                Some(inline_budget.clone()),
+            )
+        });
         Database {
             inner: Arc::new(Inner {
                 write_tx,
@@ -144,6 +166,7 @@ impl Database {
                 path,
                 pragmas,
                 backend: Backend::Pool(actor),
+                inline,
                 _temporary: None,
             }),
         }
@@ -180,10 +203,12 @@ impl Database {
         Arc::strong_count(&self.inner)
     }
 
-    /// Runs `f` on a reader thread with a read-only connection, inside a snapshot that contains every write this
-    /// process had acknowledged when `read` was called (read-your-writes).
+    /// Runs `f` with a read-only connection, inside a snapshot that contains every write this process had
+    /// acknowledged when `read` was called (read-your-writes).
     ///
-    /// Other queued reads may share the snapshot. A write attempted here fails with `SQLITE_READONLY`; transaction
+    /// `f` runs on a reader thread, or, if this closure's reads have been short lately, on the thread that polls
+    /// this future, without a hand-off ([`Builder::inline_reads`](crate::Builder::inline_reads)). Other reads may
+    /// share the snapshot. A write attempted here fails with `SQLITE_READONLY`; transaction
     /// control (`BEGIN`, `COMMIT`, …) is refused with `SQLITE_AUTH`, because the reader manages the transaction.
     /// With a [`Builder::read_timeout`](crate::Builder::read_timeout), a read still queued or running past it fails
     /// with [`Error::Timeout`].
@@ -192,7 +217,8 @@ impl Database {
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        self.read_within(self.inner.config.read_timeout, false, f)
+        let site = Site::of::<F>(None);
+        self.read_within(self.inner.config.read_timeout, false, site, f)
             .await
     }
 
@@ -205,34 +231,51 @@ impl Database {
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        self.read_within(Some(timeout), false, f).await
+        let site = Site::of::<F>(None);
+        self.read_within(Some(timeout), false, site, f).await
     }
 
-    /// [`Database::read`] of a closure that runs exactly one statement ([`ReadRequest::one_statement`]).
-    pub(crate) async fn read_one_statement<T, F>(&self, f: F) -> Result<T>
+    /// [`Database::read`] of a closure that runs exactly one statement ([`ReadRequest::one_statement`]), made at
+    /// call site `site`.
+    pub(crate) async fn read_one_statement<T, F>(&self, site: Site, f: F) -> Result<T>
     where
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        self.read_within(self.inner.config.read_timeout, true, f)
+        self.read_within(self.inner.config.read_timeout, true, site, f)
             .await
     }
 
+    /// Runs a read on the caller's thread if its call site has been short lately ([`inline`]), else on the
+    /// reader threads.
     async fn read_within<T, F>(
         &self,
         timeout: Option<std::time::Duration>,
         one_statement: bool,
+        site: Site,
         f: F,
     ) -> Result<T>
     where
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        let (job, rx) = Job::new(f);
         let enqueued = Instant::now();
+        let deadline = timeout.map(|t| (enqueued + t, t));
+        let f = match &self.inner.inline {
+            Some(inline) if inline.suits(site) => {
+                inline::take_turn().await;
+                match inline.run(site, deadline, f) {
+                    Ok(result) => return result,
+                    Err(f) => f,
+                }
+            }
+            _ => f,
+        };
+        let (job, rx) = Job::new(f);
         let req = ReadRequest {
-            deadline: timeout.map(|t| (enqueued + t, t)),
+            deadline,
             one_statement,
+            site: self.inner.inline.is_some().then_some(site),
             min_seq: self.inner.shared.commit_seq(),
             caller: CallerThread::current(),
             enqueued,
@@ -396,6 +439,9 @@ impl Database {
 
     /// A snapshot of the database's metrics.
     pub fn metrics(&self) -> MetricsSnapshot {
+        if let Some(inline) = &self.inner.inline {
+            inline.flush_counts();
+        }
         let wal_bytes = std::fs::metadata(&self.inner.wal_file).map_or(0, |m| m.len());
         self.inner.shared.metrics.snapshot(
             self.inner.write_tx.len(),
@@ -414,6 +460,9 @@ impl Database {
     /// Beside Litestream under the managed policy ([`MetricsSnapshot::another_checkpointer`]), the checkpoint at
     /// close is a `PASSIVE` one, which copies back what Litestream's read allows.
     pub async fn close(&self) -> Result<()> {
+        if let Some(inline) = &self.inner.inline {
+            inline.close();
+        }
         self.close_queues();
         self.inner.backend.close().await
     }

@@ -3,6 +3,7 @@
 use rusqlite::{Params, Row};
 
 use crate::Result;
+use crate::cost::Site;
 use crate::database::Database;
 use crate::request::WriteKind;
 
@@ -73,8 +74,11 @@ impl Database {
         F: FnOnce(&Row<'_>) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        self.read_one_statement(move |c| c.prepare_cached(sql.as_ref())?.query_row(params, f))
-            .await
+        let site = Site::of::<F>(Some(sql.as_ref()));
+        self.read_one_statement(site, move |c| {
+            c.prepare_cached(sql.as_ref())?.query_row(params, f)
+        })
+        .await
     }
 
     /// Reads every row of a query with a cached statement, mapping each with `f`.
@@ -89,7 +93,8 @@ impl Database {
         F: FnMut(&Row<'_>) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        self.read_one_statement(move |c| {
+        let site = Site::of::<F>(Some(sql.as_ref()));
+        self.read_one_statement(site, move |c| {
             c.prepare_cached(sql.as_ref())?
                 .query_map(params, f)?
                 .collect()

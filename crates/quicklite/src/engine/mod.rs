@@ -11,6 +11,7 @@ pub(crate) mod open;
 pub(crate) mod policy;
 pub(crate) mod read;
 mod shared;
+pub(crate) mod snapshot;
 pub(crate) mod write;
 
 pub(crate) use shared::Shared;

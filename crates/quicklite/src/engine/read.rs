@@ -96,6 +96,8 @@ pub(crate) struct BatchedReads {
     batch_max: usize,
     /// Longest a read transaction serves queued reads before it ends.
     snapshot_max_age: Duration,
+    /// The bound the cost of reads on callers' threads is held to ([`crate::cost`]).
+    inline_read_max: Duration,
     /// When the open read transaction began.
     began: Option<Instant>,
     /// Answers and counts not handed over yet.
@@ -130,6 +132,7 @@ impl BatchedReads {
             shared: shared.clone(),
             batch_max: config.read_batch_max,
             snapshot_max_age: config.read_snapshot_max_age,
+            inline_read_max: config.inline_read_max,
             began: None,
             held: Held::default(),
             relays: Relays::default(),
@@ -253,6 +256,12 @@ impl BatchedReads {
             deadline => {
                 let _span = tracing::debug_span!(parent: &req.span, "quicklite.read").entered();
                 let ran = conn.run_until(deadline.map(|(at, _)| at), || req.job.run(conn.conn()));
+                if let Some(site) = req.site {
+                    // What the read cost, for the decision to run the next ones on their callers' threads.
+                    self.shared
+                        .costs
+                        .record(site, now.elapsed(), self.inline_read_max, false);
+                }
                 match deadline {
                     // Failed past its deadline: interrupted (or failing anyway, too late to tell).
                     Some((at, timeout)) if !ran.is_ok() && Instant::now() >= at => {

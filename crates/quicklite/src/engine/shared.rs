@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::cost::Costs;
 use crate::metrics::Metrics;
 
 /// State shared by a database's handle, its writer and its readers.
@@ -12,6 +13,8 @@ pub(crate) struct Shared {
     commit_seq: AtomicU64,
     /// Live counters.
     pub(crate) metrics: Metrics,
+    /// What each call site's reads have cost lately.
+    pub(crate) costs: Costs,
 }
 
 impl Shared {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::registry::housekeeping::housekeeping;
 use crate::registry::{Configure, Registry, RegistryInner};
+use crate::sched::inline::Budget;
 use crate::sched::pool::actor::Actor;
 use crate::sched::pool::elastic::{Lane, supervise};
 use crate::sched::pool::{GiveWay, Pool, Role, run_pool_thread};
@@ -23,6 +24,7 @@ pub struct RegistryBuilder {
     read_thread_nice: u8,
     max_open: usize,
     max_reader_connections: Option<usize>,
+    inline_connections: Option<usize>,
     idle_timeout: Duration,
     configure: Option<Configure>,
     /// Whether the registry lives in a temporary directory of its own ([`Registry::temporary`]).
@@ -38,6 +40,7 @@ impl std::fmt::Debug for RegistryBuilder {
             .field("read_thread_nice", &self.read_thread_nice)
             .field("max_open", &self.max_open)
             .field("max_reader_connections", &self.max_reader_connections)
+            .field("inline_connections", &self.inline_connections)
             .field("idle_timeout", &self.idle_timeout)
             .finish_non_exhaustive()
     }
@@ -60,6 +63,7 @@ impl RegistryBuilder {
             read_thread_nice: 0,
             max_open: 128,
             max_reader_connections: None,
+            inline_connections: None,
             idle_timeout: Duration::from_secs(30),
             configure: None,
             temporary: false,
@@ -132,6 +136,16 @@ impl RegistryBuilder {
         self
     }
 
+    /// Most connections open at once, over all databases, for reads on their callers' threads
+    /// ([`Builder::inline_reads`]): the databases read most take them as they need them (each up to its
+    /// [`Builder::inline_connections`]), and a connection unused for 30 s is closed, its place free for another
+    /// database. Two file descriptors each (the database and WAL files). By default, four per CPU; 0 sends every
+    /// read to the pool.
+    pub fn inline_connections(mut self, n: usize) -> Self {
+        self.inline_connections = Some(n);
+        self
+    }
+
     /// How long a database may go without requests before its connections are closed. By default, 30 s.
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;
@@ -189,6 +203,10 @@ impl RegistryBuilder {
             pool,
             threads,
             idle_timeout: self.idle_timeout,
+            inline_budget: Budget::new(
+                self.inline_connections
+                    .unwrap_or_else(|| 4 * crate::util::cpus()),
+            ),
             configure: self.configure.unwrap_or_else(|| Arc::new(|b| b)),
             closed: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),

@@ -14,6 +14,7 @@ use std::time::Duration;
 use rusqlite::OpenFlags;
 
 use crate::engine::open::refuse_links;
+use crate::sched::inline::Budget;
 use crate::sched::pool::Pool;
 use crate::sched::pool::actor::Actor;
 use crate::sched::pool::task::PooledDatabase;
@@ -57,6 +58,8 @@ struct RegistryInner {
     pool: Arc<Pool<Actor>>,
     threads: usize,
     idle_timeout: Duration,
+    /// The bound on the databases' connections for reads on callers' threads, together.
+    inline_budget: Arc<Budget>,
     configure: Configure,
     closed: AtomicBool,
     handles: Mutex<Vec<JoinHandle<()>>>,
@@ -105,6 +108,8 @@ pub struct RegistryMetrics {
     pub idle_closes: u64,
     /// Reader connections open (databases read while their writer was busy); the others read on their writer's.
     pub reader_connections: usize,
+    /// Connections open for reads on callers' threads, over all databases ([`RegistryBuilder::inline_connections`]).
+    pub inline_connections: usize,
     /// Tasks waiting for a pool thread, or for room (under `max_open`) to open their database.
     pub queued_tasks: usize,
     /// Write requests queued, over all known databases.
@@ -148,8 +153,13 @@ impl Registry {
                 .read_queue_capacity(256);
             let mut config = (self.inner.configure)(builder).into_config()?;
             config.open_flags |= OpenFlags::SQLITE_OPEN_NOFOLLOW;
-            let db =
-                Database::start_pooled(name.to_string(), path, config, self.inner.pool.clone());
+            let db = Database::start_pooled(
+                name.to_string(),
+                path,
+                config,
+                self.inner.pool.clone(),
+                &self.inner.inline_budget,
+            );
             known.insert(name.to_string(), db.clone());
             db
         };
@@ -194,6 +204,7 @@ impl Registry {
             evictions: pool.evictions.load(Ordering::Relaxed),
             idle_closes: pool.idle_closes.load(Ordering::Relaxed),
             reader_connections: pool.reader_connections(),
+            inline_connections: self.inner.inline_budget.open(),
             queued_tasks: pool.queued_tasks(),
             write_queue_depth: writes,
             read_queue_depth: reads,

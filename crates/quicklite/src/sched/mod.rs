@@ -1,7 +1,8 @@
 //! Scheduling: who serves a database's queues, and when. A standalone database has threads of its own
 //! ([`threads`]); a registry's databases take turns on a shared, bounded pool ([`pool`]). Both serve the same
-//! engine turns.
+//! engine turns. Short reads of either run on their callers' threads instead ([`inline`]).
 
+pub(crate) mod inline;
 pub(crate) mod pool;
 pub(crate) mod threads;
 

@@ -1,0 +1,130 @@
+//! One thread for the whole process that ends the snapshots idle connections keep, and closes connections nobody
+//! has used for a while, for every database's [`Inline`] set.
+//!
+//! A kept snapshot holds the WAL back: a `RESTART` or `TRUNCATE` checkpoint waits for it to end, and a `PASSIVE`
+//! one cannot copy past it. A thread that stops reading (its task went on to other work, or the service went
+//! quiet) would keep its snapshot for ever; the janitor ends it within [`PERIOD`] of the last read. While no
+//! snapshot is open anywhere it dozes, until a snapshot begins or a connection is due to close; while no set holds
+//! a connection it sleeps.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use super::{Holding, Inline};
+use crate::util::{lock, spawn};
+
+/// How often the janitor looks while snapshots are open, and how long one may stand unused before it is ended.
+pub(crate) const PERIOD: Duration = Duration::from_millis(10);
+
+/// How long a connection may stand unused before it is closed (and, in a registry, its place in the budget given
+/// to another database).
+pub(crate) const CLOSE_AFTER: Duration = Duration::from_secs(30);
+
+/// Set while the janitor dozes: the next snapshot to begin wakes it.
+static DOZING: AtomicBool = AtomicBool::new(false);
+
+/// The sets the janitor looks after.
+struct Janitor {
+    watched: Mutex<Vec<Weak<Inline>>>,
+    wake: Condvar,
+}
+
+fn janitor() -> &'static Janitor {
+    static JANITOR: OnceLock<Janitor> = OnceLock::new();
+    JANITOR.get_or_init(|| {
+        if let Err(e) = spawn("quicklite-janitor", run) {
+            // Snapshots then end at the next read, at a commit or when the database closes, but not when idle.
+            tracing::error!(error = %e, "no janitor thread: idle snapshots will not be ended");
+        }
+        Janitor {
+            watched: Mutex::new(Vec::new()),
+            wake: Condvar::new(),
+        }
+    })
+}
+
+/// Has the janitor look after `set` from now on.
+pub(super) fn watch(set: Weak<Inline>) {
+    let janitor = janitor();
+    let mut watched = lock(&janitor.watched);
+    watched.push(set);
+    DOZING.store(false, Ordering::SeqCst);
+    janitor.wake.notify_one();
+}
+
+/// A snapshot began: wakes the janitor if it dozes.
+pub(super) fn snapshot_begun() {
+    if DOZING.load(Ordering::SeqCst) && DOZING.swap(false, Ordering::SeqCst) {
+        let janitor = janitor();
+        // Taken so that the janitor, which sets `DOZING` under this lock before it waits, is waiting by now.
+        let _watched = lock(&janitor.watched);
+        janitor.wake.notify_one();
+    }
+}
+
+fn wait(janitor: &Janitor, watched: MutexGuard<'_, Vec<Weak<Inline>>>, timeout: Option<Duration>) {
+    let _watched = match timeout {
+        Some(timeout) => {
+            janitor
+                .wake
+                .wait_timeout(watched, timeout)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0
+        }
+        None => janitor
+            .wake
+            .wait(watched)
+            .unwrap_or_else(PoisonError::into_inner),
+    };
+}
+
+fn run() {
+    let janitor = janitor();
+    let mut holding = Holding::default();
+    loop {
+        if holding.snapshots {
+            std::thread::sleep(PERIOD);
+        } else {
+            let watched = lock(&janitor.watched);
+            DOZING.store(true, Ordering::SeqCst);
+            // A snapshot that began before `DOZING` was set did not wake us: look once more.
+            if !sweep_all(janitor, &watched).snapshots {
+                wait(
+                    janitor,
+                    watched,
+                    (!holding.is_empty()).then_some(CLOSE_AFTER / 4),
+                );
+            }
+            DOZING.store(false, Ordering::SeqCst);
+        }
+        let sets: Vec<Weak<Inline>> = std::mem::take(&mut *lock(&janitor.watched));
+        holding = Holding::default();
+        let mut kept = Vec::with_capacity(sets.len());
+        for weak in sets {
+            let Some(set) = weak.upgrade() else { continue };
+            let held = set.sweep(Instant::now(), PERIOD, CLOSE_AFTER);
+            if held.is_empty() && !keep_watching(&set) {
+                continue;
+            }
+            holding = holding.or(held);
+            kept.push(weak);
+        }
+        lock(&janitor.watched).extend(kept);
+    }
+}
+
+/// What the watched sets hold, without changing anything.
+fn sweep_all(_janitor: &Janitor, watched: &[Weak<Inline>]) -> Holding {
+    watched
+        .iter()
+        .filter_map(Weak::upgrade)
+        .fold(Holding::default(), |holding, set| holding.or(set.holding()))
+}
+
+/// Stops watching `set`, which holds nothing, unless a connection appeared meanwhile (whose read found the set still
+/// watched and did not ask again); returns whether to keep watching it.
+fn keep_watching(set: &Inline) -> bool {
+    set.watched.store(false, Ordering::SeqCst);
+    !set.holding().is_empty() && !set.watched.swap(true, Ordering::SeqCst)
+}

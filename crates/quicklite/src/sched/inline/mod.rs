@@ -1,0 +1,426 @@
+//! The caller's thread as a scheduler: short reads run where they are awaited, without a hand-off.
+//!
+//! Handing a read to a reader thread and its answer back costs more than a point read (docs/design.md). So a read
+//! whose call site has lately run within [`Config::inline_read_max`] ([`crate::cost`]) runs on the thread that
+//! polls it, on one of a few read-only connections of the database's own ([`Config::inline_connections`]), inside
+//! the snapshot that connection keeps from one read to the next ([`KeptSnapshot`]). Everything else goes to the
+//! reader threads or the pool: the first reads of a call site, reads of one that ran long lately, reads while every
+//! connection is busy or still opening (a connection opens on a thread of its own: the set-up hook, a SQLCipher
+//! key's derivation and the PRAGMAs are no work for an async worker).
+//!
+//! A thread takes the connection its number points at, or the next one free; a connection is held only while one
+//! read runs on it, so no thread ever waits for another here. A read that completes returns without yielding, but
+//! first takes a unit of the runtime's cooperative budget and, after [`SLICE`] of reads on one thread, yields once,
+//! so that other tasks (and the runtime's timers) get their turn. An idle connection's snapshot is ended by the
+//! [`janitor`] within [`janitor::PERIOD`], so that it holds no checkpoint back; a connection unused for
+//! [`janitor::CLOSE_AFTER`] is closed.
+
+mod janitor;
+
+use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+
+use crate::config::Config;
+use crate::cost::{Known, Site};
+use crate::engine::Shared;
+use crate::engine::snapshot::KeptSnapshot;
+use crate::error::panic_message;
+use crate::util::{lock, spawn};
+use crate::{Error, Result};
+
+/// Time a thread spends on reads run inline before the task that is reading yields once: short enough that a
+/// runtime's other tasks and its timers wait no longer than a few of these, long enough that a yield's cost is
+/// small beside it.
+pub(crate) const SLICE: Duration = Duration::from_micros(10);
+
+/// How long a connection that failed to open waits before it is tried again.
+const RETRY_OPEN_AFTER: Duration = Duration::from_secs(1);
+
+/// A bound on the connections for inline reads that several databases share (a registry's).
+#[derive(Debug)]
+pub(crate) struct Budget {
+    max: usize,
+    open: AtomicUsize,
+}
+
+impl Budget {
+    /// A budget of `max` connections.
+    pub(crate) fn new(max: usize) -> Arc<Budget> {
+        Arc::new(Budget {
+            max,
+            open: AtomicUsize::new(0),
+        })
+    }
+
+    /// Connections open (or opening) under the budget.
+    pub(crate) fn open(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+
+    fn take(self: &Arc<Budget>) -> Option<Permit> {
+        self.open
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Permit(self.clone()))
+    }
+}
+
+/// One connection's place in a [`Budget`], given back when the connection closes.
+struct Permit(Arc<Budget>);
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What a set's places hold, for the janitor.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Holding {
+    /// Some connection is open (or opening).
+    connections: bool,
+    /// Some connection keeps a snapshot.
+    snapshots: bool,
+}
+
+impl Holding {
+    /// A place in use: it may keep a snapshot when the read on it ends.
+    const BUSY: Holding = Holding {
+        connections: true,
+        snapshots: true,
+    };
+
+    fn of(place: &Place) -> Holding {
+        match place {
+            Place::Open(held) => Holding {
+                connections: true,
+                snapshots: held.snapshot.began().is_some(),
+            },
+            Place::Opening => Holding {
+                connections: true,
+                snapshots: false,
+            },
+            Place::Empty | Place::Failed(_) => Holding::default(),
+        }
+    }
+
+    fn busy(&mut self) {
+        *self = self.or(Holding::BUSY);
+    }
+
+    fn or(self, other: Holding) -> Holding {
+        Holding {
+            connections: self.connections || other.connections,
+            snapshots: self.snapshots || other.snapshots,
+        }
+    }
+
+    fn is_empty(self) -> bool {
+        !self.connections
+    }
+}
+
+/// Locks `place` if no other thread holds it (also after a panic: a place's state is whole at every step).
+fn try_lock(place: &Mutex<Place>) -> Option<MutexGuard<'_, Place>> {
+    match place.try_lock() {
+        Ok(place) => Some(place),
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
+
+/// A connection place of an [`Inline`] set.
+enum Place {
+    /// No connection.
+    Empty,
+    /// A connection is being opened for it.
+    Opening,
+    /// The connection failed to open at this time.
+    Failed(Instant),
+    /// A connection.
+    Open(Box<Held>),
+}
+
+/// An open connection and what the janitor needs to know of it.
+struct Held {
+    snapshot: KeptSnapshot,
+    /// When a read last ended on it.
+    last_used: Instant,
+    _permit: Option<Permit>,
+}
+
+/// The connections of one database for reads on callers' threads.
+pub(crate) struct Inline {
+    path: PathBuf,
+    config: Config,
+    shared: Arc<Shared>,
+    places: Box<[Mutex<Place>]>,
+    /// Shared with other databases, for a registry's.
+    budget: Option<Arc<Budget>>,
+    /// Set once the database closes: no read runs here afterwards.
+    closed: AtomicBool,
+    /// Whether the janitor looks after this set.
+    watched: AtomicBool,
+}
+
+thread_local! {
+    /// Time spent on reads run inline on this thread since a task last yielded for it.
+    static SPENT: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+    /// This thread's number, which picks the connection it tries first.
+    static NUMBER: usize = {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    };
+}
+
+/// Waits for this task's turn to run a read inline: takes a unit of the runtime's cooperative budget (yielding if
+/// it is spent), and yields once if this thread has run [`SLICE`] of inline reads since the last such yield.
+pub(crate) async fn take_turn() {
+    if SPENT.with(Cell::get) >= SLICE {
+        SPENT.with(|spent| spent.set(Duration::ZERO));
+        tokio::task::yield_now().await;
+    }
+    std::future::poll_fn(|cx| tokio::task::coop::poll_proceed(cx).map(|r| r.made_progress())).await;
+}
+
+impl Inline {
+    /// The set for the database at `path`; `budget` bounds its connections together with other databases'.
+    pub(crate) fn new(
+        path: PathBuf,
+        config: Config,
+        shared: Arc<Shared>,
+        budget: Option<Arc<Budget>>,
+    ) -> Arc<Inline> {
+        let places = (0..config.inline_connections.max(1))
+            .map(|_| Mutex::new(Place::Empty))
+            .collect();
+        Arc::new(Inline {
+            path,
+            config,
+            shared,
+            places,
+            budget,
+            closed: AtomicBool::new(false),
+            watched: AtomicBool::new(false),
+        })
+    }
+
+    /// Whether reads of `site` should run inline: it has run lately, within the bound.
+    pub(crate) fn suits(&self, site: Site) -> bool {
+        matches!(self.shared.costs.known(site), Known::Costs(cost) if cost <= self.config.inline_read_max)
+            && !self.closed.load(Ordering::Relaxed)
+    }
+
+    /// Runs `f` here, in a snapshot that contains every write acknowledged before this call, if a connection is
+    /// free and a snapshot can be had; otherwise gives `f` back, not run, for the reader threads.
+    pub(crate) fn run<T, F>(
+        self: &Arc<Self>,
+        site: Site,
+        deadline: Option<(Instant, Duration)>,
+        f: F,
+    ) -> std::result::Result<Result<T>, F>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T>,
+    {
+        let Some(mut place) = self.free_connection() else {
+            return Err(f);
+        };
+        let Place::Open(held) = &mut *place else {
+            return Err(f);
+        };
+        let now = Instant::now();
+        if let Some((at, timeout)) = deadline
+            && now >= at
+        {
+            return Ok(Err(Error::Timeout { timeout }));
+        }
+        // Read-your-writes: one load; a snapshot older than the last commit ends before this read.
+        let commit_seq = self.shared.commit_seq();
+        let max_age = self.config.read_snapshot_max_age;
+        match held
+            .snapshot
+            .current(&self.shared, commit_seq, now, max_age)
+        {
+            Ok(true) => janitor::snapshot_begun(),
+            Ok(false) => {}
+            Err(_) => return Err(f),
+        }
+        let conn = held.snapshot.conn();
+        let outcome = conn.run_until(deadline.map(|(at, _)| at), || {
+            catch_unwind(AssertUnwindSafe(|| f(conn.conn())))
+        });
+        let ended = Instant::now();
+        let took = ended - now;
+        held.last_used = ended;
+        if outcome.is_ok() {
+            // A panic's time is the panic hook's as much as the read's: it says nothing of what the site costs.
+            self.shared
+                .costs
+                .record(site, took, self.config.inline_read_max, true);
+        }
+        SPENT.with(|spent| spent.set(spent.get() + took));
+        let result = match outcome {
+            Ok(Ok(value)) => {
+                held.snapshot.count(false, false);
+                Ok(value)
+            }
+            Ok(Err(e)) => {
+                held.snapshot.count(true, false);
+                match deadline {
+                    // Failed past its deadline: interrupted (or failing anyway, too late to tell).
+                    Some((at, timeout)) if ended >= at => Err(Error::Timeout { timeout }),
+                    _ => Err(Error::Sqlite(e)),
+                }
+            }
+            Err(payload) => {
+                // The closure may have left a statement half-stepped: begin afresh next time.
+                held.snapshot.count(true, true);
+                held.snapshot.end(&self.shared);
+                Err(Error::Panic {
+                    message: panic_message(payload.as_ref()),
+                })
+            }
+        };
+        drop(place);
+        self.watch();
+        Ok(result)
+    }
+
+    /// An open connection no other thread is using: the one this thread's number points at, or the next free one.
+    /// A place with no connection starts opening one on the way.
+    fn free_connection(self: &Arc<Self>) -> Option<MutexGuard<'_, Place>> {
+        let n = self.places.len();
+        let first = NUMBER.with(|number| *number) % n;
+        for i in 0..n {
+            let index = (first + i) % n;
+            let Some(mut place) = try_lock(&self.places[index]) else {
+                continue;
+            };
+            match &*place {
+                Place::Open(_) => return Some(place),
+                Place::Opening => {}
+                Place::Failed(at) if at.elapsed() < RETRY_OPEN_AFTER => {}
+                Place::Empty | Place::Failed(_) => self.open_in_background(index, &mut place),
+            }
+        }
+        None
+    }
+
+    /// Opens a connection for place `index` on a thread of its own, if the budget allows.
+    fn open_in_background(self: &Arc<Self>, index: usize, place: &mut Place) {
+        let permit = match &self.budget {
+            Some(budget) => match budget.take() {
+                Some(permit) => Some(permit),
+                None => return,
+            },
+            None => None,
+        };
+        *place = Place::Opening;
+        let set = self.clone();
+        let opened = spawn("quicklite-open", move || {
+            let opened = KeptSnapshot::open(&set.path, &set.config, &set.shared);
+            let mut place = lock(&set.places[index]);
+            *place = match opened {
+                Ok(snapshot) if set.closed.load(Ordering::Acquire) => {
+                    snapshot.close(&set.shared);
+                    Place::Empty
+                }
+                Ok(snapshot) => Place::Open(Box::new(Held {
+                    snapshot,
+                    last_used: Instant::now(),
+                    _permit: permit,
+                })),
+                Err(e) => {
+                    tracing::debug!(error = %e, "no connection for reads on callers' threads");
+                    Place::Failed(Instant::now())
+                }
+            };
+            drop(place);
+            set.watch();
+        });
+        if let Err(e) = opened {
+            tracing::debug!(error = %e, "no thread to open a connection for reads on callers' threads");
+            *place = Place::Failed(Instant::now());
+        }
+    }
+
+    /// Has the janitor look after this set, if it does not already.
+    fn watch(self: &Arc<Self>) {
+        if !self.watched.load(Ordering::Relaxed) && !self.watched.swap(true, Ordering::AcqRel) {
+            janitor::watch(Arc::downgrade(self));
+        }
+    }
+
+    /// Ends snapshots unused for `idle` (or older than the snapshot age bound) and closes connections unused for
+    /// `close_after`; returns what the set still holds.
+    fn sweep(&self, now: Instant, idle: Duration, close_after: Duration) -> Holding {
+        let mut holding = Holding::default();
+        for place in self.places.iter() {
+            let Some(mut place) = try_lock(place) else {
+                holding.busy();
+                continue;
+            };
+            if let Place::Open(held) = &mut *place {
+                let unused = now.saturating_duration_since(held.last_used);
+                if unused >= close_after || self.closed.load(Ordering::Acquire) {
+                    if let Place::Open(held) = std::mem::replace(&mut *place, Place::Empty) {
+                        held.snapshot.close(&self.shared);
+                    }
+                    continue;
+                }
+                let old = held.snapshot.began().is_some_and(|began| {
+                    now.saturating_duration_since(began) >= self.config.read_snapshot_max_age
+                });
+                if unused >= idle || old {
+                    held.snapshot.end(&self.shared);
+                } else {
+                    held.snapshot.flush(&self.shared);
+                }
+            }
+            holding = holding.or(Holding::of(&place));
+        }
+        holding
+    }
+
+    /// What the set holds now (a place in use counts as a connection with a snapshot).
+    fn holding(&self) -> Holding {
+        self.places
+            .iter()
+            .fold(Holding::default(), |holding, place| {
+                holding.or(match try_lock(place) {
+                    Some(place) => Holding::of(&place),
+                    None => Holding::BUSY,
+                })
+            })
+    }
+
+    /// Adds the reads counted on idle connections to the shared metrics (a connection in use adds its own later).
+    pub(crate) fn flush_counts(&self) {
+        for place in self.places.iter() {
+            if let Some(mut place) = try_lock(place)
+                && let Place::Open(held) = &mut *place
+            {
+                held.snapshot.flush(&self.shared);
+            }
+        }
+    }
+
+    /// Closes every connection (waiting for reads running on them): no read runs here afterwards.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        for place in self.places.iter() {
+            let mut place = lock(place);
+            if let Place::Open(held) = std::mem::replace(&mut *place, Place::Empty) {
+                held.snapshot.close(&self.shared);
+            }
+        }
+    }
+}

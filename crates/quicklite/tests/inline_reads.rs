@@ -1,0 +1,319 @@
+//! Short reads run on their callers' threads, with every guarantee of the reader threads: read-your-writes across a
+//! kept snapshot, a commit ending it, an idle snapshot ended (checkpoints unaffected), a read that ran long sent
+//! back to the threads, panics, deadlines and `query_only`. Every test runs on both backends.
+
+mod common;
+
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+use common::{Backend, both_backends};
+use quicklite::rusqlite::{self, Connection, ErrorCode};
+use quicklite::{Database, Error};
+
+/// What a probe read does.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Reads the one row of `t`.
+    Point,
+    /// Counts to a few hundred thousand: milliseconds.
+    Long,
+    /// Panics.
+    Panic,
+    /// Tries to write.
+    Write,
+}
+
+/// A read closure of one type whatever it does, so that every probe is one call site: it returns the thread it ran
+/// on and the row of `t`.
+fn probe(
+    mode: Mode,
+) -> impl FnOnce(&Connection) -> rusqlite::Result<(ThreadId, i64)> + Send + 'static {
+    move |conn| {
+        let thread = std::thread::current().id();
+        let value = match mode {
+            Mode::Point => conn
+                .prepare_cached("SELECT v FROM t")?
+                .query_row([], |r| r.get(0))?,
+            Mode::Long => conn.query_row(
+                "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) \
+                 SELECT count(*) FROM c",
+                [],
+                |r| r.get(0),
+            )?,
+            Mode::Panic => panic!("a probe that panics"),
+            Mode::Write => conn.execute("UPDATE t SET v = v + 1", [])? as i64,
+        };
+        Ok((thread, value))
+    }
+}
+
+fn wal_of(db: &std::path::Path) -> std::path::PathBuf {
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    wal.into()
+}
+
+fn here() -> ThreadId {
+    std::thread::current().id()
+}
+
+/// A database with a table `t` of one row, `v = 0`. Reads may run inline if they took up to 10 ms (unoptimized
+/// builds of SQLite run a point read in tens of microseconds, past the default bound).
+async fn with_table(
+    backend: Backend,
+    configure: fn(quicklite::Builder) -> quicklite::Builder,
+) -> common::TestDb {
+    let db = common::open(backend, move |b| {
+        configure(b.inline_read_max(Duration::from_millis(10)))
+    })
+    .await;
+    db.execute_batch("CREATE TABLE t (v INTEGER NOT NULL); INSERT INTO t VALUES (0);")
+        .await
+        .unwrap();
+    db
+}
+
+/// Reads with the probe until one runs on this thread (its first runs go to the reader threads, and its connection
+/// opens in the background). Fails after 10 s.
+async fn until_inline(db: &Database) {
+    let start = Instant::now();
+    loop {
+        let (thread, _) = db.read(probe(Mode::Point)).await.unwrap();
+        if thread == here() {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no read ran on its caller's thread in 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn a_short_read_runs_on_its_callers_thread_once_its_call_site_is_known(backend) {
+        let db = with_table(backend, |b| b).await;
+        let (first, _) = db.read(probe(Mode::Point)).await.unwrap();
+        assert_ne!(first, here(), "a call site's first read goes to the reader threads");
+        until_inline(&db).await;
+        let m = db.metrics();
+        assert!(m.inline_reads >= 1 && m.reads > m.inline_reads, "{m:?}");
+    }
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn an_inline_read_sees_every_write_acknowledged_before_it(backend) {
+        let db = with_table(backend, |b| b).await;
+        until_inline(&db).await;
+        for i in 1..=20_i64 {
+            // The previous read left its snapshot open; this write commits past it.
+            db.execute("UPDATE t SET v = ?1", (i,)).await.unwrap();
+            let (thread, v) = db.read(probe(Mode::Point)).await.unwrap();
+            assert_eq!(v, i, "read {i} saw an older snapshot");
+            assert_eq!(thread, here(), "read {i} ran on the reader threads");
+        }
+    }
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn a_kept_snapshot_serves_reads_until_a_commit_ends_it(backend) {
+        let db = with_table(backend, |b| b.read_snapshot_max_age(Duration::from_secs(60))).await;
+        until_inline(&db).await;
+        let before = db.metrics().read_transactions;
+        for _ in 0..10 {
+            let (thread, _) = db.read(probe(Mode::Point)).await.unwrap();
+            assert_eq!(thread, here());
+        }
+        let kept = db.metrics().read_transactions;
+        assert!(kept - before <= 1, "ten reads in one snapshot: {before} → {kept} read transactions");
+        db.execute("UPDATE t SET v = 7", ()).await.unwrap();
+        let (_, v) = db.read(probe(Mode::Point)).await.unwrap();
+        assert_eq!(v, 7);
+        assert_eq!(db.metrics().read_transactions, kept + 1, "the commit ended the kept snapshot");
+    }
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn an_idle_threads_snapshot_ends_and_lets_a_truncating_checkpoint_through(backend) {
+        let db = with_table(backend, |b| {
+            b.read_snapshot_max_age(Duration::from_secs(60))
+                .checkpointing(quicklite::Checkpointing::External)
+        })
+        .await;
+        until_inline(&db).await;
+        // A snapshot taken after this write pins the WAL it is in.
+        db.execute("UPDATE t SET v = 1", ()).await.unwrap();
+        let (thread, _) = db.read(probe(Mode::Point)).await.unwrap();
+        assert_eq!(thread, here());
+        // This thread reads no more: the snapshot must end by itself, or the checkpoint's busy handler waits out
+        // the busy timeout and gives up.
+        let (busy, log, copied): (i64, i64, i64) = db
+            .with_write_connection(|c| {
+                c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+            })
+            .await
+            .unwrap();
+        assert_eq!((busy, log, copied), (0, 0, 0), "the WAL was truncated");
+        let wal = std::fs::metadata(wal_of(db.path())).unwrap().len();
+        assert_eq!(wal, 0);
+    }
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn a_call_site_that_ran_long_goes_back_to_the_reader_threads(backend) {
+        let db = with_table(backend, |b| b).await;
+        until_inline(&db).await;
+        let (thread, n) = db.read(probe(Mode::Long)).await.unwrap();
+        assert_eq!((thread, n), (here(), 300_000), "a known-short site runs inline even when this read is long");
+        for _ in 0..5 {
+            let (thread, _) = db.read(probe(Mode::Point)).await.unwrap();
+            assert_ne!(thread, here(), "the site ran long: its reads go to the threads for a while");
+        }
+    }
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn a_read_whose_first_runs_are_long_never_runs_inline(backend) {
+        let db = with_table(backend, |b| b).await;
+        for _ in 0..5 {
+            let (thread, _) = db.read(probe(Mode::Long)).await.unwrap();
+            assert_ne!(thread, here());
+        }
+        assert_eq!(db.metrics().inline_reads, 0);
+    }
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn a_panicking_inline_read_is_an_error_and_the_next_read_runs_inline_again(backend) {
+        let db = with_table(backend, |b| b).await;
+        until_inline(&db).await;
+        let panics = db.metrics().panics;
+        match db.read(probe(Mode::Panic)).await {
+            Err(Error::Panic { message }) => assert_eq!(message, "a probe that panics"),
+            other => panic!("expected a panic error, got {:?}", other.map(|(_, v)| v)),
+        }
+        assert_eq!(db.metrics().panics, panics + 1);
+        db.execute("UPDATE t SET v = 3", ()).await.unwrap();
+        let (thread, v) = db.read(probe(Mode::Point)).await.unwrap();
+        assert_eq!((thread, v), (here(), 3));
+    }
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn an_inline_read_cannot_write(backend) {
+        let db = with_table(backend, |b| b).await;
+        until_inline(&db).await;
+        match db.read(probe(Mode::Write)).await {
+            Err(Error::Sqlite(rusqlite::Error::SqliteFailure(e, _))) => {
+                assert_eq!(e.code, ErrorCode::ReadOnly);
+            }
+            other => panic!("expected SQLITE_READONLY, got {:?}", other.map(|(_, v)| v)),
+        }
+        let (thread, v) = db.read(probe(Mode::Point)).await.unwrap();
+        assert_eq!((thread, v), (here(), 0), "nothing was written");
+    }
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn an_inline_read_past_its_deadline_is_interrupted(backend) {
+        let db = with_table(backend, |b| b).await;
+        // `read` and `read_with_timeout` of one closure type are one call site.
+        until_inline(&db).await;
+        let started = Instant::now();
+        match db.read_with_timeout(Duration::from_millis(2), probe(Mode::Long)).await {
+            Err(Error::Timeout { timeout }) => assert_eq!(timeout, Duration::from_millis(2)),
+            other => panic!("expected a timeout, got {:?}", other.map(|(_, v)| v)),
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "interrupted, not run to its end");
+    }
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn turned_off_every_read_goes_to_the_reader_threads(backend) {
+        let db = with_table(backend, |b| b.inline_reads(false)).await;
+        for _ in 0..200 {
+            let (thread, _) = db.read(probe(Mode::Point)).await.unwrap();
+            assert_ne!(thread, here());
+        }
+        assert_eq!(db.metrics().inline_reads, 0);
+    }
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn the_statement_helpers_run_inline_per_sql_text(backend) {
+        let db = with_table(backend, |b| b).await;
+        let start = Instant::now();
+        while db.metrics().inline_reads == 0 {
+            let v: i64 = db.query_row("SELECT v FROM t", [], |r| r.get(0)).await.unwrap();
+            assert_eq!(v, 0);
+            assert!(start.elapsed() < Duration::from_secs(10), "no statement ran inline");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        db.execute("UPDATE t SET v = 5", ()).await.unwrap();
+        let v: i64 = db.query_row("SELECT v FROM t", [], |r| r.get(0)).await.unwrap();
+        assert_eq!(v, 5, "read-your-writes");
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn many_tasks_reading_inline_and_writing_see_an_exact_final_state(backend) {
+        let db = with_table(backend, |b| b).await;
+        until_inline(&db).await;
+        let mut tasks = Vec::new();
+        for _ in 0..16 {
+            let db = db.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut last = 0;
+                for _ in 0..200 {
+                    let (_, seen) = db.read(probe(Mode::Point)).await.unwrap();
+                    assert!(seen >= last, "a read went back in time: {seen} after {last}");
+                    db.execute("UPDATE t SET v = v + 1", ()).await.unwrap();
+                    let (_, after) = db.read(probe(Mode::Point)).await.unwrap();
+                    assert!(after > seen, "a task did not see its own write");
+                    last = after;
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let (_, v) = db.read(probe(Mode::Point)).await.unwrap();
+        assert_eq!(v, 16 * 200);
+        assert!(db.metrics().inline_reads > 0);
+    }
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn close_ends_kept_snapshots_and_truncates_the_wal(backend) {
+        let db = with_table(backend, |b| b.read_snapshot_max_age(Duration::from_secs(60))).await;
+        until_inline(&db).await;
+        db.execute("UPDATE t SET v = 9", ()).await.unwrap();
+        let (thread, _) = db.read(probe(Mode::Point)).await.unwrap();
+        assert_eq!(thread, here());
+        let path = db.path().to_path_buf();
+        db.close().await;
+        let wal = std::fs::metadata(wal_of(&path)).map_or(0, |m| m.len());
+        assert_eq!(wal, 0, "the last checkpoint truncated the WAL");
+        let v: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row("SELECT v FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 9);
+    }
+}
