@@ -18,5 +18,6 @@ QUICKLITE_OTHER_LANGUAGE_RUNNERS=required cargo test --workspace "$@"
 (cd runners/node && npm test)
 # Encryption at rest: the same library built with SQLCipher (a SQLite of its own, so a build of its own).
 cargo test -p quicklite --features sqlcipher --test encryption
-# Model checks of the hand-written concurrency (the request queue, a pooled database's roles) under loom.
-cargo test -p quicklite --features model-check --lib -- model_
+# Model checks of the hand-written concurrency (the request queue, a pooled database's roles) under loom: a build of
+# its own, with loom's primitives in place of std's (src/sync.rs).
+RUSTFLAGS="--cfg quicklite_loom" cargo test -p quicklite --lib --target-dir target/loom -- model_

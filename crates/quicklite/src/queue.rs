@@ -25,17 +25,17 @@ use tokio::sync::Notify;
 /// request), so that a caller with one request in flight finds its reader still awake (docs/design.md, "Figures
 /// behind the design choices"). The price: a consumer whose queue goes quiet burns up to this much CPU, yielding,
 /// before it sleeps.
-#[cfg(not(feature = "model-check"))]
+#[cfg(not(quicklite_loom))]
 const SPIN_FOR: Duration = Duration::from_micros(50);
 
 /// How long a consumer spins: crossbeam's backoff, then yielding the CPU until [`SPIN_FOR`] has passed.
-#[cfg(not(feature = "model-check"))]
+#[cfg(not(quicklite_loom))]
 struct Spin {
     backoff: crossbeam_utils::Backoff,
     started: Option<Instant>,
 }
 
-#[cfg(not(feature = "model-check"))]
+#[cfg(not(quicklite_loom))]
 impl Spin {
     fn new() -> Spin {
         Spin {
@@ -58,10 +58,10 @@ impl Spin {
 }
 
 /// In a model check, a spin is two yields to the model's scheduler (time does not pass there).
-#[cfg(feature = "model-check")]
+#[cfg(quicklite_loom)]
 struct Spin(usize);
 
-#[cfg(feature = "model-check")]
+#[cfg(quicklite_loom)]
 impl Spin {
     fn new() -> Spin {
         Spin(2)
@@ -80,20 +80,20 @@ impl Spin {
 /// How long the spinning consumer may go without looking at the queue before a push takes it for descheduled and
 /// wakes a sleeping consumer instead: far longer than a look and a yield take while CPUs are to be had (a few
 /// microseconds), far shorter than a time slice.
-#[cfg(not(feature = "model-check"))]
+#[cfg(not(quicklite_loom))]
 const STALLED_AFTER: Duration = Duration::from_micros(20);
 
 /// When the spinning consumer last looked at the queue. A consumer that yields its CPU while every CPU is busy may
 /// not get it back for a time slice (milliseconds); a push that left the request to it would wait as long, while
 /// a sleeping consumer, once woken, is scheduled ahead of the busy threads.
-#[cfg(not(feature = "model-check"))]
+#[cfg(not(quicklite_loom))]
 struct Heartbeat {
     epoch: Instant,
     /// Microseconds from `epoch` to the last look.
     at_us: std::sync::atomic::AtomicU64,
 }
 
-#[cfg(not(feature = "model-check"))]
+#[cfg(not(quicklite_loom))]
 impl Heartbeat {
     fn new() -> Heartbeat {
         Heartbeat {
@@ -119,10 +119,10 @@ impl Heartbeat {
 }
 
 /// In a model check, time does not pass: the spinning consumer never stalls.
-#[cfg(feature = "model-check")]
+#[cfg(quicklite_loom)]
 struct Heartbeat;
 
-#[cfg(feature = "model-check")]
+#[cfg(quicklite_loom)]
 impl Heartbeat {
     fn new() -> Heartbeat {
         Heartbeat
@@ -687,7 +687,7 @@ mod tests {
     }
 
     #[test]
-    #[cfg(not(feature = "model-check"))]
+    #[cfg(not(quicklite_loom))]
     fn a_push_wakes_a_sleeping_consumer_when_the_spinning_one_has_stopped_looking() {
         let (tx, rx) = bounded(4);
         let (woke_tx, woke) = std::sync::mpsc::channel();
@@ -772,7 +772,7 @@ mod tests {
     }
 }
 
-#[cfg(all(test, feature = "model-check"))]
+#[cfg(all(test, quicklite_loom))]
 mod model {
     use super::*;
 

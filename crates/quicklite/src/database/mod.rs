@@ -259,8 +259,7 @@ impl Database {
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        let enqueued = Instant::now();
-        let deadline = timeout.map(|t| (enqueued + t, t));
+        let deadline = timeout.map(|t| (Instant::now() + t, t));
         let f = match &self.inner.inline {
             Some(inline) if inline.suits(site) => {
                 inline::take_turn().await;
@@ -278,7 +277,7 @@ impl Database {
             site: self.inner.inline.is_some().then_some(site),
             min_seq: self.inner.shared.commit_seq(),
             caller: CallerThread::current(),
-            enqueued,
+            enqueued: Instant::now(),
             span: tracing::Span::current(),
             job,
         };

@@ -206,7 +206,8 @@ pub(crate) fn run_alone(
             // itself (a writing statement takes the write lock when it starts and commits when it ends, or undoes
             // everything it did), which spares executing `BEGIN IMMEDIATE` and `COMMIT`. If the commit fails, the
             // statement returns that error.
-            let ran = request.job.run(conn.conn());
+            // Its commit, and its fsync, happen inside the statement: blocking work as much as the statement.
+            let ran = blocking_work(|| request.job.run(conn.conn()));
             if ran.is_ok() {
                 shared.publish_commit();
                 metrics.write_batch.record(1);
@@ -217,7 +218,7 @@ pub(crate) fn run_alone(
             (ran, None)
         }
         WriteKind::Unmanaged => {
-            let ran = conn.allow_tx_control_mut(|c| request.job.run_mut(c));
+            let ran = blocking_work(|| conn.allow_tx_control_mut(|c| request.job.run_mut(c)));
             let outcome = if conn.conn().is_autocommit() {
                 None
             } else {
@@ -524,5 +525,39 @@ mod tests {
         assert!(run_alone(&mut conn, &shared, &mut lone).is_none());
         assert!(matches!(answer(vec![lone], vec![None], vec![rx])[0], Ok(1)));
         assert_eq!((rows(&conn), shared.commit_seq()), (vec![7], 1));
+    }
+
+    #[test]
+    fn every_kind_of_write_runs_as_blocking_work() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, AtomicUsize};
+
+        // A registry's write thread raises its flag while a write runs, so that its lane grows for a write that
+        // blocks and its read threads do not yield to a thread that is merely outside work.
+        let (flag, raised) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicUsize::new(0)),
+        );
+        crate::util::watch_blocking_work(flag.clone(), raised);
+        let mut conn = connection();
+        let shared = Shared::default();
+        for kind in [
+            WriteKind::Grouped,
+            WriteKind::GroupedStatement,
+            WriteKind::Transaction,
+            WriteKind::Unmanaged,
+        ] {
+            let seen = flag.clone();
+            let (mut write, rx) =
+                request(kind, move |_| Ok(usize::from(seen.load(Ordering::SeqCst))));
+            let outcome = run_alone(&mut conn, &shared, &mut write);
+            let answers = answer(vec![write], vec![outcome], vec![rx]);
+            assert!(
+                matches!(answers[0], Ok(1)),
+                "{kind:?} ran outside blocking work: {:?}",
+                answers[0]
+            );
+            assert!(!flag.load(Ordering::SeqCst), "lowered after {kind:?}");
+        }
     }
 }

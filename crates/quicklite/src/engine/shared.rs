@@ -2,6 +2,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crossbeam_utils::CachePadded;
+
 use crate::cost::Costs;
 use crate::metrics::Metrics;
 
@@ -10,7 +12,8 @@ use crate::metrics::Metrics;
 pub(crate) struct Shared {
     /// Number of transactions the writer has committed; readers compare it with a request's `min_seq`
     /// (read-your-writes).
-    commit_seq: AtomicU64,
+    /// On a cache line of its own: every read loads it, and the counters beside it change on every request.
+    commit_seq: CachePadded<AtomicU64>,
     /// Live counters.
     pub(crate) metrics: Metrics,
     /// What each call site's reads have cost lately.

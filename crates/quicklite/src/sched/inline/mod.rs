@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
+use crossbeam_utils::CachePadded;
 use rusqlite::Connection;
 
 use crate::config::Config;
@@ -38,6 +39,9 @@ use crate::{Error, Result};
 /// runtime's other tasks and its timers wait no longer than a few of these, long enough that a yield's cost is
 /// small beside it.
 pub(crate) const SLICE: Duration = Duration::from_micros(10);
+
+/// One inline read in this many records its cost (every one that ran past the bound does).
+const SAMPLE_EVERY: u32 = 16;
 
 /// How long a connection that failed to open waits before it is tried again.
 const RETRY_OPEN_AFTER: Duration = Duration::from_secs(1);
@@ -162,7 +166,8 @@ pub(crate) struct Inline {
     path: PathBuf,
     config: Config,
     shared: Arc<Shared>,
-    places: Box<[Mutex<Place>]>,
+    /// One cache line each: threads on different places touch no line in common.
+    places: Box<[CachePadded<Mutex<Place>>]>,
     /// Shared with other databases, for a registry's.
     budget: Option<Arc<Budget>>,
     /// Set once the database closes: no read runs here afterwards.
@@ -174,6 +179,8 @@ pub(crate) struct Inline {
 thread_local! {
     /// Time spent on reads run inline on this thread since a task last yielded for it.
     static SPENT: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+    /// Inline reads run on this thread, counted for sampling their costs.
+    static SAMPLED: Cell<u32> = const { Cell::new(0) };
     /// This thread's number, which picks the connection it tries first.
     static NUMBER: usize = {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -200,7 +207,7 @@ impl Inline {
         budget: Option<Arc<Budget>>,
     ) -> Arc<Inline> {
         let places = (0..config.inline_connections.max(1))
-            .map(|_| Mutex::new(Place::Empty))
+            .map(|_| CachePadded::new(Mutex::new(Place::Empty)))
             .collect();
         Arc::new(Inline {
             path,
@@ -260,8 +267,13 @@ impl Inline {
         let ended = Instant::now();
         let took = ended - now;
         held.last_used = ended;
-        if outcome.is_ok() {
-            // A panic's time is the panic hook's as much as the read's: it says nothing of what the site costs.
+        // A panic's time is the panic hook's as much as the read's: it says nothing of what the site costs. Of the
+        // others, a sample: threads writing one site's entry on every read would pass its cache line back and forth.
+        let sampled = SAMPLED.with(|n| {
+            n.set(n.get().wrapping_add(1));
+            n.get() % SAMPLE_EVERY == 0
+        });
+        if outcome.is_ok() && (sampled || took > self.config.inline_read_max) {
             self.shared
                 .costs
                 .record(site, took, self.config.inline_read_max, true);

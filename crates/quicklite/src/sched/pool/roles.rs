@@ -7,7 +7,7 @@
 //! schedule tasks once the roles are given back.
 //!
 //! Every transition is one atomic operation, and the model check at the bottom of this file (run with
-//! `cargo test -p quicklite --features model-check --lib model_`) explores their interleavings.
+//! `RUSTFLAGS="--cfg quicklite_loom" cargo test -p quicklite --lib model_`) explores their interleavings.
 
 use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -98,7 +98,7 @@ impl Roles {
     }
 }
 
-#[cfg(all(test, feature = "model-check"))]
+#[cfg(all(test, quicklite_loom))]
 mod model {
     use super::*;
     use loom::sync::Arc;
