@@ -317,3 +317,37 @@ both_backends! {
         assert_eq!(v, 9);
     }
 }
+
+/// A registry's databases share one bound on connections for inline reads: past it, reads go to the pool.
+#[tokio::test]
+async fn a_registrys_databases_share_a_bound_on_inline_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = quicklite::Registry::builder(dir.path())
+        .inline_connections(1)
+        .configure(|b| {
+            b.inline_read_max(Duration::from_millis(10))
+                .inline_connections(4)
+        })
+        .open()
+        .await
+        .unwrap();
+    let (a, b) = (
+        registry.get("a").await.unwrap(),
+        registry.get("b").await.unwrap(),
+    );
+    for db in [&a, &b] {
+        db.execute_batch("CREATE TABLE t (v INTEGER NOT NULL); INSERT INTO t VALUES (0);")
+            .await
+            .unwrap();
+    }
+    until_inline(&a).await;
+    for _ in 0..200 {
+        let (thread, _) = b.read(probe(Mode::Point)).await.unwrap();
+        assert_ne!(thread, here(), "the one connection is a's");
+        let (_, _) = a.read(probe(Mode::Point)).await.unwrap();
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(registry.metrics().inline_connections, 1);
+    assert_eq!(b.metrics().inline_reads, 0);
+    registry.close().await.unwrap();
+}
