@@ -195,6 +195,9 @@ fn options(args: &BenchArgs) -> anyhow::Result<BenchOptions> {
     if let Some(v) = &args.think_us {
         o.think_us = v.clone();
     }
+    if let Some(v) = &args.write_ratio {
+        o.write_ppm = v.iter().map(|r| r.0).collect();
+    }
     if let Some(v) = args.seed {
         o.seed = v;
     }

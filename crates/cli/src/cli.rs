@@ -146,6 +146,11 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "US,US")]
     pub think_us: Option<Vec<u64>>,
 
+    /// mixed: shares of writes among its operations, each a fraction (0.001) or a percentage (0.1%), at most 1 and
+    /// in steps of one in a million; the rest are point reads. Each share is a table of its own [default: 0.1].
+    #[arg(long, value_delimiter = ',', value_name = "SHARES")]
+    pub write_ratio: Option<Vec<WriteRatio>>,
+
     /// multi-db: numbers of databases [default: 1,10,50,100].
     #[arg(long, value_delimiter = ',', value_name = "N,N")]
     pub num_databases: Option<Vec<u32>>,
@@ -226,6 +231,43 @@ impl std::str::FromStr for MmapSize {
     }
 }
 
+/// A `--write-ratio` value: a share of writes, as a fraction (`0.01`) or a percentage (`1%`), held in parts per
+/// million so that 0.1% is exact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteRatio(pub u32);
+
+impl std::str::FromStr for WriteRatio {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (number, per_unit) = match text.strip_suffix('%') {
+            Some(percent) => (percent, 100.0),
+            None => (text, 1.0),
+        };
+        let share = number
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|share| share.is_finite() && *share >= 0.0)
+            .map(|share| share / per_unit)
+            .ok_or_else(|| format!("`{text}` is not a share of writes (e.g. 0.01 or 1%)"))?;
+        if share > 1.0 {
+            return Err(format!(
+                "`{text}` is more than every operation (at most 1 or 100%)"
+            ));
+        }
+        let ppm = share * f64::from(quicklite_lab::PPM);
+        // A decimal such as 0.001 is not exact in binary: round, but refuse what is finer than one in a million.
+        let rounded = ppm.round();
+        if (ppm - rounded).abs() > 1e-6 {
+            return Err(format!(
+                "`{text}` is finer than the knob's step of one in a million (0.0001%)"
+            ));
+        }
+        Ok(Self(rounded as u32))
+    }
+}
+
 /// `quicklite report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -252,4 +294,33 @@ pub struct DoctorArgs {
     /// Print one JSON document with the same content instead of the human report.
     #[arg(long)]
     pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_ratios_are_fractions_or_percentages_in_parts_per_million() {
+        let parse = |text: &str| text.parse::<WriteRatio>().map(|r| r.0);
+        assert_eq!(parse("0"), Ok(0));
+        assert_eq!(parse("0.001"), Ok(1_000));
+        assert_eq!(parse("0.1%"), Ok(1_000));
+        assert_eq!(parse("0.01"), Ok(10_000));
+        assert_eq!(parse("1%"), Ok(10_000));
+        assert_eq!(parse("0.1"), Ok(100_000));
+        assert_eq!(parse("1"), Ok(1_000_000));
+        assert_eq!(parse("0.000001"), Ok(1));
+        for (bad, message) in [
+            ("1.5", "more than every operation"),
+            ("101%", "more than every operation"),
+            ("-0.1", "not a share of writes"),
+            ("ten", "not a share of writes"),
+            ("NaN", "not a share of writes"),
+            ("0.0000001", "finer than"),
+        ] {
+            let err = parse(bad).unwrap_err();
+            assert!(err.contains(message), "{bad}: {err}");
+        }
+    }
 }

@@ -64,7 +64,8 @@ impl Observer for Progress {
     }
 }
 
-/// `1.42M reads/s, 12k writes/s` (or queue cycles/s), leaving out a kind the workload does not do.
+/// `1.42M reads/s, 12k writes/s` (or queue cycles/s), leaving out a kind the workload does not do, then the
+/// runtime's lateness and the core round trip when the runner measured them.
 fn rates(result: &CellResult) -> String {
     let mut parts = Vec::new();
     if let Some(suite) = quicklite_lab::orm_suite_us(result, false) {
@@ -88,14 +89,24 @@ fn rates(result: &CellResult) -> String {
     if parts.is_empty() {
         parts.push("no operation completed".to_owned());
     }
+    let mut notes = Vec::new();
+    if let Some(lateness) = result.lateness {
+        notes.push(format!(
+            "lateness p99 {}",
+            format::latency_us(lateness.p99_us)
+        ));
+    }
     let round_trip = format::round_trip_ns(
         result.env.core_round_trip_before_ns,
         result.env.core_round_trip_after_ns,
     );
-    if round_trip.is_empty() {
+    if !round_trip.is_empty() {
+        notes.push(format!("core round trip {round_trip}"));
+    }
+    if notes.is_empty() {
         parts.join(", ")
     } else {
-        format!("{} (core round trip {round_trip})", parts.join(", "))
+        format!("{} ({})", parts.join(", "), notes.join(", "))
     }
 }
 

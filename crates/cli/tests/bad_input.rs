@@ -79,6 +79,10 @@ fn contradictory_options_name_the_option() {
     rejects(&["--baseline", "tokio"], "unknown --baseline `tokio`");
     rejects(&["--timeout", "0"], "invalid --timeout");
     rejects(
+        &["--write-ratio", "0.01,2"],
+        "`2` is more than every operation (at most 1 or 100%)",
+    );
+    rejects(
         &["--write-mode", "lazy"],
         "invalid --write-mode: unknown value `lazy` (valid: blocking, paced)",
     );

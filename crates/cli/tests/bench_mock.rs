@@ -177,3 +177,70 @@ fn write_modes_and_total_readers_become_columns() {
         "{markdown}"
     );
 }
+
+#[test]
+fn write_ratios_make_a_mixed_table_each() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    Command::cargo_bin("quicklite")
+        .unwrap()
+        .args([
+            "bench",
+            "--workloads",
+            "mixed,point-read",
+            "--approaches",
+            "direct-blocking,quicklite",
+            "--write-ratio",
+            "0,0.1%,0.01",
+            "--duration",
+            "0.1",
+            "--warmup",
+            "0",
+            "--repeat",
+            "1",
+            "--runner",
+        ])
+        .arg(mock_runner())
+        .arg("--output")
+        .arg(&out)
+        .assert()
+        .success();
+    let mut reader = csv::Reader::from_path(out.join("results.csv")).unwrap();
+    let header = reader.headers().unwrap().clone();
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let cells: Vec<(String, String)> = reader
+        .records()
+        .map(Result::unwrap)
+        .map(|r| {
+            (
+                r[column("workload")].to_owned(),
+                r[column("write_ppm")].to_owned(),
+            )
+        })
+        .collect();
+    let mixed = |ppm: &str| ("mixed".to_owned(), ppm.to_owned());
+    let reads = ("point-read".to_owned(), String::new());
+    assert_eq!(
+        cells,
+        [
+            mixed("0"),
+            mixed("0"),
+            mixed("1000"),
+            mixed("1000"),
+            mixed("10000"),
+            mixed("10000"),
+            reads.clone(),
+            reads,
+        ],
+        "point reads have no share of writes"
+    );
+    let markdown = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for title in [
+        "## mixed · writes 0%\n",
+        "## mixed · writes 0.1%\n",
+        "## mixed · writes 1%\n",
+        "## point-read\n",
+    ] {
+        assert!(markdown.contains(title), "{title}: {markdown}");
+    }
+}

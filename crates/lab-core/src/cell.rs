@@ -43,6 +43,14 @@ pub struct Cell {
     /// written, so runners that know no think time never see it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub think_us: u64,
+    /// `mixed`'s share of writes, in parts per million of its operations (`100000`: 10%, `1000`: 0.1%); the rest are
+    /// point reads. [`DEFAULT_WRITE_PPM`] (10%) for every other workload, and then not written, so runners that
+    /// know no write share never see it and cells written before the knob existed read as today's 90/10 mix.
+    #[serde(
+        default = "default_write_ppm",
+        skip_serializing_if = "is_default_write_ppm"
+    )]
+    pub write_ppm: u32,
     /// Directory where the runner creates its database files (a fresh, empty directory per cell).
     pub dir: String,
     /// Seed for the operation mix and key choice, so runs are repeatable.
@@ -67,12 +75,27 @@ pub struct Cell {
 /// The build profile of the workspace's own builds (its `.cargo/config.toml` flags).
 pub const DEFAULT_BUILD_PROFILE: &str = "tuned";
 
+/// `mixed`'s share of writes unless a cell says otherwise, in parts per million: 10%, the mix the workload has
+/// always had.
+pub const DEFAULT_WRITE_PPM: u32 = 100_000;
+
+/// Parts per million in a whole: the most [`Cell::write_ppm`] can be.
+pub const PPM: u32 = 1_000_000;
+
 fn is_first_repetition(repetition: &u32) -> bool {
     *repetition == 0
 }
 
 fn is_zero(value: &u64) -> bool {
     *value == 0
+}
+
+fn default_write_ppm() -> u32 {
+    DEFAULT_WRITE_PPM
+}
+
+fn is_default_write_ppm(ppm: &u32) -> bool {
+    *ppm == DEFAULT_WRITE_PPM
 }
 
 fn default_build_profile() -> String {
@@ -167,6 +190,20 @@ mod tests {
         assert_eq!(m.write_mode, WriteMode::Blocking);
         assert_eq!(m.total_readers, None);
         assert_eq!(m.reader_tasks(), 6);
+    }
+
+    #[test]
+    fn the_default_share_of_writes_is_not_written_and_is_read_back_when_absent() {
+        let mut cell = crate::test_support::sample_cell("mixed", "x");
+        let json = serde_json::to_string(&cell).unwrap();
+        assert!(!json.contains("write_ppm"), "{json}");
+        let back: Cell = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.write_ppm, DEFAULT_WRITE_PPM);
+        // 0.1% of writes, exactly.
+        cell.write_ppm = 1_000;
+        let json = serde_json::to_string(&cell).unwrap();
+        assert!(json.contains(r#""write_ppm":1000"#), "{json}");
+        assert_eq!(serde_json::from_str::<Cell>(&json).unwrap(), cell);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //!
 //! - [`Workload`] and [`sql`] define the schema, the seed data and the statements, once;
 //! - an approach implements [`Approach`] (how to run each kind of operation);
-//! - [`drive`] runs the client tasks, the warm-up and the measured window, with HDR histograms;
+//! - [`drive`] runs the client tasks, the warm-up and the measured window, with HDR histograms, and beside them a
+//!   ticker that measures how late the runtime wakes a task ([`Lateness`]);
 //! - [`run_runner_main`] is the whole `main` of a runner: stdin → runtime → [`Runner::run`] → stdout.
 //!
 //! ```no_run
@@ -56,6 +57,7 @@ pub mod sql;
 mod stats;
 #[cfg(test)]
 mod test_support;
+mod ticker;
 mod timekeeper;
 
 #[cfg(feature = "runner-testing")]
@@ -64,7 +66,7 @@ mod workload;
 
 pub use alloc::{AllocCount, CountingAllocator, allocations, start_counting, uncounted};
 pub use approach::Approach;
-pub use cell::{Cell, DEFAULT_BUILD_PROFILE, MultiDb, WriteMode};
+pub use cell::{Cell, DEFAULT_BUILD_PROFILE, DEFAULT_WRITE_PPM, MultiDb, PPM, WriteMode};
 pub use data::{
     Block, JOB_PAYLOAD_LEN, LEDGER_ACCOUNTS, LEDGER_SEED_BLOCKS, LedgerGenerator, NewItem, NewJob,
     Param, Statement, TRANSACTIONS_PER_BLOCK,
@@ -77,11 +79,10 @@ pub use machine::{cpu_model, rfc3339_utc};
 pub use measurement::{Measurement, failed_result};
 pub use orm::OrmOp;
 pub use pacing::Schedule;
-pub use result::{CellResult, Completion, Environment, NamedOp, OpStats};
+pub use result::{CellResult, Completion, Environment, Lateness, NamedOp, OpStats};
 pub use rng::Rng;
 pub use round_trip::core_round_trip_ns;
 pub use runner_main::{Runner, run_runner_main};
 pub use stats::{MAX_ERROR_SAMPLES, OpKind, TaskStats};
-pub use workload::{
-    MIXED_READ_PERCENT, THROUGHPUT_ROWS_PER_TRANSACTION, Workload, multi_db_settings,
-};
+pub use ticker::TICK;
+pub use workload::{THROUGHPUT_ROWS_PER_TRANSACTION, Workload, multi_db_settings};

@@ -4,7 +4,7 @@
 //! version, settings in effect), so the two halves meet here.
 
 use crate::cell::Cell;
-use crate::result::{CellResult, Completion, Environment, NamedOp, OpStats};
+use crate::result::{CellResult, Completion, Environment, Lateness, NamedOp, OpStats};
 
 /// What [`crate::drive`] measured; becomes a [`CellResult`] once the runner adds its environment.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -37,6 +37,8 @@ pub struct Measurement {
     pub window_allocations: Option<u64>,
     /// Bytes those allocations requested.
     pub window_alloc_bytes: Option<u64>,
+    /// How late a 1 ms ticker on the runtime fired during the window; `None` when it was not measured.
+    pub lateness: Option<Lateness>,
 }
 
 impl Measurement {
@@ -59,6 +61,7 @@ impl Measurement {
             operations: self.operations,
             window_allocations: self.window_allocations,
             window_alloc_bytes: self.window_alloc_bytes,
+            lateness: self.lateness,
             env,
         }
     }
@@ -87,5 +90,30 @@ mod tests {
         assert_eq!(result.failure.as_deref(), Some("unknown approach"));
         assert_eq!(result.cell, cell);
         assert_eq!(result.reads.ops, 0);
+    }
+
+    #[test]
+    fn lateness_is_carried_and_a_result_without_it_reads_as_not_measured() {
+        let lateness = Lateness {
+            p50_us: 640.0,
+            p99_us: 1_900.0,
+            max_us: 2_100.0,
+            ticks: 2_000,
+        };
+        let measured = Measurement {
+            lateness: Some(lateness),
+            ..Measurement::default()
+        };
+        let result = measured.into_result(
+            sample_cell("point-read", "quicklite"),
+            Environment::default(),
+        );
+        assert_eq!(result.lateness, Some(lateness));
+        // The Go and Node runners, and every result written before the ticker, have no `lateness`.
+        let mut json = serde_json::to_value(&result).unwrap();
+        json.as_object_mut().unwrap().remove("lateness");
+        let back: CellResult = serde_json::from_value(json).unwrap();
+        assert_eq!(back.lateness, None);
+        assert_eq!(back.cell, result.cell);
     }
 }

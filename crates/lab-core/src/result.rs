@@ -51,6 +51,12 @@ pub struct CellResult {
     /// Bytes those allocations requested.
     #[serde(default)]
     pub window_alloc_bytes: Option<u64>,
+    /// How late a task on the runner's tokio runtime was woken during the measured window: a ticker due every
+    /// millisecond beside the workload ([`Lateness`]). It tells an approach
+    /// that keeps the runtime's workers (SQLite called on them) from one that leaves them free. `None` from runners
+    /// that do not measure it (Go, Node) and in results written before it existed.
+    #[serde(default)]
+    pub lateness: Option<Lateness>,
     /// Where and with what the number was obtained.
     pub env: Environment,
 }
@@ -60,6 +66,25 @@ impl CellResult {
     pub fn operation(&self, name: &str) -> Option<&NamedOp> {
         self.operations.iter().find(|op| op.name == name)
     }
+}
+
+/// How late a ticker on the runner's tokio runtime, due every millisecond, fired during the measured window
+/// ([`crate::TICK`]; the driver runs the ticker beside every workload).
+///
+/// The baseline is not zero: tokio's timer works in whole milliseconds, so on an idle runtime ticks are 0–2 ms
+/// late (p50 anywhere from about 0.5 to 1.5 ms from one run to the next, p99 under about 2 ms), a little more
+/// where the runner's threads keep every core busy; tens of milliseconds mean the approach kept the runtime's
+/// workers, or its timer, from running.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Lateness {
+    /// Median lateness of a tick, in microseconds.
+    pub p50_us: f64,
+    /// 99th percentile of the ticks' lateness, in microseconds.
+    pub p99_us: f64,
+    /// The latest tick's lateness, in microseconds.
+    pub max_us: f64,
+    /// Ticks measured: one per millisecond of the window.
+    pub ticks: u64,
 }
 
 /// One named operation of a workload, e.g. the queue's `claim`.

@@ -47,6 +47,12 @@ impl Rng {
         self.below(100) < percent
     }
 
+    /// `true` with probability `ppm / 1,000,000`. For a whole percent, the same draw as [`Rng::percent`]:
+    /// `per_million(p × 10,000)` is `percent(p)` (both compare the same 64 random bits with `p / 100` of their range).
+    pub fn per_million(&mut self, ppm: u64) -> bool {
+        self.below(1_000_000) < ppm
+    }
+
     /// `len` random bytes.
     pub fn bytes(&mut self, len: usize) -> Vec<u8> {
         let mut out = Vec::with_capacity(len + 8);
@@ -84,6 +90,16 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_percent_per_million_is_the_same_draw_as_percent() {
+        // The mixed workload's default share went from `percent(90)` to `per_million(900_000)`: same seed, same run.
+        let (mut a, mut b) = (Rng::new(4), Rng::new(4));
+        for i in 0..100_000u64 {
+            let p = i % 101;
+            assert_eq!(a.percent(p), b.per_million(p * 10_000), "draw {i}, {p}%");
+        }
+    }
+
+    #[test]
     fn ranges_are_respected() {
         let mut r = Rng::new(7);
         for _ in 0..10_000 {
@@ -92,6 +108,8 @@ mod tests {
             assert!(r.below(3) < 3);
         }
         assert_eq!(r.between(5, 5), 5);
+        assert!(!r.per_million(0));
+        assert!(r.per_million(1_000_000));
         assert_eq!(r.bytes(13).len(), 13);
         assert!(r.text(8).chars().all(|c| c.is_ascii_lowercase()));
     }

@@ -55,12 +55,26 @@ pub fn run_runner(program: &str, cell: &Value) -> Value {
     serde_json::from_slice(&output.stdout).expect("stdout is one JSON document")
 }
 
-/// Checks a result measured under the `server` profile: no failure, no errors, reads counted, the environment
-/// filled in (with the cross-core round trips on a machine of two CPUs or more), and WAL read back from SQLite.
+/// Checks a result measured under the `server` profile: no failure, no errors, reads counted, the runtime's
+/// lateness measured over the whole window, the environment filled in (with the cross-core round trips on a machine
+/// of two CPUs or more), and WAL read back from SQLite.
 pub fn assert_measured(result: &Value) {
     assert_eq!(result["failure"], Value::Null, "{result:#}");
     assert_eq!(result["errors"], 0, "{result:#}");
     assert!(result["reads"]["ops"].as_u64().unwrap() > 0, "{result:#}");
+    // The ticker beside the workload: one tick per millisecond of the window, every one accounted for, however
+    // late (how late is the machine's business, not a test's).
+    let lateness = &result["lateness"];
+    assert_eq!(
+        lateness["ticks"], result["cell"]["duration_ms"],
+        "{result:#}"
+    );
+    let percentile = |name: &str| lateness[name].as_f64().unwrap();
+    assert!(
+        percentile("p50_us") <= percentile("p99_us")
+            && percentile("p99_us") <= percentile("max_us"),
+        "{lateness:#}"
+    );
     let env = &result["env"];
     assert!(
         !env["sqlite_version"].as_str().unwrap().is_empty(),

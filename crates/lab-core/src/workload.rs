@@ -9,12 +9,10 @@ use std::str::FromStr;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cell::{Cell, MultiDb, WriteMode};
+use crate::cell::{Cell, DEFAULT_WRITE_PPM, MultiDb, PPM, WriteMode};
 use crate::data::{self, Statement};
+use crate::rng::Rng;
 use crate::sql;
-
-/// Share of reads in the `mixed` workload, in percent; the rest are updates by primary key.
-pub const MIXED_READ_PERCENT: u64 = 90;
 
 /// Rows each `throughput` transaction inserts (as Turso's write-throughput harness).
 pub const THROUGHPUT_ROWS_PER_TRANSACTION: usize = 100;
@@ -26,7 +24,8 @@ pub enum Workload {
     PointRead,
     /// Single-row inserts, one logical write (one transaction for approaches without batching) per operation.
     Insert,
-    /// 90% point reads, 10% updates by primary key.
+    /// Point reads and updates by primary key, the updates [`Cell::write_ppm`] of the operations (10% unless the
+    /// cell says otherwise).
     Mixed,
     /// Read after write: each operation updates one row by primary key, then reads that row back (the save-then-
     /// load of a web request). The write and the read are timed apart; every approach reads its own writes.
@@ -115,6 +114,15 @@ impl Workload {
         }
         if cell.think_us > 0 && workload != Self::Throughput {
             bail!("only the throughput workload has a think time");
+        }
+        if cell.write_ppm != DEFAULT_WRITE_PPM && workload != Self::Mixed {
+            bail!("only the mixed workload has a share of writes");
+        }
+        if cell.write_ppm > PPM {
+            bail!(
+                "a share of writes is at most {PPM} parts per million (write_ppm = {})",
+                cell.write_ppm
+            );
         }
         if cell.concurrency == 0 && !matches!(workload, Self::MultiDb | Self::Orm) {
             bail!("concurrency must be at least 1");
@@ -218,6 +226,15 @@ impl FromStr for Workload {
     }
 }
 
+/// Whether `mixed`'s next operation is a write (else a point read), drawn from `rng` with a share of `write_ppm`
+/// parts per million.
+///
+/// Drawn as a read with probability `1 − share`, the way the mix was drawn when it was a fixed 90/10: at the
+/// default share the same seed draws the same operations as before the share was a knob.
+pub(crate) fn mixed_draws_write(rng: &mut Rng, write_ppm: u32) -> bool {
+    !rng.per_million(u64::from(PPM.saturating_sub(write_ppm)))
+}
+
 /// The `multi-db` settings of a cell, or an error saying they are missing.
 pub fn multi_db_settings(cell: &Cell) -> Result<&MultiDb> {
     cell.multi_db.as_ref().context(
@@ -293,6 +310,54 @@ mod tests {
         let backlog: Vec<_> = Workload::Queue.seed_rows(&cell).collect();
         assert_eq!(backlog.len(), 200);
         assert!(backlog.iter().all(|s| s.sql == sql::SEED_JOB));
+    }
+
+    #[test]
+    fn the_share_of_writes_is_mixed_s_and_at_most_a_whole() {
+        let mut cell = sample_cell("mixed", "x");
+        cell.write_ppm = 0;
+        assert_eq!(Workload::of_cell(&cell).unwrap(), Workload::Mixed);
+        cell.write_ppm = PPM + 1;
+        let err = Workload::of_cell(&cell).unwrap_err().to_string();
+        assert!(err.contains("at most 1000000"), "{err}");
+        let mut cell = sample_cell("point-read", "x");
+        cell.write_ppm = 1_000;
+        let err = Workload::of_cell(&cell).unwrap_err().to_string();
+        assert!(err.contains("only the mixed workload"), "{err}");
+    }
+
+    #[test]
+    fn mixed_draws_its_share_of_writes() {
+        // A million operations from a fixed seed: the writes come within a few standard deviations of the share
+        // (the count is exact for a given seed; the bounds only say it is the share's, not another's).
+        for (ppm, low, high) in [
+            (0, 0, 0),
+            (100, 60, 140),
+            (1_000, 900, 1_100),
+            (10_000, 9_700, 10_300),
+            (DEFAULT_WRITE_PPM, 99_000, 101_000),
+            (PPM, 1_000_000, 1_000_000),
+        ] {
+            let mut rng = Rng::derive(4, 0);
+            let writes = (0..1_000_000)
+                .filter(|_| mixed_draws_write(&mut rng, ppm))
+                .count();
+            assert!(
+                (low..=high).contains(&writes),
+                "{writes} writes at {ppm} ppm"
+            );
+        }
+    }
+
+    #[test]
+    fn the_default_share_draws_the_old_90_10_mix() {
+        let (mut old, mut new) = (Rng::derive(4, 7), Rng::derive(4, 7));
+        for _ in 0..100_000 {
+            assert_eq!(
+                !old.percent(90),
+                mixed_draws_write(&mut new, DEFAULT_WRITE_PPM)
+            );
+        }
     }
 
     #[test]

@@ -54,6 +54,7 @@ const MODULES: &[(&str, Layer)] = &[
     ("http_load", Instruments),           // the `http` load generator, in a process of its own
     ("stats", Instruments),               // counters and histograms of the client tasks
     ("timekeeper", Instruments),          // the window's OS thread and its samples of the process
+    ("ticker", Instruments),              // the 1 ms ticker on the runtime: how late it wakes a task
     ("approach", Contract),               // the trait an approach implements
     ("measurement", Contract),            // what driving a cell measured
     ("driver::client_loop", ClientTasks), // how a client task times one operation

@@ -16,6 +16,9 @@ pub const WORKLOADS: &[&str] = &[
     "throughput",
 ];
 
+/// Point reads and updates by primary key, in a share of writes the run chooses (`--write-ratio`).
+pub const MIXED: &str = "mixed";
+
 /// The ORM benchmark's operations, one at a time (seed 003).
 pub const ORM: &str = "orm";
 

@@ -203,6 +203,7 @@ pub(crate) fn failed_result(
         operations: Vec::new(),
         window_allocations: None,
         window_alloc_bytes: None,
+        lateness: None,
         env: Environment {
             runner: program
                 .file_name()

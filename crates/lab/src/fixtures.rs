@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use quicklite_lab_core::{
-    Cell, CellResult, Completion, Environment, MultiDb, NamedOp, OpStats, WriteMode,
+    Cell, CellResult, Completion, DEFAULT_WRITE_PPM, Environment, Lateness, MultiDb, NamedOp,
+    OpStats, WriteMode,
 };
 
 fn cell(workload: &str, approach: &str) -> Cell {
@@ -22,6 +23,7 @@ fn cell(workload: &str, approach: &str) -> Cell {
         rows: 10_000,
         multi_db: None,
         think_us: 0,
+        write_ppm: DEFAULT_WRITE_PPM,
         dir: "/tmp/quicklite-cell-x".to_owned(),
         seed: 4,
         repetition: 0,
@@ -84,12 +86,26 @@ fn ok(cell: Cell, reads: OpStats, writes: OpStats, env: Environment) -> CellResu
         operations: Vec::new(),
         window_allocations: None,
         window_alloc_bytes: None,
+        lateness: None,
         env,
     }
 }
 
+/// `result` with the runtime's lateness its ticker measured over a 2 s window: p50, p99 and max in µs.
+fn late(mut result: CellResult, p50_us: f64, p99_us: f64, max_us: f64) -> CellResult {
+    result.lateness = Some(Lateness {
+        p50_us,
+        p99_us,
+        max_us,
+        ticks: 2_000,
+    });
+    result
+}
+
 /// Point reads (with a memory-statistics variant and a crashed runner), inserts without the baseline approach,
-/// and a two-approach multi-db table with write completion.
+/// a two-approach multi-db table with write completion, the queue, the ORM suite, and `mixed` at two shares of
+/// writes other than the default. The point reads, multi-db and mixed carry the runtime's lateness (direct-blocking's far past the timer's
+/// 0–2 ms baseline); the inserts come from a build before the ticker, without it.
 pub fn results() -> Vec<CellResult> {
     let main = || {
         env(
@@ -107,41 +123,66 @@ pub fn results() -> Vec<CellResult> {
     };
     let none = OpStats::default;
     let mut out = vec![
-        ok(
-            cell("point-read", "direct-blocking"),
-            ops(310_000.0, 3.1),
-            none(),
-            main(),
+        late(
+            ok(
+                cell("point-read", "direct-blocking"),
+                ops(310_000.0, 3.1),
+                none(),
+                main(),
+            ),
+            1_900.0,
+            14_200.0,
+            38_500.0,
         ),
-        ok(
-            cell("point-read", "tokio-rusqlite"),
-            ops(240_000.0, 250.0),
-            none(),
-            peer(),
+        late(
+            ok(
+                cell("point-read", "tokio-rusqlite"),
+                ops(240_000.0, 250.0),
+                none(),
+                peer(),
+            ),
+            720.0,
+            1_450.0,
+            2_800.0,
         ),
-        ok(
-            cell("point-read", "quicklite"),
-            ops(1_420_000.0, 40.0),
-            none(),
-            main(),
+        late(
+            ok(
+                cell("point-read", "quicklite"),
+                ops(1_420_000.0, 40.0),
+                none(),
+                main(),
+            ),
+            610.0,
+            1_120.0,
+            2_150.0,
         ),
-        ok(
-            Cell {
-                memstatus: true,
-                ..cell("point-read", "quicklite")
-            },
-            ops(1_100_000.0, 52.0),
-            none(),
-            main(),
+        late(
+            ok(
+                Cell {
+                    memstatus: true,
+                    ..cell("point-read", "quicklite")
+                },
+                ops(1_100_000.0, 52.0),
+                none(),
+                main(),
+            ),
+            580.0,
+            1_090.0,
+            1_980.0,
         ),
-        ok(
-            Cell {
-                mmap_size: Some(0),
-                ..cell("point-read", "quicklite")
-            },
-            ops(1_180_000.0, 47.0),
-            none(),
-            main(),
+        late(
+            ok(
+                Cell {
+                    mmap_size: Some(0),
+                    ..cell("point-read", "quicklite")
+                },
+                ops(1_180_000.0, 47.0),
+                none(),
+                main(),
+            ),
+            655.0,
+            1_180.0,
+            2_400.0,
         ),
         CellResult {
             failure: Some(
@@ -204,6 +245,8 @@ pub fn results() -> Vec<CellResult> {
     });
     blocking.errors = 2;
     blocking.error_samples = vec!["database is locked".to_owned()];
+    // Every write blocks a worker for 100 ms: the runtime's timer waits as long.
+    blocking = late(blocking, 48_000.0, 99_800.0, 101_300.0);
     let mut tokio_rusqlite = ok(
         multi("tokio-rusqlite"),
         ops(30.0, 1_000.0),
@@ -220,6 +263,7 @@ pub fn results() -> Vec<CellResult> {
     tokio_rusqlite.rss_bytes = Some(61_000_000);
     tokio_rusqlite.open_databases = Some(10);
     tokio_rusqlite.database_opens = Some(10);
+    tokio_rusqlite = late(tokio_rusqlite, 540.0, 1_050.0, 1_900.0);
     blocking.open_databases = Some(10);
     blocking.database_opens = Some(10);
     out.push(blocking);
@@ -238,6 +282,35 @@ pub fn results() -> Vec<CellResult> {
     ));
     out.push(orm("server", 10.0, main()));
     out.push(orm("sqlite-default", 40.0, main()));
+    // `mixed` at 1% and 0.1% of writes (a tenth and a hundredth of the default's): a table each.
+    for (write_ppm, reads, writes) in [(10_000, 1.6, 0.1), (1_000, 1.8, 0.01)] {
+        let mixed = |approach: &str| Cell {
+            write_ppm,
+            ..cell("mixed", approach)
+        };
+        out.push(late(
+            ok(
+                mixed("quicklite"),
+                ops(470_000.0 * reads, 55.0),
+                ops(52_000.0 * writes, 310.0),
+                main(),
+            ),
+            600.0,
+            1_150.0,
+            2_250.0,
+        ));
+        out.push(late(
+            ok(
+                mixed("tokio-rusqlite"),
+                ops(150_000.0 * reads, 380.0),
+                ops(16_500.0 * writes, 420.0),
+                peer(),
+            ),
+            700.0,
+            1_400.0,
+            2_700.0,
+        ));
+    }
     out
 }
 

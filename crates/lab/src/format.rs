@@ -107,6 +107,18 @@ pub fn percent(ratio: f64) -> String {
     format!("{:.0}%", ratio * 100.0)
 }
 
+/// A share given in parts per million, as an exact percentage: `10%`, `1%`, `0.1%`, `0.0001%`, `0%`.
+pub fn share_ppm(ppm: u32) -> String {
+    // Integer digits: a share of writes is a knob's value, and prints back as it was given.
+    let (whole, fraction) = (ppm / 10_000, ppm % 10_000);
+    if fraction == 0 {
+        format!("{whole}%")
+    } else {
+        let digits = format!("{fraction:04}");
+        format!("{whole}.{}%", digits.trim_end_matches('0'))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +138,20 @@ mod tests {
         assert_eq!(bytes(812), "812 B");
         assert_eq!(bytes(24_000_000), "22.9 MiB");
         assert_eq!(bytes(3 << 30), "3.00 GiB");
+    }
+
+    #[test]
+    fn shares_of_writes_print_exactly() {
+        let printed: Vec<String> = [0, 1, 100, 1_000, 2_500, 10_000, 100_000, 125_000, 1_000_000]
+            .into_iter()
+            .map(share_ppm)
+            .collect();
+        assert_eq!(
+            printed,
+            [
+                "0%", "0.0001%", "0.01%", "0.1%", "0.25%", "1%", "10%", "12.5%", "100%"
+            ]
+        );
     }
 
     #[test]

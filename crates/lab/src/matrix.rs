@@ -1,6 +1,6 @@
 //! The matrix: every cell a run will measure, built from [`BenchOptions`] and validated before anything runs.
 
-use quicklite_lab_core::{Cell, MultiDb, WriteMode};
+use quicklite_lab_core::{Cell, DEFAULT_WRITE_PPM, MultiDb, PPM, WriteMode};
 
 use crate::catalog::{self, MULTI_DB};
 use crate::error::{LabError, Result};
@@ -117,6 +117,7 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
         rows: options.rows,
         multi_db: None,
         think_us: 0,
+        write_ppm: DEFAULT_WRITE_PPM,
         dir: String::new(),
         seed: options.seed,
         repetition: 0,
@@ -167,8 +168,14 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
     } else {
         (vec![0], None)
     };
+    // Only `mixed` has a share of writes; every other workload keeps the default, which no cell writes out.
+    let write_shares = if workload == catalog::MIXED {
+        dedup(&options.write_ppm)
+    } else {
+        vec![DEFAULT_WRITE_PPM]
+    };
     let mut out = Vec::new();
-    for (concurrency, multi_db) in loads {
+    for ((concurrency, multi_db), write_ppm) in product(&loads, &write_shares) {
         for &think_us in &thinks {
             for &worker_threads in &dedup(&options.worker_threads) {
                 for profile in &dedup(&options.profiles) {
@@ -177,6 +184,7 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
                             out.push(Cell {
                                 concurrency,
                                 think_us,
+                                write_ppm,
                                 worker_threads,
                                 profile: profile.clone(),
                                 synchronous: synchronous.clone().or(synchronous_default.clone()),
@@ -298,6 +306,18 @@ pub fn validate(options: &BenchOptions) -> Result<()> {
     non_empty("--mmap", &options.mmap_size)?;
     if options.workloads.iter().any(|w| w == catalog::THROUGHPUT) {
         non_empty("--think-us", &options.think_us)?;
+    }
+    if options.workloads.iter().any(|w| w == catalog::MIXED) {
+        non_empty("--write-ratio", &options.write_ppm)?;
+        if let Some(ppm) = options.write_ppm.iter().find(|&&ppm| ppm > PPM) {
+            return Err(invalid(
+                "--write-ratio",
+                format!(
+                    "a share of writes is at most 1 (100%), not {}",
+                    crate::format::share_ppm(*ppm)
+                ),
+            ));
+        }
     }
     if has_multi_db {
         positive_list("--num-databases", &options.num_databases)?;
@@ -811,6 +831,62 @@ mod tests {
             (m.write_mode, m.total_readers, m.readers),
             (WriteMode::Blocking, None, 3)
         );
+    }
+
+    #[test]
+    fn shares_of_writes_are_an_axis_of_mixed_only() {
+        let options = BenchOptions {
+            workloads: vec!["mixed".into(), "point-read".into()],
+            approaches: vec!["quicklite".into(), "tokio-rusqlite".into()],
+            concurrency: vec![64, 1],
+            write_ppm: vec![0, 1_000, 10_000, 0],
+            ..once()
+        };
+        let cells = build_matrix(&options).unwrap();
+        let mixed: Vec<(u32, u32, &str)> = cells
+            .iter()
+            .filter(|c| c.workload == "mixed")
+            .map(|c| (c.concurrency, c.write_ppm, c.approach.as_str()))
+            .collect();
+        // Each share is a table of its own (the approaches innermost), at every concurrency.
+        let mut expected = Vec::new();
+        for concurrency in [64, 1] {
+            for share in [0, 1_000, 10_000] {
+                for approach in ["quicklite", "tokio-rusqlite"] {
+                    expected.push((concurrency, share, approach));
+                }
+            }
+        }
+        assert_eq!(mixed, expected);
+        // Point reads have no writes to share: their cells keep the default, which is not sent to the runner.
+        let reads: Vec<&Cell> = cells
+            .iter()
+            .filter(|c| c.workload == "point-read")
+            .collect();
+        assert_eq!(reads.len(), 4);
+        assert!(reads.iter().all(|c| c.write_ppm == DEFAULT_WRITE_PPM));
+        assert!(
+            !serde_json::to_string(reads[0])
+                .unwrap()
+                .contains("write_ppm")
+        );
+        // Today's mix by default.
+        let cells = build_matrix(&BenchOptions::quick()).unwrap();
+        assert!(cells.iter().all(|c| c.write_ppm == DEFAULT_WRITE_PPM));
+        for (write_ppm, message) in [
+            (vec![], "the list is empty"),
+            (vec![PPM + 1], "at most 1 (100%)"),
+        ] {
+            let options = BenchOptions {
+                write_ppm,
+                ..options.clone()
+            };
+            let err = build_matrix(&options).unwrap_err().to_string();
+            assert!(
+                err.contains("--write-ratio") && err.contains(message),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -51,6 +51,9 @@ pub struct BenchOptions {
     /// `throughput`: think times in microseconds, how long each transaction blocks its thread before its commit.
     /// By default, `[0, 1000]`: none, and a millisecond of the application's work inside every transaction.
     pub think_us: Vec<u64>,
+    /// `mixed`: shares of writes, in parts per million of its operations (`1000` is 0.1%). By default,
+    /// `[100000]`: 10%, the mix the workload has always had ([`quicklite_lab_core::DEFAULT_WRITE_PPM`]).
+    pub write_ppm: Vec<u32>,
     /// Seed of the operation mix and key choice. By default, 4.
     pub seed: u64,
     /// SQLite build profiles (names from the lab's profile list, `build-profiles.txt`): each profile's runners
@@ -120,6 +123,7 @@ impl Default for BenchOptions {
             write_delays_ms: vec![100, 1_000, 10_000],
             write_modes: vec!["blocking".to_owned()],
             think_us: vec![0, 1_000],
+            write_ppm: vec![quicklite_lab_core::DEFAULT_WRITE_PPM],
             seed: 4,
             build_profiles: vec![quicklite_lab_core::DEFAULT_BUILD_PROFILE.to_owned()],
             postgres_url: None,

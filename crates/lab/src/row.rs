@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use quicklite_lab_core::{
-    Cell, CellResult, Completion, DEFAULT_BUILD_PROFILE, Environment, MultiDb, NamedOp, OpStats,
-    WriteMode,
+    Cell, CellResult, Completion, DEFAULT_BUILD_PROFILE, DEFAULT_WRITE_PPM, Environment, Lateness,
+    MultiDb, NamedOp, OpStats, WriteMode,
 };
 use serde::{Deserialize, Serialize};
 
@@ -58,9 +58,14 @@ pub const COLUMNS: &[&str] = &[
     "operations",
     "window_allocations",
     "window_alloc_bytes",
+    "lateness_p50_us",
+    "lateness_p99_us",
+    "lateness_max_us",
+    "lateness_ticks",
     "mmap_size",
     "repetition",
     "think_us",
+    "write_ppm",
     "failure",
     "runner",
     "sqlite_version",
@@ -142,6 +147,16 @@ pub struct CsvRow {
     pub window_allocations: Option<u64>,
     #[serde(default)]
     pub window_alloc_bytes: Option<u64>,
+    /// The runtime's lateness (`CellResult::lateness`); empty from the Go and Node runners and in CSVs written
+    /// before it was measured.
+    #[serde(default)]
+    pub lateness_p50_us: Option<f64>,
+    #[serde(default)]
+    pub lateness_p99_us: Option<f64>,
+    #[serde(default)]
+    pub lateness_max_us: Option<f64>,
+    #[serde(default)]
+    pub lateness_ticks: Option<u64>,
     /// Empty in CSVs written before the knob existed: the profile's value.
     #[serde(default)]
     pub mmap_size: Option<u64>,
@@ -151,6 +166,10 @@ pub struct CsvRow {
     /// `throughput`'s think time; `0` for the other workloads and in CSVs written before it existed.
     #[serde(default)]
     pub think_us: u64,
+    /// `mixed`'s share of writes in parts per million (`1000`: 0.1%); empty for the other workloads, which have
+    /// none, and in CSVs written before the knob existed, when `mixed` wrote 10%.
+    #[serde(default)]
+    pub write_ppm: Option<u32>,
     pub failure: String,
     pub runner: String,
     pub sqlite_version: String,
@@ -240,9 +259,14 @@ impl From<&CellResult> for CsvRow {
             },
             window_allocations: r.window_allocations,
             window_alloc_bytes: r.window_alloc_bytes,
+            lateness_p50_us: r.lateness.map(|l| l.p50_us),
+            lateness_p99_us: r.lateness.map(|l| l.p99_us),
+            lateness_max_us: r.lateness.map(|l| l.max_us),
+            lateness_ticks: r.lateness.map(|l| l.ticks),
             mmap_size: c.mmap_size,
             repetition: c.repetition,
             think_us: c.think_us,
+            write_ppm: (c.workload == crate::catalog::MIXED).then_some(c.write_ppm),
             failure: r.failure.clone().unwrap_or_default(),
             runner: r.env.runner.clone(),
             sqlite_version: r.env.sqlite_version.clone(),
@@ -287,6 +311,20 @@ impl From<CsvRow> for CellResult {
             }),
             _ => None,
         };
+        let lateness = match (
+            row.lateness_p50_us,
+            row.lateness_p99_us,
+            row.lateness_max_us,
+            row.lateness_ticks,
+        ) {
+            (Some(p50_us), Some(p99_us), Some(max_us), Some(ticks)) => Some(Lateness {
+                p50_us,
+                p99_us,
+                max_us,
+                ticks,
+            }),
+            _ => None,
+        };
         // A failed cell whose runner gave no reason still counts as failed.
         let failure = match (row.status.as_str(), row.failure.is_empty()) {
             (_, false) => Some(row.failure),
@@ -309,6 +347,7 @@ impl From<CsvRow> for CellResult {
                 rows: row.rows,
                 multi_db,
                 think_us: row.think_us,
+                write_ppm: row.write_ppm.unwrap_or(DEFAULT_WRITE_PPM),
                 // The cell's directory is deleted after the run; it is not part of the record.
                 dir: String::new(),
                 seed: row.seed,
@@ -350,6 +389,7 @@ impl From<CsvRow> for CellResult {
             operations: parse_operations(&row.operations),
             window_allocations: row.window_allocations,
             window_alloc_bytes: row.window_alloc_bytes,
+            lateness,
             env: Environment {
                 runner: row.runner,
                 sqlite_version: row.sqlite_version,

@@ -80,6 +80,12 @@ pub fn cell_label(cell: &Cell) -> String {
         }
         None => label.push_str(&format!(" · {} tasks", cell.concurrency)),
     }
+    if cell.write_ppm != quicklite_lab_core::DEFAULT_WRITE_PPM {
+        label.push_str(&format!(
+            " · {} writes",
+            crate::format::share_ppm(cell.write_ppm)
+        ));
+    }
     label.push_str(&format!(
         " · {} workers · {}",
         cell.worker_threads, cell.profile

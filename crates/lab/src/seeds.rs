@@ -566,7 +566,8 @@ fn memory_map(results: &[&CellResult]) -> Finding {
     let mut verdicts = Vec::new();
     for c in &found {
         let cell = &c.first().0.cell;
-        let what = if cell.workload == "mixed" {
+        // `mixed` with no writes at all is reads alone too.
+        let what = if cell.workload == "mixed" && cell.write_ppm > 0 {
             "beside a writer"
         } else {
             "reads alone"
@@ -577,9 +578,15 @@ fn memory_map(results: &[&CellResult]) -> Finding {
         } else {
             "the profile's map"
         };
+        // The share of writes, when it is not the workload's usual 10%: it decides how often the map is dropped.
+        let writes = if cell.write_ppm == quicklite_lab_core::DEFAULT_WRITE_PPM {
+            String::new()
+        } else {
+            format!(" ({} writes)", crate::format::share_ppm(cell.write_ppm))
+        };
         measured.push(pair_text(
             &format!(
-                "{} {}, {} tasks, {} rows: no map → {map}",
+                "{}{writes} {}, {} tasks, {} rows: no map → {map}",
                 cell.workload, cell.approach, cell.concurrency, cell.rows
             ),
             c,

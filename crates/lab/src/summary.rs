@@ -457,6 +457,10 @@ fn settings(
     ) {
         push("rows", cell.rows.to_string());
     }
+    if cell.workload == catalog::MIXED {
+        // A run may measure several shares: each is a table, its title naming the share (`mixed · writes 1%`).
+        push("writes", format::share_ppm(cell.write_ppm));
+    }
     if cell.workload == "queue" {
         push("backlog", format!("{} jobs", cell.rows));
     }

@@ -285,6 +285,33 @@ fn sqlite_default_profile_touches_no_pragma() {
 }
 
 #[test]
+fn mixed_takes_its_share_of_writes_from_the_cell() {
+    // No writes at all, then nothing but writes: the share reaches the runner's driver, whatever the timing.
+    for (write_ppm, reads, writes) in [(0, true, false), (1_000_000, false, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cell = tiny_cell("quicklite", "mixed", dir.path());
+        cell["write_ppm"] = json!(write_ppm);
+        let result = run(&cell);
+        assert_eq!(
+            (&result["failure"], &result["errors"]),
+            (&Value::Null, &Value::from(0)),
+            "{result:#}"
+        );
+        assert_eq!(result["cell"]["write_ppm"], write_ppm, "echoed as sent");
+        assert_eq!(
+            result["reads"]["ops"].as_u64().unwrap() > 0,
+            reads,
+            "{result:#}"
+        );
+        assert_eq!(
+            result["writes"]["ops"].as_u64().unwrap() > 0,
+            writes,
+            "{result:#}"
+        );
+    }
+}
+
+#[test]
 fn unknown_approach_is_a_failed_result() {
     let dir = tempfile::tempdir().unwrap();
     let result = run(&tiny_cell("carrier-pigeon", "point-read", dir.path()));

@@ -23,7 +23,7 @@ use crate::data::{self, NewItem, NewJob};
 use crate::measurement::Measurement;
 use crate::rng::Rng;
 use crate::stats::{OpKind, StatsSink};
-use crate::workload::{MIXED_READ_PERCENT, Workload};
+use crate::workload::{Workload, mixed_draws_write};
 
 /// A write of the ceiling's batches.
 #[derive(Debug, Clone)]
@@ -106,6 +106,7 @@ where
             let plan = Plan {
                 workload,
                 rows: cell.rows.max(1) as i64,
+                write_ppm: cell.write_ppm,
                 batch,
                 rng: Rng::derive(cell.seed, thread as u64),
             };
@@ -122,9 +123,15 @@ where
 
 /// What one ceiling thread runs.
 struct Plan {
+    /// The workload whose operations it draws.
     workload: Workload,
+    /// Rows of the seeded table: keys are drawn in `1..=rows`.
     rows: i64,
+    /// `mixed`'s share of writes, in parts per million ([`Cell::write_ppm`]).
+    write_ppm: u32,
+    /// Operations per batch: the cell's tasks.
     batch: usize,
+    /// This thread's stream, derived from the cell's seed as a client task's is.
     rng: Rng,
 }
 
@@ -182,7 +189,9 @@ impl Plan {
                     writes.push(CeilingWrite::Update { id, delta });
                     reads.push(id);
                 }
-                _ if rng.percent(MIXED_READ_PERCENT) => reads.push(rng.between(1, self.rows)),
+                _ if !mixed_draws_write(rng, self.write_ppm) => {
+                    reads.push(rng.between(1, self.rows));
+                }
                 _ => {
                     let (id, delta) = (rng.between(1, self.rows), rng.between(-100, 100));
                     writes.push(CeilingWrite::Update { id, delta });
@@ -307,6 +316,7 @@ mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
 
     use super::*;
+    use crate::cell::DEFAULT_WRITE_PPM;
     use crate::test_support::sample_cell;
 
     /// Counts what it is asked to do, and checks a write transaction never overlaps another.
@@ -419,6 +429,37 @@ mod tests {
         let (m, shared) = run("mixed", 64).await;
         assert!(m.writes.ops > 0 && m.reads.ops > m.writes.ops, "{m:?}");
         assert_eq!(shared.overlaps.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_mixed_batch_draws_the_cell_s_share_of_writes() {
+        // 100,000 operations from a fixed seed: about 100 updates at 0.1%, none at 0, about 10,000 at the default.
+        for (write_ppm, low, high) in [
+            (1_000, 70, 130),
+            (0, 0, 0),
+            (DEFAULT_WRITE_PPM, 9_700, 10_300),
+        ] {
+            let mut plan = Plan {
+                workload: Workload::Mixed,
+                rows: 200,
+                write_ppm,
+                batch: 100_000,
+                rng: Rng::derive(4, 0),
+            };
+            let (mut reads, mut writes) = (Vec::new(), Vec::new());
+            plan.next_batch(&mut reads, &mut writes);
+            assert!(
+                (low..=high).contains(&writes.len()),
+                "{} writes at {write_ppm} ppm",
+                writes.len()
+            );
+            assert_eq!(reads.len() + writes.len(), 100_000);
+            assert!(
+                writes
+                    .iter()
+                    .all(|w| matches!(w, CeilingWrite::Update { .. }))
+            );
+        }
     }
 
     #[tokio::test]

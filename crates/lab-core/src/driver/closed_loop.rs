@@ -14,7 +14,7 @@ use crate::data::NewItem;
 use crate::measurement::Measurement;
 use crate::rng::Rng;
 use crate::stats::{OpKind, StatsSink};
-use crate::workload::{MIXED_READ_PERCENT, Workload};
+use crate::workload::{Workload, mixed_draws_write};
 
 /// Runs a `point-read`, `insert`, `mixed` or `write-read` cell: one client task per `concurrency`, each with its own random
 /// stream, until the window closes.
@@ -30,6 +30,7 @@ pub(super) async fn drive<A: Approach>(
             approach.clone(),
             workload,
             cell.rows,
+            cell.write_ppm,
             rng,
             run.window,
             run.stats.clone(),
@@ -39,11 +40,13 @@ pub(super) async fn drive<A: Approach>(
     Ok(measurement)
 }
 
-/// A client of `point-read`, `insert`, `mixed` or `write-read`: operations back to back until the window ends.
+/// A client of `point-read`, `insert`, `mixed` (with `write_ppm` of its operations updates) or `write-read`:
+/// operations back to back until the window ends.
 async fn client<A: Approach>(
     approach: Arc<A>,
     workload: Workload,
     rows: u64,
+    write_ppm: u32,
     mut rng: Rng,
     window: Window,
     stats: Arc<StatsSink>,
@@ -82,7 +85,7 @@ async fn client<A: Approach>(
                 ready = read.1;
                 continue;
             }
-            _ if rng.percent(MIXED_READ_PERCENT) => (
+            _ if !mixed_draws_write(&mut rng, write_ppm) => (
                 observe(approach.point_read(rng.between(1, rows))).await,
                 OpKind::Read,
             ),
@@ -110,6 +113,10 @@ mod tests {
         assert_eq!(m.wall_secs, 0.06);
         assert!(m.reads.p50_us <= m.reads.p99_us && m.reads.p99_us <= m.reads.max_us);
         assert!(m.write_completion.is_none());
+        // The ticker beside the clients: one tick per millisecond of the 60 ms window, every one accounted for.
+        let lateness = m.lateness.unwrap();
+        assert_eq!(lateness.ticks, 60);
+        assert!(lateness.p50_us <= lateness.p99_us && lateness.p99_us <= lateness.max_us);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -119,6 +126,24 @@ mod tests {
         assert!(m.writes.ops > 0);
         assert!(m.reads.ops > m.writes.ops);
         assert_eq!(m.errors, 0, "{:?}", m.error_samples);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn mixed_follows_its_share_of_writes_to_either_end() {
+        let mut cell = sample_cell("mixed", "fake");
+        cell.write_ppm = 0;
+        let (m, fake) = run(&cell, Fake::seeded(200)).await;
+        assert!(m.reads.ops > 0);
+        assert_eq!(m.writes.ops, 0);
+        assert!(
+            fake.items.lock().unwrap().values().all(|&v| v == 0),
+            "nothing updated"
+        );
+        cell.write_ppm = crate::cell::PPM;
+        let (m, fake) = run(&cell, Fake::seeded(200)).await;
+        assert!(m.writes.ops > 0);
+        assert_eq!(m.reads.ops, 0);
+        assert!(fake.items.lock().unwrap().values().any(|&v| v != 0));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,6 +20,7 @@ use crate::approach::Approach;
 use crate::cell::Cell;
 use crate::http_load::{LoadReport, LoadSpec};
 use crate::measurement::Measurement;
+use crate::ticker::Ticker;
 use crate::timekeeper::spawn_timekeeper;
 
 /// The environment variable naming a load generator to use instead of this runner's own `--http-load` mode.
@@ -83,6 +84,8 @@ pub(super) async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<
     let measure_start = start + Duration::from_millis(cell.warmup_ms);
     let end = measure_start + Duration::from_millis(cell.duration_ms);
     let edges = spawn_timekeeper(measure_start, end)?;
+    // The service's runtime is the one under test: how late it wakes a task while it serves the load.
+    let ticker = Ticker::spawn(measure_start, end);
     let input = serde_json::to_vec(&spec)?;
     let report = tokio::task::spawn_blocking(move || -> Result<LoadReport> {
         use std::io::Write;
@@ -106,6 +109,7 @@ pub(super) async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<
     .await
     .context("the load generator's waiting task failed")??;
     let edges = edges.await.context("the timekeeper thread stopped early")?;
+    let lateness = ticker.finish().await;
     Ok(Measurement {
         reads: report.requests,
         errors: report.errors,
@@ -114,6 +118,7 @@ pub(super) async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<
         cpu_secs: edges.cpu_secs,
         threads: edges.threads,
         rss_bytes: edges.rss_bytes,
+        lateness,
         ..Measurement::default()
     })
 }

@@ -12,6 +12,7 @@ use crate::orm::{ORM_ARTISTS, ORM_THREADING, OrmOp, orm_entry_name, orm_result_n
 use crate::process;
 use crate::result::NamedOp;
 use crate::stats::{OpKind, TaskStats};
+use crate::ticker::Ticker;
 
 /// The `orm` suite: a warm-up running every operation in turn, then each operation alone, without and with a
 /// wrapping transaction, for an equal share of the measured time; one operation in flight at a time, as the seed's
@@ -35,6 +36,8 @@ pub(super) async fn drive<A: Approach>(cell: &Cell, approach: &A) -> Result<Meas
     let slice = (Duration::from_millis(cell.duration_ms) / slices).max(Duration::from_millis(1));
     let cpu_start = process::cpu_time();
     let start = Instant::now();
+    // Over the slices as planned; the suite runs them back to back, so it ends a little after.
+    let ticker = Ticker::spawn(start, start + slice * slices);
     let mut totals = TaskStats::new();
     let mut operations = Vec::new();
     for op in OrmOp::ALL {
@@ -81,12 +84,14 @@ pub(super) async fn drive<A: Approach>(cell: &Cell, approach: &A) -> Result<Meas
         }
     }
     let wall_secs = start.elapsed().as_secs_f64();
+    let lateness = ticker.finish().await;
     Ok(Measurement {
         errors: totals.errors(),
         error_samples: totals.error_samples().to_vec(),
         wall_secs,
         cpu_secs: (process::cpu_time() - cpu_start).as_secs_f64(),
         operations,
+        lateness,
         ..Measurement::default()
     })
 }

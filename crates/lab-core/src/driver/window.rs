@@ -1,5 +1,6 @@
 //! The measured window of the workloads driven by client tasks (every one but `orm` and `http`): its instants,
-//! the timekeeper and the statistics started with it, and the part of the [`Measurement`] they all share.
+//! the timekeeper, the ticker and the statistics started with it, and the part of the [`Measurement`] they all
+//! share.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,6 +12,7 @@ use crate::approach::Approach;
 use crate::cell::Cell;
 use crate::measurement::Measurement;
 use crate::stats::{OpKind, StatsSink, TaskStats};
+use crate::ticker::Ticker;
 use crate::timekeeper::{Edges, spawn_timekeeper};
 
 /// The measured window, fixed before the first task starts.
@@ -34,7 +36,8 @@ impl Window {
     }
 }
 
-/// A cell being measured by client tasks: the window, the timekeeper keeping it, and where the tasks record.
+/// A cell being measured by client tasks: the window, the timekeeper keeping it, the ticker beside it, and where
+/// the tasks record.
 pub(super) struct WindowedRun {
     /// When the warm-up began: the origin of the paced writers' schedules.
     pub(super) start: Instant,
@@ -44,11 +47,13 @@ pub(super) struct WindowedRun {
     pub(super) stats: Arc<StatsSink>,
     /// The timekeeper's samples, sent when the window closes.
     edges: oneshot::Receiver<Edges>,
+    /// The ticker on the runtime, how late its ticks in the window fired.
+    ticker: Ticker,
 }
 
 impl WindowedRun {
-    /// Fixes the window from now (`warmup_ms`, then `duration_ms`) and starts the timekeeper; the caller spawns
-    /// its client tasks next.
+    /// Fixes the window from now (`warmup_ms`, then `duration_ms`) and starts the timekeeper and the ticker; the
+    /// caller spawns its client tasks next.
     pub(super) fn begin(cell: &Cell) -> Result<Self> {
         let start = Instant::now();
         let measure_start = start + Duration::from_millis(cell.warmup_ms);
@@ -57,11 +62,13 @@ impl WindowedRun {
             end: measure_start + Duration::from_millis(cell.duration_ms),
         };
         let edges = spawn_timekeeper(window.measure_start, window.end)?;
+        let ticker = Ticker::spawn(window.measure_start, window.end);
         Ok(Self {
             start,
             window,
             stats: StatsSink::new(),
             edges,
+            ticker,
         })
     }
 
@@ -86,6 +93,8 @@ impl WindowedRun {
             .edges
             .await
             .context("the timekeeper thread stopped early")?;
+        // The window's last tick may be late itself: the ticker ends when it has fired.
+        let lateness = self.ticker.finish().await;
         let total = self.stats.merged();
         let wall_secs = self.window.secs();
         let measurement = Measurement {
@@ -101,6 +110,7 @@ impl WindowedRun {
             database_opens,
             window_allocations: edges.allocations.map(|a| a.allocations),
             window_alloc_bytes: edges.allocations.map(|a| a.bytes),
+            lateness,
             ..Measurement::default()
         };
         Ok((measurement, total))

@@ -65,6 +65,12 @@ pub fn columns(table: &Table) -> Columns {
         headers.push(("errors".to_owned(), true));
     }
     headers.push(("CPU".to_owned(), true));
+    // Every Rust runner measures how late its runtime wakes a ticker; the Go and Node runners do not (blank), and
+    // results from before the ticker have no column at all.
+    let has_lateness = table.rows.iter().any(|r| r.result.lateness.is_some());
+    if has_lateness {
+        headers.push(("lateness p99".to_owned(), true));
+    }
     let has_round_trips = table.rows.iter().any(|r| {
         r.result.env.core_round_trip_before_ns.is_some()
             || r.result.env.core_round_trip_after_ns.is_some()
@@ -184,6 +190,13 @@ pub fn columns(table: &Table) -> Columns {
                 cells.push(r.errors.to_string());
             }
             cells.push(format!("{:.1} s", r.cpu_secs));
+            if has_lateness {
+                cells.push(
+                    r.lateness
+                        .map(|l| format::latency_us(l.p99_us))
+                        .unwrap_or_default(),
+                );
+            }
             if has_round_trips {
                 cells.push(format::round_trip_ns(
                     r.env.core_round_trip_before_ns,
@@ -229,4 +242,51 @@ pub fn settings_line(table: &Table) -> String {
         .map(|(k, v)| format!("{k} {v}"))
         .collect::<Vec<_>>()
         .join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+    use crate::summary::Summary;
+
+    /// The `lateness p99` cells of the table whose title is `title`, by row label; `None` without the column.
+    fn lateness(
+        results: &[quicklite_lab_core::CellResult],
+        title: &str,
+    ) -> Option<Vec<(String, String)>> {
+        let summary = Summary::new(results, "tokio-rusqlite");
+        let table = summary.tables.iter().find(|t| t.title == title).unwrap();
+        let cols = columns(table);
+        let at = cols.headers.iter().position(|h| h == "lateness p99")?;
+        Some(
+            table
+                .rows
+                .iter()
+                .zip(&cols.cells)
+                .map(|(row, cells)| (row.label.clone(), cells[at].clone()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn lateness_is_a_column_where_a_runner_measured_it_and_blank_where_one_did_not() {
+        let mut results = fixtures::results();
+        // A runner that does not measure it (Go, Node) beside two that do.
+        let mut go = results
+            .iter()
+            .find(|r| r.cell.workload == "point-read" && r.cell.approach == "tokio-rusqlite")
+            .unwrap()
+            .clone();
+        go.cell.approach = "go-mattn".to_owned();
+        go.lateness = None;
+        results.push(go);
+        let cells = lateness(&results, "point-read").unwrap();
+        let cell = |label: &str| cells.iter().find(|(l, _)| l == label).unwrap().1.as_str();
+        assert_eq!(cell("direct-blocking"), "14.20 ms");
+        assert_eq!(cell("quicklite"), "1.12 ms");
+        assert_eq!(cell("go-mattn"), "");
+        // Results from before the ticker: no column at all.
+        assert_eq!(lateness(&results, "insert"), None);
+    }
 }
