@@ -43,6 +43,7 @@ pub const THROUGHPUT_APPROACHES: &[&str] = &[
     "quicklite",
     "quicklite-timeouts",
     "quicklite-writes-first",
+    "quicklite-no-inline",
 ];
 
 /// The workload with many databases, paced writers and JOIN readers (seed 004).
@@ -91,8 +92,14 @@ pub const SERVER_APPROACHES: &[&str] = &["postgres"];
 /// Variants of an approach, measured only when named: `quicklite-timeouts` is quicklite with a read and a write
 /// timeout on every request (`Builder::read_timeout`, `Builder::write_timeout`), none of them met, for the cost
 /// of keeping deadlines against `quicklite` in the same run; `quicklite-writes-first` is quicklite with its read
-/// threads three nice steps below its write threads (`read_thread_nice(3)`).
-pub const VARIANT_APPROACHES: &[&str] = &["quicklite-timeouts", "quicklite-writes-first"];
+/// threads three nice steps below its write threads (`read_thread_nice(3)`); `quicklite-no-inline` is quicklite with
+/// every read handed to its reader threads (`inline_reads(false)`), for what reads on their callers' threads are
+/// worth.
+pub const VARIANT_APPROACHES: &[&str] = &[
+    "quicklite-timeouts",
+    "quicklite-writes-first",
+    "quicklite-no-inline",
+];
 
 /// Whether `name` is an approach the lab knows, built in, in another language, server-backed or a variant.
 pub fn is_approach(name: &str) -> bool {

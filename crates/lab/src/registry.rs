@@ -50,6 +50,7 @@ const RUNNERS: &[RunnerSpec] = &[
             "quicklite",
             "quicklite-timeouts",
             "quicklite-writes-first",
+            "quicklite-no-inline",
             "postgres",
         ],
         features: &["sqlcipher"],

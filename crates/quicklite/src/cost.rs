@@ -17,13 +17,17 @@ use std::time::{Duration, Instant};
 /// Number of entries: more call sites than a service has hot reads, few enough to stay in a few cache lines' reach.
 const ENTRIES: usize = 256;
 
-/// How long a site whose read ran far past the bound (more than [`LONG_FACTOR`] times it) on its caller's thread is
-/// kept off callers' threads: a read that once ran long there is not tried there again for a while.
+/// How long a site whose reads ran far past the bound on their callers' threads is kept off callers' threads.
 pub(crate) const DEMOTED_FOR: Duration = Duration::from_secs(10);
 
-/// A run on a caller's thread this many times over the bound demotes its site at once; a run merely over it, or
-/// one on a reader thread, raises the site's average, which keeps the site on the threads only while it stays high.
+/// A run on a caller's thread this many times over the bound is a strike against its site; [`STRIKES`] in a row,
+/// with no short run on a caller's thread between them, demote the site for [`DEMOTED_FOR`]. One long run alone
+/// does not: a thread the system preempted in the middle of a point read shows one too. It raises the site's
+/// average, which keeps the site on the reader threads until runs there bring it down again.
 const LONG_FACTOR: u64 = 4;
+
+/// Long runs in a row on callers' threads that demote a site.
+const STRIKES: u64 = 2;
 
 /// A read's call site.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,8 +53,8 @@ impl Site {
 pub(crate) enum Known {
     /// Never seen (or its entry was taken by another site since).
     Unknown,
-    /// Its recent runs took this long on average.
-    Costs(Duration),
+    /// Its recent runs took this long on average; `struck` if its last run on a caller's thread was long.
+    Costs { average: Duration, struck: bool },
     /// It ran far past the bound lately.
     Demoted,
 }
@@ -59,8 +63,8 @@ pub(crate) enum Known {
 #[derive(Default)]
 struct Entry {
     site: AtomicU64,
-    /// Low 32 bits: the average cost in nanoseconds (saturating); high 32: the demotion's end in milliseconds of
-    /// [`clock_ms`], 0 for none.
+    /// Bits 0–29: the average cost in nanoseconds (saturating, about a second); 30–31: the strikes; 32–63: the
+    /// demotion's end in milliseconds of [`clock_ms`], 0 for none.
     packed: AtomicU64,
 }
 
@@ -90,12 +94,14 @@ impl Costs {
         if entry.site.load(Relaxed) != site.0.get() {
             return Known::Unknown;
         }
-        let packed = entry.packed.load(Relaxed);
-        let until = (packed >> 32) as u32;
-        if until != 0 && clock_ms() < until {
+        let packed = Packed::from(entry.packed.load(Relaxed));
+        if packed.until != 0 && clock_ms() < packed.until {
             return Known::Demoted;
         }
-        Known::Costs(Duration::from_nanos(packed & u64::from(u32::MAX)))
+        Known::Costs {
+            average: Duration::from_nanos(packed.average),
+            struck: packed.strikes > 0,
+        }
     }
 
     /// Records that a run of `site` took `took`, against a bound of `bound` for reads on callers' threads;
@@ -104,27 +110,64 @@ impl Costs {
         let entry = &self.entries[site.index()];
         let took_ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         let bound_ns = u64::try_from(bound.as_nanos()).unwrap_or(u64::MAX);
-        let (average, until) = if entry.site.load(Relaxed) == site.0.get() {
-            let packed = entry.packed.load(Relaxed);
-            let average = packed & u64::from(u32::MAX);
-            // An exponential average over about four runs: one cold run does not send a site away.
-            ((average * 3 + took_ns) / 4, packed >> 32)
+        let mut packed = if entry.site.load(Relaxed) == site.0.get() {
+            let mut packed = Packed::from(entry.packed.load(Relaxed));
+            // An exponential average over about four runs: one cold run does not send a site away for long.
+            packed.average = (packed.average * 3 + took_ns.min(Packed::MAX_AVERAGE)) / 4;
+            packed
         } else {
             entry.site.store(site.0.get(), Relaxed);
-            (took_ns, 0)
+            Packed {
+                average: took_ns.min(Packed::MAX_AVERAGE),
+                strikes: 0,
+                until: 0,
+            }
         };
-        let until = if inline && took_ns > bound_ns.saturating_mul(LONG_FACTOR) {
-            u64::from(
-                clock_ms()
-                    .saturating_add(DEMOTED_FOR.as_millis() as u32)
-                    .max(1),
-            )
-        } else {
-            until
-        };
-        entry
-            .packed
-            .store((until << 32) | average.min(u64::from(u32::MAX)), Relaxed);
+        if inline {
+            if took_ns > bound_ns.saturating_mul(LONG_FACTOR) {
+                packed.strikes += 1;
+                if packed.strikes >= STRIKES {
+                    packed.strikes = 0;
+                    packed.until = clock_ms()
+                        .saturating_add(DEMOTED_FOR.as_millis() as u32)
+                        .max(1);
+                }
+            } else {
+                packed.strikes = 0;
+            }
+        }
+        entry.packed.store(packed.into(), Relaxed);
+    }
+}
+
+/// An entry's packed word, unpacked.
+#[derive(Debug, Clone, Copy)]
+struct Packed {
+    /// Nanoseconds, at most [`Packed::MAX_AVERAGE`].
+    average: u64,
+    /// Long runs in a row on callers' threads, below [`STRIKES`].
+    strikes: u64,
+    /// The demotion's end, in milliseconds of [`clock_ms`]; 0 for none.
+    until: u32,
+}
+
+impl Packed {
+    const MAX_AVERAGE: u64 = (1 << 30) - 1;
+}
+
+impl From<u64> for Packed {
+    fn from(word: u64) -> Packed {
+        Packed {
+            average: word & Packed::MAX_AVERAGE,
+            strikes: (word >> 30) & 0b11,
+            until: (word >> 32) as u32,
+        }
+    }
+}
+
+impl From<Packed> for u64 {
+    fn from(packed: Packed) -> u64 {
+        (u64::from(packed.until) << 32) | (packed.strikes.min(0b11) << 30) | packed.average
     }
 }
 
@@ -147,7 +190,13 @@ mod tests {
         let site = Site::of::<fn()>(None);
         assert_eq!(costs.known(site), Known::Unknown);
         costs.record(site, Duration::from_micros(2), BOUND, false);
-        assert_eq!(costs.known(site), Known::Costs(Duration::from_micros(2)));
+        assert_eq!(
+            costs.known(site),
+            Known::Costs {
+                average: Duration::from_micros(2),
+                struck: false
+            }
+        );
     }
 
     #[test]
@@ -164,23 +213,64 @@ mod tests {
     }
 
     #[test]
-    fn a_slow_run_raises_the_average_and_a_far_slower_one_on_a_callers_thread_demotes() {
+    fn a_slow_run_raises_the_average_and_two_far_slower_ones_in_a_row_on_a_callers_thread_demote() {
         let costs = Costs::default();
         let site = Site::of::<u8>(None);
         costs.record(site, Duration::from_micros(4), BOUND, false);
         costs.record(site, Duration::from_micros(40), BOUND, true);
-        assert_eq!(costs.known(site), Known::Costs(Duration::from_micros(13)));
+        assert_eq!(
+            costs.known(site),
+            Known::Costs {
+                average: Duration::from_micros(13),
+                struck: false
+            }
+        );
         // Far slower on a reader thread: only the average rises.
         costs.record(site, BOUND * 5, BOUND, false);
         assert_eq!(
             costs.known(site),
-            Known::Costs(Duration::from_nanos(34_750))
+            Known::Costs {
+                average: Duration::from_nanos(34_750),
+                struck: false
+            }
         );
+        // Once on a caller's thread (a preempted thread looks the same): a strike, not a demotion.
+        costs.record(site, BOUND * 5, BOUND, true);
+        assert!(matches!(
+            costs.known(site),
+            Known::Costs { struck: true, .. }
+        ));
+        // A short run between clears the strike.
+        costs.record(site, Duration::from_micros(1), BOUND, true);
+        assert!(matches!(
+            costs.known(site),
+            Known::Costs { struck: false, .. }
+        ));
+        costs.record(site, BOUND * 5, BOUND, true);
+        assert!(matches!(
+            costs.known(site),
+            Known::Costs { struck: true, .. }
+        ));
+        // Twice in a row: demoted.
         costs.record(site, BOUND * 5, BOUND, true);
         assert_eq!(costs.known(site), Known::Demoted);
         // Fast runs on the threads meanwhile do not lift the demotion.
         costs.record(site, Duration::from_micros(1), BOUND, false);
         assert_eq!(costs.known(site), Known::Demoted);
+    }
+
+    #[test]
+    fn the_packed_word_keeps_each_part() {
+        let packed = Packed {
+            average: Packed::MAX_AVERAGE,
+            strikes: 1,
+            until: u32::MAX,
+        };
+        let back = Packed::from(u64::from(packed));
+        assert_eq!(
+            (back.average, back.strikes, back.until),
+            (Packed::MAX_AVERAGE, 1, u32::MAX)
+        );
     }
 
     #[test]
@@ -194,6 +284,12 @@ mod tests {
         costs.record(a, Duration::from_micros(3), BOUND, false);
         costs.record(b, Duration::from_micros(9), BOUND, false);
         assert_eq!(costs.known(a), Known::Unknown);
-        assert_eq!(costs.known(b), Known::Costs(Duration::from_micros(9)));
+        assert_eq!(
+            costs.known(b),
+            Known::Costs {
+                average: Duration::from_micros(9),
+                struck: false
+            }
+        );
     }
 }

@@ -85,7 +85,10 @@ impl Runner for QuickliteRunner {
                 let approach = AsyncSqlite::open(cell, workload, &knobs, env).await?;
                 measure(cell, env, memstatus_request, Arc::new(approach)).await
             }
-            "quicklite" | "quicklite-timeouts" | "quicklite-writes-first" => {
+            "quicklite"
+            | "quicklite-timeouts"
+            | "quicklite-writes-first"
+            | "quicklite-no-inline" => {
                 let approach = Arc::new(Quicklite::open(cell, workload, &knobs, env).await?);
                 let measured = measure(cell, env, memstatus_request, approach.clone()).await;
                 approach.log_metrics();

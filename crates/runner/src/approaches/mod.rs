@@ -18,6 +18,7 @@ pub const NAMES: &[&str] = &[
     "quicklite",
     "quicklite-timeouts",
     "quicklite-writes-first",
+    "quicklite-no-inline",
     "postgres",
     "ceiling",
 ];

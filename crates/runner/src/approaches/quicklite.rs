@@ -84,6 +84,9 @@ enum Variant {
     Timeouts,
     /// `quicklite-writes-first`: the read threads [`WRITES_FIRST_NICE`] steps below the write threads.
     WritesFirst,
+    /// `quicklite-no-inline`: every read handed to the reader threads (`Builder::inline_reads(false)`), the read
+    /// path as it was before reads ran on their callers' threads.
+    NoInline,
 }
 
 impl Variant {
@@ -91,6 +94,7 @@ impl Variant {
         match approach {
             "quicklite-timeouts" => Variant::Timeouts,
             "quicklite-writes-first" => Variant::WritesFirst,
+            "quicklite-no-inline" => Variant::NoInline,
             _ => Variant::Defaults,
         }
     }
@@ -127,7 +131,9 @@ fn with_knobs(builder: Builder, knobs: &Knobs, variant: Variant) -> Builder {
             .read_timeout(Some(TIMEOUT))
             .write_timeout(Some(TIMEOUT));
     }
-    builder.read_thread_nice(variant.read_thread_nice())
+    builder
+        .read_thread_nice(variant.read_thread_nice())
+        .inline_reads(variant != Variant::NoInline)
 }
 
 /// The registry's caps under the open-file limit: `(max_open, max_reader_connections)`. Every database open if
@@ -421,6 +427,7 @@ mod tests {
         assert_eq!(Variant::of("quicklite"), Variant::Defaults);
         assert_eq!(Variant::of("quicklite-timeouts"), Variant::Timeouts);
         assert_eq!(Variant::of("quicklite-writes-first"), Variant::WritesFirst);
+        assert_eq!(Variant::of("quicklite-no-inline"), Variant::NoInline);
         assert_eq!(Variant::of("quicklite").read_thread_nice(), 0);
         assert_eq!(Variant::of("quicklite-timeouts").read_thread_nice(), 0);
         assert_eq!(
