@@ -236,8 +236,9 @@ impl Builder {
 
     /// How long a call site's reads may have taken lately, on average, and still run on their callers' threads
     /// ([`Builder::inline_reads`]). By default, 20 µs: well within what an async task may run between two awaits,
-    /// and several point reads' worth. A read that ran four times longer keeps its call site on the reader threads
-    /// for ten seconds.
+    /// and several point reads' worth. A read that ran long on its caller's thread raises its call site's average, so
+    /// that the next reads go to the reader threads until runs there bring it down; one that ran longer than 20 ms
+    /// (or four times this bound) keeps the site on the reader threads for ten seconds.
     pub fn inline_read_max(mut self, max: Duration) -> Self {
         self.inline_read_max = max;
         self

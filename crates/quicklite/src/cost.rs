@@ -17,17 +17,19 @@ use std::time::{Duration, Instant};
 /// Number of entries: more call sites than a service has hot reads, few enough to stay in a few cache lines' reach.
 const ENTRIES: usize = 256;
 
-/// How long a site whose reads ran far past the bound on their callers' threads is kept off callers' threads.
+/// How long a site whose read ran far past the bound on its caller's thread is kept off callers' threads: a read
+/// that once ran long there is not tried there again for a while.
 pub(crate) const DEMOTED_FOR: Duration = Duration::from_secs(10);
 
-/// A run on a caller's thread this many times over the bound is a strike against its site; [`STRIKES`] in a row,
-/// with no short run on a caller's thread between them, demote the site for [`DEMOTED_FOR`]. One long run alone
-/// does not: a thread the system preempted in the middle of a point read shows one too. It raises the site's
-/// average, which keeps the site on the reader threads until runs there bring it down again.
+/// A run on a caller's thread this many times over the bound, and longer than [`PREEMPTED`], demotes its site for
+/// [`DEMOTED_FOR`]. A run merely over the bound (or one on a reader thread) raises the site's average, which keeps
+/// the site on the reader threads only until runs there bring it down again.
 const LONG_FACTOR: u64 = 4;
 
-/// Long runs in a row on callers' threads that demote a site.
-const STRIKES: u64 = 2;
+/// Longer than a thread that the system preempted in the middle of a short read waits for its core again (a time
+/// slice or two): such a run says nothing of the read, and happens to a few point reads in ten thousand on a busy
+/// machine. Below it, a long run only raises the average.
+const PREEMPTED: Duration = Duration::from_millis(20);
 
 /// A read's call site.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,8 +55,8 @@ impl Site {
 pub(crate) enum Known {
     /// Never seen (or its entry was taken by another site since).
     Unknown,
-    /// Its recent runs took this long on average; `struck` if its last run on a caller's thread was long.
-    Costs { average: Duration, struck: bool },
+    /// Its recent runs took this long on average.
+    Costs(Duration),
     /// It ran far past the bound lately.
     Demoted,
 }
@@ -63,8 +65,8 @@ pub(crate) enum Known {
 #[derive(Default)]
 struct Entry {
     site: AtomicU64,
-    /// Bits 0–29: the average cost in nanoseconds (saturating, about a second); 30–31: the strikes; 32–63: the
-    /// demotion's end in milliseconds of [`clock_ms`], 0 for none.
+    /// Low 32 bits: the average cost in nanoseconds (saturating); high 32: the demotion's end in milliseconds of
+    /// [`clock_ms`], 0 for none.
     packed: AtomicU64,
 }
 
@@ -94,14 +96,12 @@ impl Costs {
         if entry.site.load(Relaxed) != site.0.get() {
             return Known::Unknown;
         }
-        let packed = Packed::from(entry.packed.load(Relaxed));
-        if packed.until != 0 && clock_ms() < packed.until {
+        let packed = entry.packed.load(Relaxed);
+        let until = (packed >> 32) as u32;
+        if until != 0 && clock_ms() < until {
             return Known::Demoted;
         }
-        Known::Costs {
-            average: Duration::from_nanos(packed.average),
-            struck: packed.strikes > 0,
-        }
+        Known::Costs(Duration::from_nanos(packed & u64::from(u32::MAX)))
     }
 
     /// Records that a run of `site` took `took`, against a bound of `bound` for reads on callers' threads;
@@ -110,64 +110,30 @@ impl Costs {
         let entry = &self.entries[site.index()];
         let took_ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         let bound_ns = u64::try_from(bound.as_nanos()).unwrap_or(u64::MAX);
-        let mut packed = if entry.site.load(Relaxed) == site.0.get() {
-            let mut packed = Packed::from(entry.packed.load(Relaxed));
-            // An exponential average over about four runs: one cold run does not send a site away for long.
-            packed.average = (packed.average * 3 + took_ns.min(Packed::MAX_AVERAGE)) / 4;
-            packed
+        let (average, until) = if entry.site.load(Relaxed) == site.0.get() {
+            let packed = entry.packed.load(Relaxed);
+            let average = packed & u64::from(u32::MAX);
+            // An exponential average over about four runs: one cold run does not send a site away.
+            ((average * 3 + took_ns) / 4, packed >> 32)
         } else {
             entry.site.store(site.0.get(), Relaxed);
-            Packed {
-                average: took_ns.min(Packed::MAX_AVERAGE),
-                strikes: 0,
-                until: 0,
-            }
+            (took_ns, 0)
         };
-        if inline {
-            if took_ns > bound_ns.saturating_mul(LONG_FACTOR) {
-                packed.strikes += 1;
-                if packed.strikes >= STRIKES {
-                    packed.strikes = 0;
-                    packed.until = clock_ms()
-                        .saturating_add(DEMOTED_FOR.as_millis() as u32)
-                        .max(1);
-                }
-            } else {
-                packed.strikes = 0;
-            }
-        }
-        entry.packed.store(packed.into(), Relaxed);
-    }
-}
-
-/// An entry's packed word, unpacked.
-#[derive(Debug, Clone, Copy)]
-struct Packed {
-    /// Nanoseconds, at most [`Packed::MAX_AVERAGE`].
-    average: u64,
-    /// Long runs in a row on callers' threads, below [`STRIKES`].
-    strikes: u64,
-    /// The demotion's end, in milliseconds of [`clock_ms`]; 0 for none.
-    until: u32,
-}
-
-impl Packed {
-    const MAX_AVERAGE: u64 = (1 << 30) - 1;
-}
-
-impl From<u64> for Packed {
-    fn from(word: u64) -> Packed {
-        Packed {
-            average: word & Packed::MAX_AVERAGE,
-            strikes: (word >> 30) & 0b11,
-            until: (word >> 32) as u32,
-        }
-    }
-}
-
-impl From<Packed> for u64 {
-    fn from(packed: Packed) -> u64 {
-        (u64::from(packed.until) << 32) | (packed.strikes.min(0b11) << 30) | packed.average
+        let long_ns = bound_ns
+            .saturating_mul(LONG_FACTOR)
+            .max(PREEMPTED.as_nanos() as u64);
+        let until = if inline && took_ns > long_ns {
+            u64::from(
+                clock_ms()
+                    .saturating_add(DEMOTED_FOR.as_millis() as u32)
+                    .max(1),
+            )
+        } else {
+            until
+        };
+        entry
+            .packed
+            .store((until << 32) | average.min(u64::from(u32::MAX)), Relaxed);
     }
 }
 
@@ -190,13 +156,7 @@ mod tests {
         let site = Site::of::<fn()>(None);
         assert_eq!(costs.known(site), Known::Unknown);
         costs.record(site, Duration::from_micros(2), BOUND, false);
-        assert_eq!(
-            costs.known(site),
-            Known::Costs {
-                average: Duration::from_micros(2),
-                struck: false
-            }
-        );
+        assert_eq!(costs.known(site), Known::Costs(Duration::from_micros(2)));
     }
 
     #[test]
@@ -213,46 +173,17 @@ mod tests {
     }
 
     #[test]
-    fn a_slow_run_raises_the_average_and_two_far_slower_ones_in_a_row_on_a_callers_thread_demote() {
+    fn a_slow_run_raises_the_average_and_a_far_slower_one_on_a_callers_thread_demotes() {
         let costs = Costs::default();
         let site = Site::of::<u8>(None);
         costs.record(site, Duration::from_micros(4), BOUND, false);
         costs.record(site, Duration::from_micros(40), BOUND, true);
-        assert_eq!(
-            costs.known(site),
-            Known::Costs {
-                average: Duration::from_micros(13),
-                struck: false
-            }
-        );
+        assert_eq!(costs.known(site), Known::Costs(Duration::from_micros(13)));
         // Far slower on a reader thread: only the average rises.
-        costs.record(site, BOUND * 5, BOUND, false);
-        assert_eq!(
-            costs.known(site),
-            Known::Costs {
-                average: Duration::from_nanos(34_750),
-                struck: false
-            }
-        );
-        // Once on a caller's thread (a preempted thread looks the same): a strike, not a demotion.
-        costs.record(site, BOUND * 5, BOUND, true);
-        assert!(matches!(
-            costs.known(site),
-            Known::Costs { struck: true, .. }
-        ));
-        // A short run between clears the strike.
-        costs.record(site, Duration::from_micros(1), BOUND, true);
-        assert!(matches!(
-            costs.known(site),
-            Known::Costs { struck: false, .. }
-        ));
-        costs.record(site, BOUND * 5, BOUND, true);
-        assert!(matches!(
-            costs.known(site),
-            Known::Costs { struck: true, .. }
-        ));
-        // Twice in a row: demoted.
-        costs.record(site, BOUND * 5, BOUND, true);
+        costs.record(site, PREEMPTED * 2, BOUND, false);
+        assert!(matches!(costs.known(site), Known::Costs(_)));
+        // Slower than a preempted thread's wait, on a caller's thread: demoted.
+        costs.record(site, PREEMPTED * 2, BOUND, true);
         assert_eq!(costs.known(site), Known::Demoted);
         // Fast runs on the threads meanwhile do not lift the demotion.
         costs.record(site, Duration::from_micros(1), BOUND, false);
@@ -260,17 +191,12 @@ mod tests {
     }
 
     #[test]
-    fn the_packed_word_keeps_each_part() {
-        let packed = Packed {
-            average: Packed::MAX_AVERAGE,
-            strikes: 1,
-            until: u32::MAX,
-        };
-        let back = Packed::from(u64::from(packed));
-        assert_eq!(
-            (back.average, back.strikes, back.until),
-            (Packed::MAX_AVERAGE, 1, u32::MAX)
-        );
+    fn a_run_as_long_as_a_preempted_threads_only_raises_the_average() {
+        let costs = Costs::default();
+        let site = Site::of::<u16>(None);
+        costs.record(site, Duration::from_micros(2), BOUND, false);
+        costs.record(site, PREEMPTED / 2, BOUND, true);
+        assert!(matches!(costs.known(site), Known::Costs(average) if average > BOUND));
     }
 
     #[test]
@@ -284,12 +210,6 @@ mod tests {
         costs.record(a, Duration::from_micros(3), BOUND, false);
         costs.record(b, Duration::from_micros(9), BOUND, false);
         assert_eq!(costs.known(a), Known::Unknown);
-        assert_eq!(
-            costs.known(b),
-            Known::Costs {
-                average: Duration::from_micros(9),
-                struck: false
-            }
-        );
+        assert_eq!(costs.known(b), Known::Costs(Duration::from_micros(9)));
     }
 }

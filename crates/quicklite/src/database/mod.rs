@@ -261,9 +261,9 @@ impl Database {
     {
         let deadline = timeout.map(|t| (Instant::now() + t, t));
         let f = match &self.inner.inline {
-            Some(inline) if let Some(struck) = inline.suits(site) => {
+            Some(inline) if inline.suits(site) => {
                 inline::take_turn().await;
-                match inline.run(site, struck, deadline, f) {
+                match inline.run(site, deadline, f) {
                     Ok(result) => return result,
                     Err(f) => f,
                 }

@@ -46,11 +46,6 @@ const SAMPLE_EVERY: u32 = 16;
 /// How long a connection that failed to open waits before it is tried again.
 const RETRY_OPEN_AFTER: Duration = Duration::from_secs(1);
 
-/// Whether a site's last run on a caller's thread was a strike: then every run there records its cost, so that a
-/// short one clears it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Struck(bool);
-
 /// A bound on the connections for inline reads that several databases share (a registry's).
 #[derive(Debug)]
 pub(crate) struct Budget {
@@ -225,18 +220,10 @@ impl Inline {
         })
     }
 
-    /// Whether reads of `site` should run inline (it has run lately, within the bound): `Some`, saying whether its
-    /// last run here was a strike ([`crate::cost`]), which this run's cost must then clear or confirm.
-    pub(crate) fn suits(&self, site: Site) -> Option<Struck> {
-        match self.shared.costs.known(site) {
-            Known::Costs { average, struck }
-                if average <= self.config.inline_read_max
-                    && !self.closed.load(Ordering::Relaxed) =>
-            {
-                Some(Struck(struck))
-            }
-            _ => None,
-        }
+    /// Whether reads of `site` should run inline: it has run lately, within the bound.
+    pub(crate) fn suits(&self, site: Site) -> bool {
+        matches!(self.shared.costs.known(site), Known::Costs(average) if average <= self.config.inline_read_max)
+            && !self.closed.load(Ordering::Relaxed)
     }
 
     /// Runs `f` here, in a snapshot that contains every write acknowledged before this call, if a connection is
@@ -244,7 +231,6 @@ impl Inline {
     pub(crate) fn run<T, F>(
         self: &Arc<Self>,
         site: Site,
-        struck: Struck,
         deadline: Option<(Instant, Duration)>,
         f: F,
     ) -> std::result::Result<Result<T>, F>
@@ -287,7 +273,7 @@ impl Inline {
             n.set(n.get().wrapping_add(1));
             n.get() % SAMPLE_EVERY == 0
         });
-        if outcome.is_ok() && (sampled || struck.0 || took > self.config.inline_read_max) {
+        if outcome.is_ok() && (sampled || took > self.config.inline_read_max) {
             self.shared
                 .costs
                 .record(site, took, self.config.inline_read_max, true);
