@@ -223,9 +223,9 @@ impl Builder {
     /// snapshot kept from one read to the next while no write commits. The first reads of a call site, and reads
     /// of one that ran long, go to the reader threads as before; so do reads while every such connection is busy.
     /// The guarantees are the reader threads': a read sees every write acknowledged before it was made, and
-    /// deadlines, `query_only`, panics, the set-up hook and the metrics behave the same. Such a read returns
-    /// without yielding, but takes part in the async runtime's cooperative budget and yields after a few
-    /// microseconds of reads, so a task reading in a loop cannot starve the others.
+    /// deadlines, `query_only`, panics, the set-up hook and the metrics behave the same. Such a read yields
+    /// once to the runtime before it runs, so a task reading in a loop takes turns with the others as if it awaited
+    /// a reader thread.
     ///
     /// Turn it off for a database whose reads must never run on the caller's thread (a runtime whose threads must
     /// not touch the disk at all, say).

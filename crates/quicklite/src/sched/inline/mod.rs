@@ -9,9 +9,10 @@
 //! key's derivation and the PRAGMAs are no work for an async worker).
 //!
 //! A thread takes the connection its number points at, or the next one free; a connection is held only while one
-//! read runs on it, so no thread ever waits for another here. A read that completes returns without yielding, but
-//! first takes a unit of the runtime's cooperative budget and, after [`SLICE`] of reads on one thread, yields once,
-//! so that other tasks (and the runtime's timers) get their turn. An idle connection's snapshot is ended by the
+//! read runs on it, so no thread ever waits for another here. Before it runs, a read yields once to the runtime
+//! ([`take_turn`]): a task reading in a loop then takes its turn with the others like a task awaiting a reader
+//! thread's answer, and the runtime's timers and woken tasks never wait behind a run of reads (docs/design.md has
+//! the measurements behind the choice). An idle connection's snapshot is ended by the
 //! [`janitor`] within [`janitor::PERIOD`], so that it holds no checkpoint back; a connection unused for
 //! [`janitor::CLOSE_AFTER`] is closed.
 
@@ -34,11 +35,6 @@ use crate::engine::snapshot::KeptSnapshot;
 use crate::error::panic_message;
 use crate::util::{lock, spawn};
 use crate::{Error, Result};
-
-/// Time a thread spends on reads run inline before the task that is reading yields once: short enough that a
-/// runtime's other tasks and its timers wait no longer than a few of these, long enough that a yield's cost is
-/// small beside it.
-pub(crate) const SLICE: Duration = Duration::from_micros(10);
 
 /// One inline read in this many records its cost (every one that ran past the bound does).
 const SAMPLE_EVERY: u32 = 16;
@@ -177,8 +173,6 @@ pub(crate) struct Inline {
 }
 
 thread_local! {
-    /// Time spent on reads run inline on this thread since a task last yielded for it.
-    static SPENT: Cell<Duration> = const { Cell::new(Duration::ZERO) };
     /// Inline reads run on this thread, counted for sampling their costs.
     static SAMPLED: Cell<u32> = const { Cell::new(0) };
     /// This thread's number, which picks the connection it tries first.
@@ -188,14 +182,16 @@ thread_local! {
     };
 }
 
-/// Waits for this task's turn to run a read inline: takes a unit of the runtime's cooperative budget (yielding if
-/// it is spent), and yields once if this thread has run [`SLICE`] of inline reads since the last such yield.
+/// Waits for this task's turn to run a read inline: yields once to the runtime, which polls the task again after
+/// the others ready to run (tokio's `yield_now`: the task goes behind them, not into the slot polled next).
+///
+/// A read on the caller's thread costs about as much as a yield; a task that read without yielding would hold its
+/// worker for as long as it has reads to make (a task's cooperative budget, 128 of them, is a quarter of a
+/// millisecond), and every task woken meanwhile — an answer from the writer, a timer — would wait behind it.
+/// Yielding before every read measured better than yielding after a slice of reads or when the budget runs out, in
+/// throughput as well as in the runtime's lateness.
 pub(crate) async fn take_turn() {
-    if SPENT.with(Cell::get) >= SLICE {
-        SPENT.with(|spent| spent.set(Duration::ZERO));
-        tokio::task::yield_now().await;
-    }
-    std::future::poll_fn(|cx| tokio::task::coop::poll_proceed(cx).map(|r| r.made_progress())).await;
+    tokio::task::yield_now().await;
 }
 
 impl Inline {
@@ -278,7 +274,6 @@ impl Inline {
                 .costs
                 .record(site, took, self.config.inline_read_max, true);
         }
-        SPENT.with(|spent| spent.set(spent.get() + took));
         let result = match outcome {
             Ok(Ok(value)) => {
                 held.snapshot.count(false, false);
