@@ -108,7 +108,8 @@ pub struct RegistryMetrics {
     pub idle_closes: u64,
     /// Reader connections open (databases read while their writer was busy); the others read on their writer's.
     pub reader_connections: usize,
-    /// Connections open for reads on callers' threads, over all databases ([`RegistryBuilder::inline_connections`]).
+    /// Connections open for reads on callers' threads, over all databases
+    /// ([`RegistryBuilder::inline_connections`](crate::RegistryBuilder::inline_connections)).
     pub inline_connections: usize,
     /// Tasks waiting for a pool thread, or for room (under `max_open`) to open their database.
     pub queued_tasks: usize,
