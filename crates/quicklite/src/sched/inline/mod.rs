@@ -243,6 +243,8 @@ impl Inline {
         if let Some((at, timeout)) = deadline
             && now >= at
         {
+            // Counted as the reader threads count a read answered past its deadline without running.
+            held.snapshot.count(true, false);
             return Ok(Err(Error::Timeout { timeout }));
         }
         // Read-your-writes: one load; a snapshot older than the last commit ends before this read.
