@@ -98,8 +98,8 @@ both_backends! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn reader_connections_drop_their_memory_map_while_the_database_is_written(backend) {
         const MAPPED: i64 = 268_435_456;
-        // One reader, so that every read below meets the same connection.
-        let db = common::open(backend, |b| b.readers(1)).await;
+        // One reader, so that every read below meets the same connection (none on the callers' threads).
+        let db = common::open(backend, |b| b.readers(1).inline_reads(false)).await;
         db.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY)")
             .await
             .unwrap();
@@ -740,7 +740,8 @@ both_backends! {
 both_backends! {
     #[tokio::test]
     async fn a_database_reopened_serves_everything_committed_before(backend) {
-        let db = common::open(backend, |b| b).await;
+        // Reads through the reopened connections, none on the callers' threads (which need no reopening).
+        let db = common::open(backend, |b| b.inline_reads(false)).await;
         db.execute_batch("CREATE TABLE t (a INTEGER PRIMARY KEY)").await.unwrap();
         for round in 0..5_i64 {
             db.execute_many(

@@ -244,6 +244,34 @@ both_backends! {
 
 both_backends! {
     #[tokio::test]
+    async fn a_connection_for_inline_reads_is_set_up_as_a_reader(backend) {
+        use quicklite::ConnectionRole;
+        use rusqlite::functions::FunctionFlags;
+        let db = with_table(backend, |b| {
+            b.on_connection(|c: &mut Connection, role| {
+                let answer = if role == ConnectionRole::Reader { 42 } else { 0 };
+                c.create_scalar_function("answer", 0, FunctionFlags::SQLITE_DETERMINISTIC, move |_| Ok(answer))
+            })
+        })
+        .await;
+        let start = Instant::now();
+        loop {
+            let (thread, answer) = db
+                .read(|c| Ok((here(), c.query_row("SELECT answer()", [], |r| r.get::<_, i64>(0))?)))
+                .await
+                .unwrap();
+            if thread == here() {
+                assert_eq!(answer, 42, "set up with the reader's role");
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "no read ran on its caller's thread in 10 s");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+}
+
+both_backends! {
+    #[tokio::test]
     async fn turned_off_every_read_goes_to_the_reader_threads(backend) {
         let db = with_table(backend, |b| b.inline_reads(false)).await;
         for _ in 0..200 {

@@ -292,8 +292,10 @@ impl Checkpoints {
             // A checkpoint running elsewhere now would make this one fail as busy: let it end first.
             let _passive = self.passive.as_ref().map(|p| p.hold());
             if mode.waits_for_readers() {
-                self.busy
-                    .for_checkpoint(self.reader_wait, || run(conn.conn(), mode))
+                shared.while_checkpoint_waits(|| {
+                    self.busy
+                        .for_checkpoint(self.reader_wait, || run(conn.conn(), mode))
+                })
             } else {
                 run(conn.conn(), mode)
             }

@@ -265,6 +265,10 @@ impl Inline {
         let ended = Instant::now();
         let took = ended - now;
         held.last_used = ended;
+        if self.shared.checkpoint_waits() {
+            // A snapshot kept now would hold the checkpoint back for as long as this thread keeps reading.
+            held.snapshot.end(&self.shared);
+        }
         // A panic's time is the panic hook's as much as the read's: it says nothing of what the site costs. Of the
         // others, a sample: threads writing one site's entry on every read would pass its cache line back and forth.
         let sampled = SAMPLED.with(|n| {
