@@ -306,8 +306,9 @@ impl Builder {
         self
     }
 
-    /// How long every read may take, waiting in the queue and running, before it fails with [`Error::Timeout`]
-    /// ([`Database::read_with_timeout`] sets one read's). A runaway statement is interrupted; only its read fails.
+    /// How long every read may take, waiting in the queue and running, before it fails with [`Error::Timeout`]. A
+    /// runaway statement is interrupted; only its read fails. A ceiling: a read given a longer timeout
+    /// ([`Database::read_with_timeout`], [`Database::with_timeout`]) still fails after this one, a shorter one wins.
     /// By default, none.
     pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.read_timeout = timeout;
@@ -315,11 +316,14 @@ impl Builder {
     }
 
     /// How long every grouped write ([`Database::write`], [`Database::execute`], [`Database::execute_many`],
-    /// [`Database::write_and_then`]) may wait in the queue: one that has not started by then fails with
+    /// [`Database::execute_batch`], [`Database::write_and_then`]) may wait in the queue: one that has not started
+    /// by then fails with
     /// [`Error::Timeout`] and never runs, so a backlog sheds the writes nobody waits for any more. One that has
     /// started runs to its end and commits with its group: interrupting it would roll its whole group back
     /// (SQLite rolls back the transaction of an interrupted writing statement). To bound a running write too, use
-    /// [`Database::write_with_timeout`], which runs alone. By default, none.
+    /// [`Database::write_with_timeout`], which runs alone. A ceiling on the timeouts given to writes
+    /// ([`Database::write_with_timeout`], [`Database::with_timeout`]); a write that runs alone without one has no
+    /// deadline from this setting. By default, none.
     pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.write_timeout = timeout;
         self

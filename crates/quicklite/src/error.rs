@@ -75,16 +75,20 @@ pub enum Error {
         reason: &'static str,
     },
 
-    /// The request ran past its timeout ([`Builder::read_timeout`](crate::Builder::read_timeout),
-    /// [`Database::read_with_timeout`](crate::Database::read_with_timeout),
-    /// [`Builder::write_timeout`](crate::Builder::write_timeout),
-    /// [`Database::write_with_timeout`](crate::Database::write_with_timeout)): its statement was interrupted, or it
-    /// waited in the queue that long and did not run. Only this request failed; the others of its batch or group
-    /// were served.
-    #[error("timed out after {timeout:?}")]
+    /// The request ran past its timeout ([`Database::with_timeout`](crate::Database::with_timeout),
+    /// [`Builder::read_timeout`](crate::Builder::read_timeout),
+    /// [`Builder::write_timeout`](crate::Builder::write_timeout), …): it waited in the queue that long and did not
+    /// run, or its statement was interrupted (a write's work then rolled back). Only this request failed; the others
+    /// of its batch or group were served.
+    #[error("{request} timed out after {timeout:?} {}", if *ran { "while running: interrupted, nothing of it kept" } else { "before it ran: it never ran" })]
     Timeout {
-        /// The request's timeout.
+        /// The request's timeout: the shortest of those that applied to it.
         timeout: std::time::Duration,
+        /// Whether it was a read or a write.
+        request: RequestKind,
+        /// Whether it had started: `false`, it never ran; `true`, it was interrupted and nothing it did was kept
+        /// (a read's results were dropped, a write's changes rolled back).
+        ran: bool,
     },
 
     /// A builder setting or the path is not usable; nothing was opened.
@@ -132,6 +136,24 @@ pub enum Error {
     Io(#[from] std::io::Error),
 }
 
+/// A read or a write, as an error names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestKind {
+    /// A read: [`Database::read`](crate::Database::read), a statement helper that reads, a chunk of a stream.
+    Read,
+    /// A write: [`Database::write`](crate::Database::write), a statement helper that writes, a transaction.
+    Write,
+}
+
+impl std::fmt::Display for RequestKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RequestKind::Read => "read",
+            RequestKind::Write => "write",
+        })
+    }
+}
+
 impl Error {
     /// A copy of this error for another caller: a group of requests that failed together (e.g. their database
     /// could not be opened) each get one.
@@ -144,7 +166,15 @@ impl Error {
                 reason,
             },
             Error::InvalidConfig(m) => Error::InvalidConfig(m.clone()),
-            Error::Timeout { timeout } => Error::Timeout { timeout: *timeout },
+            Error::Timeout {
+                timeout,
+                request,
+                ran,
+            } => Error::Timeout {
+                timeout: *timeout,
+                request: *request,
+                ran: *ran,
+            },
             Error::Decode { column, message } => Error::Decode {
                 column: column.clone(),
                 message: message.clone(),

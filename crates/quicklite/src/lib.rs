@@ -108,7 +108,7 @@ pub use builder::Builder;
 pub use config::{BoxError, Checkpointing, ConnectionRole, QueueFull};
 pub use database::Database;
 pub use database::stream::{Keyset, RowStream};
-pub use error::{Error, Result};
+pub use error::{Error, RequestKind, Result};
 pub use metrics::{Distribution, MetricsSnapshot};
 pub use profile::Profile;
 pub use registry::builder::RegistryBuilder;

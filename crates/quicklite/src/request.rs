@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -11,7 +11,41 @@ use tokio::sync::oneshot;
 use crate::cost::Site;
 use crate::error::panic_message;
 use crate::reply::{Answer, CallerThread, Relay, Reply};
-use crate::{Error, Result};
+use crate::{Error, RequestKind, Result};
+
+/// When a request times out, with the timeout it was given (for the error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Deadline {
+    pub(crate) at: Instant,
+    timeout: Duration,
+}
+
+impl Deadline {
+    /// The deadline of a request made now, by the shortest of `timeouts` that are set; `None` if none is.
+    pub(crate) fn shortest(
+        timeouts: impl IntoIterator<Item = Option<Duration>>,
+    ) -> Option<Deadline> {
+        let timeout = timeouts.into_iter().flatten().min()?;
+        Some(Deadline {
+            at: Instant::now() + timeout,
+            timeout,
+        })
+    }
+
+    /// Whether it has passed at `now`.
+    pub(crate) fn passed(&self, now: Instant) -> bool {
+        now >= self.at
+    }
+
+    /// The error of a `request` past this deadline, which `ran` (interrupted) or not.
+    pub(crate) fn error(&self, request: RequestKind, ran: bool) -> Error {
+        Error::Timeout {
+            timeout: self.timeout,
+            request,
+            ran,
+        }
+    }
+}
 
 /// How a write request wants to be run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,10 +77,10 @@ pub(crate) struct WriteRequest {
     pub(crate) enqueued: Instant,
     /// The caller's span, parent of the writer's span for this request.
     pub(crate) span: tracing::Span,
-    /// When the request times out, if it has a timeout (given as the duration, for the error). A grouped write
-    /// must start by then; a [`WriteKind::Transaction`] must also finish by then (it runs alone, so interrupting
-    /// it rolls back nothing else).
-    pub(crate) deadline: Option<(Instant, std::time::Duration)>,
+    /// When the request times out, if it has a timeout. A grouped write must start by then; a write that runs alone
+    /// ([`WriteKind::Transaction`], [`WriteKind::Unmanaged`]) must also finish by then (interrupting it rolls back
+    /// nothing else).
+    pub(crate) deadline: Option<Deadline>,
     pub(crate) job: Box<dyn WriteJob>,
 }
 
@@ -55,8 +89,8 @@ pub(crate) struct ReadRequest {
     /// The writer's commit sequence number when the request was made: the snapshot that serves it must be at
     /// least this new (read-your-writes).
     pub(crate) min_seq: u64,
-    /// When the request times out, if it has a timeout (given as the duration, for the error).
-    pub(crate) deadline: Option<(Instant, std::time::Duration)>,
+    /// When the request times out, if it has a timeout.
+    pub(crate) deadline: Option<Deadline>,
     /// Whether the closure runs exactly one statement (`query_row`, `query_all`): alone in the queue, it needs no
     /// read transaction around it, as one statement sees one snapshot by itself.
     pub(crate) one_statement: bool,

@@ -795,3 +795,30 @@ both_backends! {
         assert_eq!(common::count(&again, "t").await, 2);
     }
 }
+
+both_backends! {
+    #[tokio::test]
+    async fn sql_made_at_run_time_is_taken_by_reference(backend) {
+        let db = common::open(backend, |b| b).await;
+        let table = String::from("made_at_run_time");
+        db.execute_batch(&format!("CREATE TABLE {table} (k INTEGER PRIMARY KEY, v TEXT)"))
+            .await
+            .unwrap();
+        let insert = format!("INSERT INTO {table} VALUES (?1, ?2)");
+        assert_eq!(db.execute(&insert, (1, "one")).await.unwrap(), 1);
+        assert_eq!(
+            db.execute_many(insert.as_str(), [(2, "two"), (3, "three")]).await.unwrap(),
+            2
+        );
+        let one = format!("SELECT v FROM {table} WHERE k = ?1");
+        let v: String = db.query_row(&one, [1], |r| r.get(0)).await.unwrap();
+        assert_eq!(v, "one");
+        let all = format!("SELECT k FROM {table} ORDER BY k");
+        let keys: Vec<i64> = db.query_all(&all, [], |r| r.get(0)).await.unwrap();
+        assert_eq!(keys, [1, 2, 3]);
+        // Owned text works as before.
+        let v: String = db.query_row(one.clone(), [3], |r| r.get(0)).await.unwrap();
+        assert_eq!(v, "three");
+        db.close().await;
+    }
+}

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use quicklite::Error;
+use quicklite::{Error, RequestKind};
 
 mod common;
 
@@ -19,14 +19,18 @@ async fn table_t(backend: common::Backend) -> common::TestDb {
     db
 }
 
-/// `outcome` is the timeout of a 100 ms deadline, reached well before a hang guard (without the deadline the
-/// runaway never ends): not a timing assertion.
+/// `outcome` is the timeout of a 100 ms deadline of a `request` interrupted while it ran, reached well before a
+/// hang guard (without the deadline the runaway never ends): not a timing assertion.
 fn assert_timed_out_after_100_ms<T: std::fmt::Debug>(
     outcome: quicklite::Result<T>,
+    request: RequestKind,
     started: Instant,
 ) {
     assert!(
-        matches!(outcome, Err(Error::Timeout { timeout }) if timeout == Duration::from_millis(100)),
+        matches!(
+            outcome,
+            Err(Error::Timeout { timeout, request: r, ran: true }) if timeout == Duration::from_millis(100) && r == request
+        ),
         "{outcome:?}"
     );
     let took = started.elapsed();
@@ -64,7 +68,7 @@ both_backends! {
         for (i, p) in points.into_iter().enumerate() {
             assert_eq!(p.await.unwrap().unwrap(), i as i64 * 2);
         }
-        assert_timed_out_after_100_ms(runaway.await.unwrap(), started);
+        assert_timed_out_after_100_ms(runaway.await.unwrap(), RequestKind::Read, started);
         // The handle goes on: reads and writes.
         db.execute("INSERT INTO t VALUES (100, 200)", ()).await.unwrap();
         let v: i64 = db.query_row("SELECT v FROM t WHERE id = 100", [], |r| r.get(0)).await.unwrap();
@@ -110,7 +114,7 @@ both_backends! {
         for w in writes {
             assert_eq!(w.await.unwrap().unwrap(), 1);
         }
-        assert_timed_out_after_100_ms(runaway.await.unwrap(), started);
+        assert_timed_out_after_100_ms(runaway.await.unwrap(), RequestKind::Write, started);
         let (rows, negative): (i64, i64) = db
             .query_row("SELECT count(*), count(*) FILTER (WHERE id < 0) FROM t", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -143,7 +147,8 @@ both_backends! {
         release.send(()).unwrap();
         blocker.await.unwrap();
         let e = late.await.unwrap().unwrap_err();
-        assert!(matches!(e, Error::Timeout { .. }), "{e}");
+        assert!(matches!(e, Error::Timeout { request: RequestKind::Write, ran: false, .. }), "{e}");
+        assert!(e.to_string().contains("never ran"), "{e}");
         assert_eq!(common::count(&db, "t").await, 0);
         db.close().await;
     }
@@ -218,7 +223,13 @@ both_backends! {
         blocker.await.unwrap();
         for w in late {
             let e = w.await.unwrap().unwrap_err();
-            assert!(matches!(e, Error::Timeout { timeout } if timeout == Duration::from_millis(100)), "{e}");
+            assert!(
+                matches!(
+                    e,
+                    Error::Timeout { timeout, request: RequestKind::Write, ran: false } if timeout == Duration::from_millis(100)
+                ),
+                "{e}"
+            );
         }
         assert_eq!(common::count(&db, "t").await, 0, "no write that timed out ran");
         // A grouped write that started in time runs to its end and commits, though it ends past the timeout.
@@ -233,6 +244,160 @@ both_backends! {
         let metrics = db.metrics();
         assert!(metrics.write_errors >= 20, "{}", metrics.write_errors);
         assert_eq!(metrics.write_queue_depth, 0);
+        db.close().await;
+    }
+}
+
+/// A write that never ends.
+const RUNAWAY_WRITE: &str = "INSERT INTO t SELECT x, x FROM (WITH RECURSIVE c(x) AS (SELECT 1000 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c)";
+
+/// `e` is the timeout of a 100 ms deadline of a `request` that `ran` or not.
+fn assert_timeout(e: &Error, request: RequestKind, ran: bool) {
+    assert!(
+        matches!(
+            e,
+            Error::Timeout { timeout, request: r, ran: started }
+                if *timeout == Duration::from_millis(100) && *r == request && *started == ran
+        ),
+        "{e}"
+    );
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_kind_of_request_through_a_handle_with_a_timeout_times_out(backend) {
+        let db = table_t(backend).await;
+        let timed = db.with_timeout(Duration::from_millis(100));
+        // Reads run past it: interrupted.
+        let e = timed.query_row(RUNAWAY, [], |r| r.get::<_, i64>(0)).await.unwrap_err();
+        assert_timeout(&e, RequestKind::Read, true);
+        let e = timed.query_all(RUNAWAY, [], |r| r.get::<_, i64>(0)).await.unwrap_err();
+        assert_timeout(&e, RequestKind::Read, true);
+        let e = timed.read(|c| c.query_row(RUNAWAY, [], |r| r.get::<_, i64>(0))).await.unwrap_err();
+        assert_timeout(&e, RequestKind::Read, true);
+        let e = timed
+            .read_and_then(|c| -> Result<i64, Error> { Ok(c.query_row(RUNAWAY, [], |r| r.get(0))?) })
+            .await
+            .unwrap_err();
+        assert_timeout(&e, RequestKind::Read, true);
+        // A stream's chunk: the runaway must sort every row before its first.
+        let mut rows = timed.stream(
+            quicklite::Keyset::new(
+                "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) \
+                 SELECT x FROM c WHERE x > ?1 ORDER BY x",
+                0,
+            ),
+            |r| r.get::<_, i64>(0),
+        );
+        let e = rows.next().await.unwrap().unwrap_err();
+        assert_timeout(&e, RequestKind::Read, true);
+        // Writes that run alone: interrupted and rolled back.
+        let e = timed.transaction(|c| c.execute(RUNAWAY_WRITE, [])).await.unwrap_err();
+        assert_timeout(&e, RequestKind::Write, true);
+        let e = timed
+            .with_write_connection(|c| c.query_row(RUNAWAY, [], |r| r.get::<_, i64>(0)))
+            .await
+            .unwrap_err();
+        assert_timeout(&e, RequestKind::Write, true);
+        // Grouped writes still queued past it: never run.
+        let (release, blocker) = common::hold_writer(&db).await;
+        let queued: Vec<tokio::task::JoinHandle<Result<usize, Error>>> = vec![
+            tokio::spawn({
+                let timed = timed.clone();
+                async move { timed.execute("INSERT INTO t VALUES (1, 1)", ()).await }
+            }),
+            tokio::spawn({
+                let timed = timed.clone();
+                async move { timed.execute_many("INSERT INTO t VALUES (?1, 2)", [(2,), (3,)]).await }
+            }),
+            tokio::spawn({
+                let timed = timed.clone();
+                async move { timed.execute_batch("INSERT INTO t VALUES (4, 4)").await.map(|()| 1) }
+            }),
+            tokio::spawn({
+                let timed = timed.clone();
+                async move { timed.write(|c| c.execute("INSERT INTO t VALUES (5, 5)", [])).await }
+            }),
+            tokio::spawn({
+                let timed = timed.clone();
+                async move {
+                    timed
+                        .write_and_then(|c| -> Result<usize, Error> { Ok(c.execute("INSERT INTO t VALUES (6, 6)", [])?) })
+                        .await
+                }
+            }),
+        ];
+        common::until_write_queue_holds(&db, queued.len()).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        release.send(()).unwrap();
+        blocker.await.unwrap();
+        for q in queued {
+            assert_timeout(&q.await.unwrap().unwrap_err(), RequestKind::Write, false);
+        }
+        assert_eq!(common::count(&db, "t").await, 0, "nothing of what timed out was kept");
+        // The handle it came from has no timeout; the timed one serves what fits in its time.
+        assert_eq!(timed.execute("INSERT INTO t VALUES (7, 7)", ()).await.unwrap(), 1);
+        let v: i64 = timed.query_row("SELECT v FROM t WHERE id = 7", [], |r| r.get(0)).await.unwrap();
+        assert_eq!(v, 7);
+        db.close().await;
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_builders_timeouts_are_ceilings_on_longer_ones(backend) {
+        let db = common::open(backend, |b| {
+            b.read_timeout(Some(Duration::from_millis(100)))
+                .write_timeout(Some(Duration::from_millis(100)))
+        })
+        .await;
+        db.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)").await.unwrap();
+        let started = Instant::now();
+        let e = db
+            .read_with_timeout(Duration::from_secs(60), |c| c.query_row(RUNAWAY, [], |r| r.get::<_, i64>(0)))
+            .await
+            .unwrap_err();
+        assert_timeout(&e, RequestKind::Read, true);
+        let e = db
+            .with_timeout(Duration::from_secs(60))
+            .query_row(RUNAWAY, [], |r| r.get::<_, i64>(0))
+            .await
+            .unwrap_err();
+        assert_timeout(&e, RequestKind::Read, true);
+        let e = db
+            .write_with_timeout(Duration::from_secs(60), |c| c.execute(RUNAWAY_WRITE, []))
+            .await
+            .unwrap_err();
+        assert_timeout(&e, RequestKind::Write, true);
+        assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+        assert_eq!(common::count(&db, "t").await, 0);
+        // A shorter timeout than the builder's wins.
+        let e = db
+            .with_timeout(Duration::from_millis(10))
+            .query_row(RUNAWAY, [], |r| r.get::<_, i64>(0))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, Error::Timeout { timeout, .. } if timeout == Duration::from_millis(10)), "{e}");
+        db.close().await;
+    }
+}
+
+both_backends! {
+    #[cfg(feature = "serde")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn typed_rows_through_a_handle_with_a_timeout_time_out(backend) {
+        #[derive(Debug, serde::Deserialize)]
+        struct Count {
+            #[allow(dead_code)]
+            n: i64,
+        }
+        let db = table_t(backend).await;
+        let timed = db.with_timeout(Duration::from_millis(100));
+        let sql = format!("SELECT count(*) AS n FROM ({RUNAWAY})");
+        let e = timed.query_row_as::<Count, _>(&sql, []).await.unwrap_err();
+        assert_timeout(&e, RequestKind::Read, true);
+        let e = timed.query_all_as::<Count, _>(&sql, []).await.unwrap_err();
+        assert_timeout(&e, RequestKind::Read, true);
         db.close().await;
     }
 }

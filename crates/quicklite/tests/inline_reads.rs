@@ -235,7 +235,9 @@ both_backends! {
         until_inline(&db).await;
         let started = Instant::now();
         match db.read_with_timeout(Duration::from_millis(2), probe(Mode::Long)).await {
-            Err(Error::Timeout { timeout }) => assert_eq!(timeout, Duration::from_millis(2)),
+            Err(Error::Timeout { timeout, request, ran }) => {
+                assert_eq!((timeout, request, ran), (Duration::from_millis(2), quicklite::RequestKind::Read, true));
+            }
             other => panic!("expected a timeout, got {:?}", other.map(|(_, v)| v)),
         }
         assert!(started.elapsed() < Duration::from_secs(5), "interrupted, not run to its end");
@@ -380,4 +382,44 @@ async fn a_registrys_databases_share_a_bound_on_inline_connections() {
     assert_eq!(registry.metrics().inline_connections, 1);
     assert_eq!(b.metrics().inline_reads, 0);
     registry.close().await.unwrap();
+}
+
+/// A number for the thread this runs on.
+#[cfg(feature = "serde")]
+fn thread_tag() -> i64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    here().hash(&mut hasher);
+    (hasher.finish() >> 1) as i64
+}
+
+both_backends! {
+    #[cfg(feature = "serde")]
+    #[tokio::test]
+    async fn typed_rows_run_inline_per_sql_text(backend) {
+        #[derive(serde::Deserialize)]
+        struct Tag {
+            tag: i64,
+        }
+        let db = with_table(backend, |b| {
+            b.on_connection(|c: &mut Connection, _| {
+                c.create_scalar_function("thread_tag", 0, rusqlite::functions::FunctionFlags::SQLITE_UTF8, |_| {
+                    Ok(thread_tag())
+                })
+            })
+        })
+        .await;
+        let start = Instant::now();
+        loop {
+            let row: Tag = db.query_row_as("SELECT thread_tag() AS tag", []).await.unwrap();
+            if row.tag == thread_tag() {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "no typed read ran on its caller's thread in 10 s");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // Another query into the same type is a call site of its own: its first run goes to the reader threads.
+        let row: Tag = db.query_row_as("SELECT thread_tag() AS tag, 1 AS other", []).await.unwrap();
+        assert_ne!(row.tag, thread_tag());
+    }
 }

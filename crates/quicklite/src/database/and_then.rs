@@ -32,11 +32,19 @@ where
     F: FnOnce(&Connection) -> std::result::Result<T, E>,
     E: fmt::Display + Send + Sync + 'static,
 {
-    move |conn| f(conn).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(AppError(e))))
+    move |conn| carry(f(conn))
+}
+
+/// `outcome` with its error, if any, carried as a rusqlite error.
+pub(crate) fn carry<T, E>(outcome: std::result::Result<T, E>) -> rusqlite::Result<T>
+where
+    E: fmt::Display + Send + Sync + 'static,
+{
+    outcome.map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(AppError(e))))
 }
 
 /// The answer as the application's type: its own error unwrapped, quicklite's converted.
-fn unwrapped<T, E>(answer: Result<T>) -> std::result::Result<T, E>
+pub(crate) fn unwrapped<T, E>(answer: Result<T>) -> std::result::Result<T, E>
 where
     E: From<Error> + fmt::Display + Send + Sync + 'static,
 {

@@ -1,7 +1,7 @@
 //! The database handle: queues in front of a writer and readers, served by threads of its own or by a
 //! registry's pool.
 
-mod and_then;
+pub(crate) mod and_then;
 mod statements;
 pub(crate) mod stream;
 #[cfg(feature = "serde")]
@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -22,7 +22,7 @@ use crate::engine::Shared;
 use crate::metrics::MetricsSnapshot;
 use crate::queue::{self, Sender, TrySendError};
 use crate::reply::{Answer, Asked, CallerThread, receive};
-use crate::request::{Job, ReadRequest, WriteJob, WriteKind, WriteRequest};
+use crate::request::{Deadline, Job, ReadRequest, WriteJob, WriteKind, WriteRequest};
 use crate::sched::Backend;
 use crate::sched::inline::{self, Budget, Inline};
 use crate::sched::pool::Pool;
@@ -44,6 +44,8 @@ use crate::{Error, Profile, Result};
 #[derive(Clone)]
 pub struct Database {
     inner: Arc<Inner>,
+    /// The timeout of every request made through this handle ([`Database::with_timeout`]).
+    timeout: Option<Duration>,
 }
 
 struct Inner {
@@ -109,6 +111,7 @@ impl Database {
             .inline_reads
             .then(|| Inline::new(path.clone(), config.clone(), shared.clone(), None));
         Ok(Database {
+            timeout: None,
             inner: Arc::new(Inner {
                 write_tx,
                 read_tx,
@@ -156,6 +159,7 @@ impl Database {
             )
         });
         Database {
+            timeout: None,
             inner: Arc::new(Inner {
                 write_tx,
                 read_tx,
@@ -203,6 +207,32 @@ impl Database {
         Arc::strong_count(&self.inner)
     }
 
+    /// A handle to the same database whose requests, of every kind, fail with [`Error::Timeout`] if they have not
+    /// finished `timeout` after they were made: reads (closures, statement helpers, typed rows, each chunk of a
+    /// stream) are interrupted if still running then, as are writes that run alone ([`Database::transaction`],
+    /// [`Database::with_write_connection`]), rolled back; a grouped write ([`Database::write`],
+    /// [`Database::execute`], …) must have started by then, and once started runs to its end with its group,
+    /// since interrupting it would roll the whole group back.
+    ///
+    /// The builder's timeouts ([`Builder::read_timeout`](crate::Builder::read_timeout),
+    /// [`Builder::write_timeout`](crate::Builder::write_timeout)) are ceilings: the shortest timeout that applies to
+    /// a request wins. Cheap: the handle shares everything with this one.
+    ///
+    /// ```no_run
+    /// # async fn f(db: quicklite::Database) -> quicklite::Result<()> {
+    /// use std::time::Duration;
+    ///
+    /// let db = db.with_timeout(Duration::from_millis(50));
+    /// let name: String = db.query_row("SELECT name FROM item WHERE id = ?1", [7], |r| r.get(0)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_timeout(&self, timeout: Duration) -> Database {
+        Database {
+            inner: self.inner.clone(),
+            timeout: Some(self.timeout.map_or(timeout, |t| t.min(timeout))),
+        }
+    }
+
     /// Runs `f` with a read-only connection, inside a snapshot that contains every write this process had
     /// acknowledged when `read` was called (read-your-writes).
     ///
@@ -210,47 +240,82 @@ impl Database {
     /// this future, without a hand-off ([`Builder::inline_reads`](crate::Builder::inline_reads)). Other reads may
     /// share the snapshot. A write attempted here fails with `SQLITE_READONLY`; transaction
     /// control (`BEGIN`, `COMMIT`, …) is refused with `SQLITE_AUTH`, because the reader manages the transaction.
-    /// With a [`Builder::read_timeout`](crate::Builder::read_timeout), a read still queued or running past it fails
-    /// with [`Error::Timeout`].
+    /// With a timeout ([`Database::with_timeout`], [`Builder::read_timeout`](crate::Builder::read_timeout)), a read
+    /// still queued or running past it fails with [`Error::Timeout`].
     pub async fn read<T, F>(&self, f: F) -> Result<T>
     where
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
         let site = Site::of::<F>(None);
-        self.read_within(self.inner.config.read_timeout, false, site, f)
+        self.read_within(self.read_deadline(None), false, site, f)
             .await
     }
 
     /// [`Database::read`] that fails with [`Error::Timeout`] if it has not finished `timeout` after this call:
     /// still queued then, it does not run; still running, its statement is interrupted (SQLite's progress
     /// handler, checked every thousand virtual-machine instructions). Only this read fails; the others served in
-    /// the same snapshot are not affected.
-    pub async fn read_with_timeout<T, F>(&self, timeout: std::time::Duration, f: F) -> Result<T>
+    /// the same snapshot are not affected. A shorter timeout of the handle's or the builder's still applies.
+    pub async fn read_with_timeout<T, F>(&self, timeout: Duration, f: F) -> Result<T>
     where
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
         let site = Site::of::<F>(None);
-        self.read_within(Some(timeout), false, site, f).await
+        self.read_within(self.read_deadline(Some(timeout)), false, site, f)
+            .await
     }
 
-    /// [`Database::read`] of a closure that runs exactly one statement ([`ReadRequest::one_statement`]), made at
-    /// call site `site`.
-    pub(crate) async fn read_one_statement<T, F>(&self, site: Site, f: F) -> Result<T>
+    /// The deadline of a read made now: the shortest of `timeout` (the call's), the handle's and the builder's.
+    fn read_deadline(&self, timeout: Option<Duration>) -> Option<Deadline> {
+        Deadline::shortest([timeout, self.timeout, self.inner.config.read_timeout])
+    }
+
+    /// The deadline of a write of `kind` made now. A grouped write has the shortest of the handle's and the
+    /// builder's; one that runs alone has a deadline only if the call or the handle gives one (the builder's,
+    /// shorter, then caps it), because its deadline bounds its run as well as its wait.
+    fn write_deadline(&self, kind: WriteKind, timeout: Option<Duration>) -> Option<Deadline> {
+        let asked = [timeout, self.timeout];
+        (kind.is_grouped() || asked.iter().any(Option::is_some))
+            .then(|| Deadline::shortest(asked.into_iter().chain([self.inner.config.write_timeout])))
+            .flatten()
+    }
+
+    /// [`Database::read`] of one statement, `sql`, run by `f` ([`ReadRequest::one_statement`]), made at call site
+    /// `site`. On the caller's thread `f` borrows `sql`; for the reader threads, `sql` is copied.
+    pub(crate) async fn read_statement<T, F>(&self, site: Site, sql: &str, f: F) -> Result<T>
     where
-        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        F: FnOnce(&Connection, &str) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        self.read_within(self.inner.config.read_timeout, true, site, f)
+        let deadline = self.read_deadline(None);
+        let mut f = Some(f);
+        if let Some(inline) = self.inline_for(site) {
+            inline::take_turn().await;
+            let run_here = |conn: &Connection| (f.take().expect("runs once"))(conn, sql);
+            if let Ok(result) = inline.run(site, deadline, run_here) {
+                return result;
+            }
+        }
+        let f = f.expect("not run on the caller's thread");
+        let sql: Box<str> = sql.into();
+        self.queue_read(deadline, true, site, move |conn| f(conn, &sql))
             .await
+    }
+
+    /// The connections for reads on the caller's thread, if a read of `site` may run there now.
+    fn inline_for(&self, site: Site) -> Option<&Arc<Inline>> {
+        self.inner
+            .inline
+            .as_ref()
+            .filter(|inline| inline.suits(site))
     }
 
     /// Runs a read on the caller's thread if its call site has been short lately ([`inline`]), else on the
     /// reader threads.
     async fn read_within<T, F>(
         &self,
-        timeout: Option<std::time::Duration>,
+        deadline: Option<Deadline>,
         one_statement: bool,
         site: Site,
         f: F,
@@ -259,17 +324,31 @@ impl Database {
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        let deadline = timeout.map(|t| (Instant::now() + t, t));
-        let f = match &self.inner.inline {
-            Some(inline) if inline.suits(site) => {
+        let f = match self.inline_for(site) {
+            Some(inline) => {
                 inline::take_turn().await;
                 match inline.run(site, deadline, f) {
                     Ok(result) => return result,
                     Err(f) => f,
                 }
             }
-            _ => f,
+            None => f,
         };
+        self.queue_read(deadline, one_statement, site, f).await
+    }
+
+    /// Queues a read for the reader threads and waits for its answer.
+    async fn queue_read<T, F>(
+        &self,
+        deadline: Option<Deadline>,
+        one_statement: bool,
+        site: Site,
+        f: F,
+    ) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
         let (job, rx) = Job::new(f);
         let req = ReadRequest {
             deadline,
@@ -314,15 +393,16 @@ impl Database {
     /// call: still queued then, it does not run; still running, its statement is interrupted and its transaction
     /// rolled back. It runs alone, never grouped with other writes: SQLite rolls back the whole transaction when a
     /// writing statement is interrupted, which would take its neighbours' work with it. A write that finished in
-    /// time commits, even if the commit itself ends after the deadline.
-    pub async fn write_with_timeout<T, F>(&self, timeout: std::time::Duration, f: F) -> Result<T>
+    /// time commits, even if the commit itself ends after the deadline. A shorter timeout of the handle's or the
+    /// builder's still applies.
+    pub async fn write_with_timeout<T, F>(&self, timeout: Duration, f: F) -> Result<T>
     where
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
         let (job, rx) = Job::new(f);
-        let deadline = Some((Instant::now() + timeout, timeout));
-        self.submit_job(WriteKind::Transaction, deadline, job, rx)
+        let kind = WriteKind::Transaction;
+        self.submit_job(kind, self.write_deadline(kind, Some(timeout)), job, rx)
             .await
     }
 
@@ -345,7 +425,9 @@ impl Database {
         T: Send + 'static,
     {
         let (job, rx) = Job::exclusive(f);
-        self.submit_job(WriteKind::Unmanaged, None, job, rx).await
+        let kind = WriteKind::Unmanaged;
+        self.submit_job(kind, self.write_deadline(kind, None), job, rx)
+            .await
     }
 
     pub(crate) async fn submit_write<T, F>(&self, kind: WriteKind, f: F) -> Result<T>
@@ -354,20 +436,15 @@ impl Database {
         T: Send + 'static,
     {
         let (job, rx) = Job::new(f);
-        let timeout = self
-            .inner
-            .config
-            .write_timeout
-            .filter(|_| kind.is_grouped());
-        let deadline = timeout.map(|t| (Instant::now() + t, t));
-        self.submit_job(kind, deadline, job, rx).await
+        self.submit_job(kind, self.write_deadline(kind, None), job, rx)
+            .await
     }
 
     /// Queues a write job and waits for its answer.
     async fn submit_job<T: Send + 'static>(
         &self,
         kind: WriteKind,
-        deadline: Option<(Instant, std::time::Duration)>,
+        deadline: Option<Deadline>,
         job: Box<dyn WriteJob>,
         rx: oneshot::Receiver<Answer<T>>,
     ) -> Result<T> {

@@ -1,4 +1,6 @@
-//! The one-liners: a statement, a script, a row, all rows — each with a statement cached per connection.
+//! The one-liners: a statement, a script, a row, all rows — each with a statement cached per connection. The SQL
+//! is any text (`&str`, `String`, `&String`, …): a read on its caller's thread borrows it; one sent to a thread
+//! takes a copy.
 
 use rusqlite::{Params, Row};
 
@@ -16,16 +18,13 @@ impl Database {
     /// keep by definition), and the savepoint would cost a copy of every page it touches. A statement that returns
     /// rows is refused before it runs (`rusqlite::Error::ExecuteReturnedResults`): use [`Database::write`] for
     /// `RETURNING`.
-    pub async fn execute<P>(
-        &self,
-        sql: impl AsRef<str> + Send + 'static,
-        params: P,
-    ) -> Result<usize>
+    pub async fn execute<P>(&self, sql: impl AsRef<str>, params: P) -> Result<usize>
     where
         P: Params + Send + 'static,
     {
+        let sql = owned(sql);
         self.submit_write(WriteKind::GroupedStatement, move |c| {
-            let mut stmt = c.prepare_cached(sql.as_ref())?;
+            let mut stmt = c.prepare_cached(&sql)?;
             if stmt.column_count() > 0 {
                 return Err(rusqlite::Error::ExecuteReturnedResults);
             }
@@ -36,17 +35,14 @@ impl Database {
 
     /// Executes one statement once per parameter set, all in one grouped write (one savepoint, one commit);
     /// returns the total number of rows changed.
-    pub async fn execute_many<P, I>(
-        &self,
-        sql: impl AsRef<str> + Send + 'static,
-        params: I,
-    ) -> Result<usize>
+    pub async fn execute_many<P, I>(&self, sql: impl AsRef<str>, params: I) -> Result<usize>
     where
         P: Params,
         I: IntoIterator<Item = P> + Send + 'static,
     {
+        let sql = owned(sql);
         self.write(move |c| {
-            let mut stmt = c.prepare_cached(sql.as_ref())?;
+            let mut stmt = c.prepare_cached(&sql)?;
             let mut changed = 0;
             for p in params {
                 changed += stmt.execute(p)?;
@@ -57,48 +53,44 @@ impl Database {
     }
 
     /// Executes a script of several statements as one grouped write (not cached: scripts are parsed each time).
-    pub async fn execute_batch(&self, sql: impl AsRef<str> + Send + 'static) -> Result<()> {
-        self.write(move |c| c.execute_batch(sql.as_ref())).await
+    pub async fn execute_batch(&self, sql: impl AsRef<str>) -> Result<()> {
+        let sql = owned(sql);
+        self.write(move |c| c.execute_batch(&sql)).await
     }
 
     /// Reads one row with a cached statement and maps it with `f`. A query that returns no row fails with
     /// `rusqlite::Error::QueryReturnedNoRows`.
-    pub async fn query_row<T, P, F>(
-        &self,
-        sql: impl AsRef<str> + Send + 'static,
-        params: P,
-        f: F,
-    ) -> Result<T>
+    pub async fn query_row<T, P, F>(&self, sql: impl AsRef<str>, params: P, f: F) -> Result<T>
     where
         P: Params + Send + 'static,
         F: FnOnce(&Row<'_>) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        let site = Site::of::<F>(Some(sql.as_ref()));
-        self.read_one_statement(site, move |c| {
-            c.prepare_cached(sql.as_ref())?.query_row(params, f)
+        let sql = sql.as_ref();
+        let site = Site::of::<F>(Some(sql));
+        self.read_statement(site, sql, move |c, sql| {
+            c.prepare_cached(sql)?.query_row(params, f)
         })
         .await
     }
 
     /// Reads every row of a query with a cached statement, mapping each with `f`.
-    pub async fn query_all<T, P, F>(
-        &self,
-        sql: impl AsRef<str> + Send + 'static,
-        params: P,
-        f: F,
-    ) -> Result<Vec<T>>
+    pub async fn query_all<T, P, F>(&self, sql: impl AsRef<str>, params: P, f: F) -> Result<Vec<T>>
     where
         P: Params + Send + 'static,
         F: FnMut(&Row<'_>) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        let site = Site::of::<F>(Some(sql.as_ref()));
-        self.read_one_statement(site, move |c| {
-            c.prepare_cached(sql.as_ref())?
-                .query_map(params, f)?
-                .collect()
+        let sql = sql.as_ref();
+        let site = Site::of::<F>(Some(sql));
+        self.read_statement(site, sql, move |c, sql| {
+            c.prepare_cached(sql)?.query_map(params, f)?.collect()
         })
         .await
     }
+}
+
+/// `sql` as text of its own, for a thread.
+fn owned(sql: impl AsRef<str>) -> Box<str> {
+    sql.as_ref().into()
 }

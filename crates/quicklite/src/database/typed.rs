@@ -3,7 +3,9 @@
 use rusqlite::{Connection, Params};
 use serde::de::DeserializeOwned;
 
+use crate::cost::Site;
 use crate::database::Database;
+use crate::database::and_then::{carry, unwrapped};
 use crate::{Error, Result};
 
 /// A row that did not deserialize, as quicklite's error.
@@ -44,17 +46,13 @@ impl Database {
     /// (`Option` for a column that may be NULL). A query that returns no row fails with
     /// `rusqlite::Error::QueryReturnedNoRows`; a column that does not fit its field, with [`Error::Decode`] naming
     /// the column.
-    pub async fn query_row_as<T, P>(
-        &self,
-        sql: impl AsRef<str> + Send + 'static,
-        params: P,
-    ) -> Result<T>
+    pub async fn query_row_as<T, P>(&self, sql: impl AsRef<str>, params: P) -> Result<T>
     where
         T: DeserializeOwned + Send + 'static,
         P: Params + Send + 'static,
     {
-        self.read_and_then(move |c| {
-            deserialized(c, sql.as_ref(), params, 1)?
+        self.read_deserialized(sql.as_ref(), move |c, sql| {
+            deserialized(c, sql, params, 1)?
                 .pop()
                 .ok_or(Error::Sqlite(rusqlite::Error::QueryReturnedNoRows))
         })
@@ -62,16 +60,27 @@ impl Database {
     }
 
     /// Reads every row of a query with a cached statement into `T`s ([`Database::query_row_as`]).
-    pub async fn query_all_as<T, P>(
-        &self,
-        sql: impl AsRef<str> + Send + 'static,
-        params: P,
-    ) -> Result<Vec<T>>
+    pub async fn query_all_as<T, P>(&self, sql: impl AsRef<str>, params: P) -> Result<Vec<T>>
     where
         T: DeserializeOwned + Send + 'static,
         P: Params + Send + 'static,
     {
-        self.read_and_then(move |c| deserialized(c, sql.as_ref(), params, usize::MAX))
-            .await
+        self.read_deserialized(sql.as_ref(), move |c, sql| {
+            deserialized(c, sql, params, usize::MAX)
+        })
+        .await
+    }
+
+    /// Reads `sql` with `f`, which deserializes its rows into `R`: a call site per result type and SQL text.
+    async fn read_deserialized<R, F>(&self, sql: &str, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection, &str) -> Result<R> + Send + 'static,
+    {
+        let site = Site::of::<R>(Some(sql));
+        unwrapped(
+            self.read_statement(site, sql, move |c, sql| carry(f(c, sql)))
+                .await,
+        )
     }
 }

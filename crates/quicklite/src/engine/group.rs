@@ -9,11 +9,11 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use crate::Error;
 use crate::engine::Shared;
 use crate::engine::guard::GuardedConnection;
 use crate::request::{Ran, WriteKind, WriteRequest};
 use crate::util::blocking_work;
+use crate::{Error, RequestKind};
 
 /// Transaction-control statements, kept prepared in the statement cache.
 pub(crate) const BEGIN: &str = "BEGIN IMMEDIATE";
@@ -155,10 +155,14 @@ pub(crate) fn run_alone(
     let metrics = &shared.metrics;
     let started = Instant::now();
     let (ran, outcome) = match request.kind {
-        WriteKind::Transaction if request.deadline.is_some_and(|(at, _)| Instant::now() >= at) => {
+        _ if let Some(deadline) = request.deadline
+            && !request.kind.is_grouped()
+            && deadline.passed(Instant::now()) =>
+        {
             // Past its deadline already (it waited in the queue): answered without running.
-            let timeout = request.deadline.map(|(_, t)| t).unwrap_or_default();
-            request.job.fail_later(Error::Timeout { timeout });
+            request
+                .job
+                .fail_later(deadline.error(RequestKind::Write, false));
             (Ran::Failed, None)
         }
         WriteKind::Grouped | WriteKind::Transaction => match conn.control(BEGIN) {
@@ -168,16 +172,18 @@ pub(crate) fn run_alone(
                 let deadline = request
                     .deadline
                     .filter(|_| request.kind == WriteKind::Transaction);
-                let ran = conn.run_until(deadline.map(|(at, _)| at), || {
+                let ran = conn.run_until(deadline.map(|d| d.at), || {
                     blocking_work(|| request.job.run(conn.conn()))
                 });
-                let outcome = if let Some((at, timeout)) = deadline
+                let outcome = if let Some(deadline) = deadline
                     && !ran.is_ok()
-                    && Instant::now() >= at
+                    && deadline.passed(Instant::now())
                 {
                     // Interrupted: rolled back (by SQLite already, if the statement was writing), and answered
                     // with the timeout rather than the interruption.
-                    request.job.fail_later(Error::Timeout { timeout });
+                    request
+                        .job
+                        .fail_later(deadline.error(RequestKind::Write, true));
                     if !conn.conn().is_autocommit() {
                         let _ = conn.control(ROLLBACK);
                     }
@@ -218,7 +224,19 @@ pub(crate) fn run_alone(
             (ran, None)
         }
         WriteKind::Unmanaged => {
-            let ran = blocking_work(|| conn.allow_tx_control_mut(|c| request.job.run_mut(c)));
+            let deadline = request.deadline;
+            let ran = conn.run_until_mut(deadline.map(|d| d.at), |conn| {
+                blocking_work(|| conn.allow_tx_control_mut(|c| request.job.run_mut(c)))
+            });
+            if let Some(deadline) = deadline
+                && !ran.is_ok()
+                && deadline.passed(Instant::now())
+            {
+                // Interrupted: SQLite rolled back the statement (and the transaction it was in, if one was open).
+                request
+                    .job
+                    .fail_later(deadline.error(RequestKind::Write, true));
+            }
             let outcome = if conn.conn().is_autocommit() {
                 None
             } else {

@@ -126,6 +126,22 @@ impl GuardedConnection {
         out
     }
 
+    /// [`GuardedConnection::run_until`] for `f` that needs the connection itself.
+    pub(crate) fn run_until_mut<T>(
+        &mut self,
+        deadline: Option<Instant>,
+        f: impl FnOnce(&mut GuardedConnection) -> T,
+    ) -> T {
+        let Some(deadline) = deadline else {
+            return f(self);
+        };
+        self.deadline
+            .store(micros_since_epoch(deadline), Ordering::Relaxed);
+        let out = f(self);
+        self.deadline.store(0, Ordering::Relaxed);
+        out
+    }
+
     /// The connection, as user closures see it.
     pub(crate) fn conn(&self) -> &Connection {
         &self.conn

@@ -24,7 +24,7 @@ use crate::metrics::LocalHistogram;
 use crate::queue::Receiver;
 use crate::reply::{Answers, Relays};
 use crate::request::{Ran, ReadRequest};
-use crate::{Error, Result};
+use crate::{RequestKind, Result};
 
 /// Longest time an answer waits for the rest of its batch before the reader hands over what it has.
 const REPLY_EVERY: Duration = Duration::from_micros(100);
@@ -249,13 +249,13 @@ impl BatchedReads {
         }
         let ran = match req.deadline {
             // Past its deadline already (it waited in the queue): answered without running.
-            Some((at, timeout)) if now >= at => {
-                req.job.fail_later(Error::Timeout { timeout });
+            Some(deadline) if deadline.passed(now) => {
+                req.job.fail_later(deadline.error(RequestKind::Read, false));
                 Ran::Failed
             }
             deadline => {
                 let _span = tracing::debug_span!(parent: &req.span, "quicklite.read").entered();
-                let ran = conn.run_until(deadline.map(|(at, _)| at), || req.job.run(conn.conn()));
+                let ran = conn.run_until(deadline.map(|d| d.at), || req.job.run(conn.conn()));
                 if let Some(site) = req.site {
                     // What the read cost, for the decision to run the next ones on their callers' threads.
                     self.shared
@@ -264,8 +264,8 @@ impl BatchedReads {
                 }
                 match deadline {
                     // Failed past its deadline: interrupted (or failing anyway, too late to tell).
-                    Some((at, timeout)) if !ran.is_ok() && Instant::now() >= at => {
-                        req.job.fail_later(Error::Timeout { timeout });
+                    Some(deadline) if !ran.is_ok() && deadline.passed(Instant::now()) => {
+                        req.job.fail_later(deadline.error(RequestKind::Read, true));
                         Ran::Failed
                     }
                     _ => ran,

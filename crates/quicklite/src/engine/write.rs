@@ -24,7 +24,7 @@ use crate::inbox::Inbox;
 use crate::queue::Receiver;
 use crate::reply::{Answers, Relays, Reply};
 use crate::request::{WriteKind, WriteRequest};
-use crate::{Error, Result};
+use crate::{Error, RequestKind, Result};
 
 /// WAL frames (4 KiB pages by default) below which a writer closed to be reopened later leaves the WAL as it is;
 /// a longer WAL is checkpointed at close ([`Writer::shut_down`]).
@@ -246,9 +246,9 @@ impl Writer {
             return None;
         }
         match request.deadline {
-            Some((at, timeout)) if Instant::now() >= at => {
+            Some(deadline) if deadline.passed(Instant::now()) => {
                 let mut job = request.job;
-                job.fail_later(Error::Timeout { timeout });
+                job.fail_later(deadline.error(RequestKind::Write, false));
                 metrics.writes.fetch_add(1, Ordering::Relaxed);
                 metrics.write_errors.fetch_add(1, Ordering::Relaxed);
                 self.answers.push((request.caller, job as Box<dyn Reply>));

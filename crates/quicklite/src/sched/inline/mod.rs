@@ -33,8 +33,9 @@ use crate::cost::{Known, Site};
 use crate::engine::Shared;
 use crate::engine::snapshot::KeptSnapshot;
 use crate::error::panic_message;
+use crate::request::Deadline;
 use crate::util::{lock, spawn};
-use crate::{Error, Result};
+use crate::{Error, RequestKind, Result};
 
 /// One inline read in this many records its cost (every one that ran past the bound does).
 const SAMPLE_EVERY: u32 = 16;
@@ -227,7 +228,7 @@ impl Inline {
     pub(crate) fn run<T, F>(
         self: &Arc<Self>,
         site: Site,
-        deadline: Option<(Instant, Duration)>,
+        deadline: Option<Deadline>,
         f: F,
     ) -> std::result::Result<Result<T>, F>
     where
@@ -240,12 +241,12 @@ impl Inline {
             return Err(f);
         };
         let now = Instant::now();
-        if let Some((at, timeout)) = deadline
-            && now >= at
+        if let Some(deadline) = deadline
+            && deadline.passed(now)
         {
             // Counted as the reader threads count a read answered past its deadline without running.
             held.snapshot.count(true, false);
-            return Ok(Err(Error::Timeout { timeout }));
+            return Ok(Err(deadline.error(RequestKind::Read, false)));
         }
         // Read-your-writes: one load; a snapshot older than the last commit ends before this read.
         let commit_seq = self.shared.commit_seq();
@@ -259,7 +260,7 @@ impl Inline {
             Err(_) => return Err(f),
         }
         let conn = held.snapshot.conn();
-        let outcome = conn.run_until(deadline.map(|(at, _)| at), || {
+        let outcome = conn.run_until(deadline.map(|d| d.at), || {
             catch_unwind(AssertUnwindSafe(|| f(conn.conn())))
         });
         let ended = Instant::now();
@@ -289,7 +290,9 @@ impl Inline {
                 held.snapshot.count(true, false);
                 match deadline {
                     // Failed past its deadline: interrupted (or failing anyway, too late to tell).
-                    Some((at, timeout)) if ended >= at => Err(Error::Timeout { timeout }),
+                    Some(deadline) if deadline.passed(ended) => {
+                        Err(deadline.error(RequestKind::Read, true))
+                    }
                     _ => Err(Error::Sqlite(e)),
                 }
             }
