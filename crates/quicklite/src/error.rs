@@ -193,6 +193,21 @@ impl Error {
         }
     }
 
+    /// A closure's error, as its caller gets it. SQLite reports a statement its authorizer refused as "not
+    /// authorized"; the only one a closure meets is the handle's guard refusing transaction control, so the
+    /// message says that, and what to use instead (the code stays `SQLITE_AUTH`).
+    pub(crate) fn from_closure(e: rusqlite::Error) -> Error {
+        match sqlite_failure(&e) {
+            Some(failure) if failure.extended_code == ffi::SQLITE_AUTH => {
+                Error::Sqlite(rusqlite::Error::SqliteFailure(
+                    *failure,
+                    Some(TRANSACTION_CONTROL_REFUSED.to_owned()),
+                ))
+            }
+            _ => Error::Sqlite(e),
+        }
+    }
+
     /// A copy of a rusqlite error as an [`Error::Sqlite`] with the same extended code and message, so that every
     /// request of a group can get its own.
     pub(crate) fn copy_sqlite(e: &rusqlite::Error) -> Error {
@@ -223,6 +238,12 @@ impl Error {
         }
     }
 }
+
+/// What a closure that tried to control its transaction is told.
+const TRANSACTION_CONTROL_REFUSED: &str = "not authorized: BEGIN, COMMIT, ROLLBACK and the handle's own savepoint are \
+     refused inside a read or write closure, whose transaction quicklite manages (a write's is shared with other \
+     writes); use Database::transaction for a transaction of its own, or Database::with_write_connection for code \
+     that runs them itself";
 
 /// The SQLite error inside a rusqlite error, including the syntax errors rusqlite reports with their offset.
 fn sqlite_failure(e: &rusqlite::Error) -> Option<&ffi::Error> {

@@ -314,7 +314,7 @@ where
         };
         let (out, ran) = match outcome {
             Ok(Ok(v)) => (Ok(v), Ran::Ok),
-            Ok(Err(e)) => (Err(Error::Sqlite(e)), Ran::Failed),
+            Ok(Err(e)) => (Err(Error::from_closure(e)), Ran::Failed),
             Err(payload) => (
                 Err(Error::Panic {
                     message: panic_message(payload.as_ref()),

@@ -316,6 +316,12 @@ both_backends! {
                 Some(ErrorCode::AuthorizationForStatementDenied),
                 "{sql}: {e}"
             );
+            // The message says why, and what to use instead.
+            let message = e.to_string();
+            assert!(
+                message.contains("transaction quicklite manages") && message.contains("Database::transaction"),
+                "{message}"
+            );
             let e = db.read(move |c| c.execute_batch(sql)).await.unwrap_err();
             assert_eq!(
                 e.sqlite_code(),

@@ -293,7 +293,7 @@ impl Inline {
                     Some(deadline) if deadline.passed(ended) => {
                         Err(deadline.error(RequestKind::Read, true))
                     }
-                    _ => Err(Error::Sqlite(e)),
+                    _ => Err(Error::from_closure(e)),
                 }
             }
             Err(payload) => {
