@@ -147,8 +147,33 @@ func store(s *taskStats, kind OpKind, latency time.Duration, err error) {
 	s.mu.Unlock()
 }
 
-// Drive is lab-core's `drive` for this runner's workloads.
+// idleWindow is lab-core's `IDLE_WINDOW`: how long the approach sits open and idle after the measured window while
+// the process's CPU time is sampled.
+const idleWindow = 500 * time.Millisecond
+
+// Drive is lab-core's `drive` for this runner's workloads: the workload's driver, then the CPU per operation and
+// the idle window, with the approach still open.
 func Drive(cell *Cell, w Workload, a Approach) (Measurement, error) {
+	m, err := driveWorkload(cell, w, a)
+	if err != nil {
+		return m, err
+	}
+	m.CPUPerOpUs = m.cpuPerOpUsOfWindow()
+	idle := measureIdle(idleWindow)
+	m.IdleCPU = &idle
+	return m, nil
+}
+
+// measureIdle is lab-core's `measure_idle`: waits `window` sending nothing, and returns the process's CPU time over
+// it.
+func measureIdle(window time.Duration) IdleCPU {
+	cpuStart, start := cpuTime(), time.Now()
+	time.Sleep(window)
+	return IdleCPU{Secs: time.Since(start).Seconds(), CPUSecs: (cpuTime() - cpuStart).Seconds()}
+}
+
+// driveWorkload runs the workload's own driver.
+func driveWorkload(cell *Cell, w Workload, a Approach) (Measurement, error) {
 	switch w {
 	case PointRead, Insert:
 		return driveClosedLoop(cell, w, a), nil

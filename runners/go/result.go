@@ -19,7 +19,15 @@ type CellResult struct {
 	Operations        []NamedOp   `json:"operations"`
 	WindowAllocations *uint64     `json:"window_allocations"`
 	WindowAllocBytes  *uint64     `json:"window_alloc_bytes"`
+	CPUPerOpUs        *float64    `json:"cpu_per_op_us"`
+	IdleCPU           *IdleCPU    `json:"idle_cpu"`
 	Env               Environment `json:"env"`
+}
+
+// IdleCPU mirrors quicklite_lab_core::IdleCpu: the process's CPU time in the idle window after the measured one.
+type IdleCPU struct {
+	Secs    float64 `json:"secs"`
+	CPUSecs float64 `json:"cpu_secs"`
 }
 
 // NamedOp mirrors quicklite_lab_core::NamedOp.
@@ -80,6 +88,32 @@ type Measurement struct {
 	Operations        []NamedOp
 	WindowAllocations *uint64
 	WindowAllocBytes  *uint64
+	CPUPerOpUs        *float64
+	IdleCPU           *IdleCPU
+}
+
+// operationsCompleted is `Measurement::operations_completed`: the queue's cycles, otherwise reads plus writes
+// (and any named operations).
+func (m Measurement) operationsCompleted() uint64 {
+	var named uint64
+	for _, op := range m.Operations {
+		if op.Name == "cycle" {
+			return op.Stats.Ops
+		}
+		named += op.Stats.Ops
+	}
+	return m.Reads.Ops + m.Writes.Ops + named
+}
+
+// cpuPerOpUsOfWindow is `Measurement::cpu_per_op_us_of_window`: the window's CPU time over its operations, in
+// microseconds; nil when none completed.
+func (m Measurement) cpuPerOpUsOfWindow() *float64 {
+	ops := m.operationsCompleted()
+	if ops == 0 {
+		return nil
+	}
+	us := m.CPUSecs * 1e6 / float64(ops)
+	return &us
 }
 
 // IntoResult is `Measurement::into_result`.
@@ -89,7 +123,7 @@ func (m Measurement) IntoResult(cell *Cell, env Environment) CellResult {
 		ErrorSamples: m.ErrorSamples, WallSecs: m.WallSecs, CPUSecs: m.CPUSecs, Threads: m.Threads,
 		RSSBytes: m.RSSBytes, OpenDatabases: m.OpenDatabases, DatabaseOpens: m.DatabaseOpens,
 		Operations: m.Operations, WindowAllocations: m.WindowAllocations, WindowAllocBytes: m.WindowAllocBytes,
-		Env: env,
+		CPUPerOpUs: m.CPUPerOpUs, IdleCPU: m.IdleCPU, Env: env,
 	}
 	r.normalize()
 	return r

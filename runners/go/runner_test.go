@@ -198,6 +198,11 @@ func assertMeasured(t *testing.T, r map[string]any, approach string) {
 	if env["core_round_trip_before_ns"] != nil || env["cpus"] == nil || !strings.HasSuffix(env["date"].(string), "Z") {
 		t.Fatalf("env %v", env)
 	}
+	// The process's own CPU accounting: some CPU for every operation, and an idle window after the measured one.
+	idle, ok := r["idle_cpu"].(map[string]any)
+	if num(r["cpu_per_op_us"]) <= 0 || !ok || num(idle["secs"]) <= 0 || num(idle["cpu_secs"]) < 0 {
+		t.Fatalf("cpu_per_op_us %v idle_cpu %v", r["cpu_per_op_us"], r["idle_cpu"])
+	}
 }
 
 func stats(r map[string]any, key string) map[string]any { return r[key].(map[string]any) }

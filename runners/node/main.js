@@ -81,6 +81,8 @@ function cellResult(cell, env, failure, m) {
     operations: m ? m.operations : [],
     window_allocations: null,
     window_alloc_bytes: null,
+    cpu_per_op_us: m ? m.cpu_per_op_us : null,
+    idle_cpu: m ? m.idle_cpu : null,
     env,
   };
 }

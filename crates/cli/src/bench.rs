@@ -13,7 +13,8 @@ use quicklite_lab::{
 use crate::cli::{BenchArgs, OnOff};
 use crate::progress::Progress;
 
-/// Process start-up, seeding and tear-down per cell, on top of warm-up + duration (for the estimate only).
+/// Process start-up, seeding and tear-down per cell, on top of warm-up, duration and the idle window (for the
+/// estimate only).
 const CELL_OVERHEAD: Duration = Duration::from_millis(700);
 
 /// Validates everything, prepares the runners, runs every cell, prints the summary. Exits 1 when a cell
@@ -84,7 +85,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
 
     let estimate: Duration = cells
         .iter()
-        .map(|c| Duration::from_millis(c.warmup_ms + c.duration_ms) + CELL_OVERHEAD)
+        .map(|c| {
+            Duration::from_millis(c.warmup_ms + c.duration_ms)
+                + quicklite_lab::IDLE_WINDOW
+                + CELL_OVERHEAD
+        })
         .sum();
     let repetitions = if options.repeat > 1 {
         format!(

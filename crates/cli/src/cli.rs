@@ -76,7 +76,7 @@ pub struct BenchArgs {
     #[arg(short, long, value_delimiter = ',', value_name = "N,N")]
     pub concurrency: Option<Vec<u32>>,
 
-    /// Tokio worker threads in the runner [default: 4].
+    /// Tokio worker threads in the runner [default: tokio's default, one per CPU].
     #[arg(
         short,
         long,

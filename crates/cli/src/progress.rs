@@ -64,8 +64,8 @@ impl Observer for Progress {
     }
 }
 
-/// `1.42M reads/s, 12k writes/s` (or queue cycles/s), leaving out a kind the workload does not do, then the
-/// runtime's lateness and the core round trip when the runner measured them.
+/// `1.42M reads/s, 12k writes/s` (or queue cycles/s), leaving out a kind the workload does not do, then the CPU
+/// per operation, the idle CPU, the runtime's lateness and the core round trip when the runner measured them.
 fn rates(result: &CellResult) -> String {
     let mut parts = Vec::new();
     if let Some(suite) = quicklite_lab::orm_suite_us(result, false) {
@@ -90,6 +90,15 @@ fn rates(result: &CellResult) -> String {
         parts.push("no operation completed".to_owned());
     }
     let mut notes = Vec::new();
+    if let Some(us) = result.cpu_per_op_us {
+        notes.push(format!("CPU/op {}", format::cpu_us(us)));
+    }
+    if let Some(idle) = result.idle_cpu {
+        notes.push(format!(
+            "idle CPU {} of a core",
+            format::core_percent(idle.core_share())
+        ));
+    }
     if let Some(lateness) = result.lateness {
         notes.push(format!(
             "lateness p99 {}",

@@ -11,6 +11,9 @@ use assert_cmd::Command;
 /// The bar colour of the report's charts (`.bar { fill: #2680c2 }`).
 const BAR_COLOUR: [u8; 3] = [0x26, 0x80, 0xc2];
 
+/// The ceiling's bar colour (`.bar.ceiling { fill: #8a63d2 }`): a colour of its own, not an approach's.
+const CEILING_COLOUR: [u8; 3] = [0x8a, 0x63, 0xd2];
+
 fn chromium() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -62,24 +65,28 @@ fn the_scan_catches_remote_references() {
     assert_eq!(remote_references(html).len(), 3);
 }
 
-#[test]
-fn the_html_report_renders_in_headless_chromium() {
-    let Some(chromium) = chromium() else {
+/// Chromium, or `None` (after saying so) where a developer has not installed it; in CI its absence fails.
+fn chromium_or_skip() -> Option<PathBuf> {
+    let found = chromium();
+    if found.is_none() {
         if in_ci() {
             panic!("chromium is not installed; CI must run scripts/install-test-deps.sh first");
         }
         eprintln!(
             "\n*** SKIPPED: chromium not found; run scripts/install-test-deps.sh to render the report ***\n"
         );
-        return;
-    };
+    }
+    found
+}
+
+/// Renders `page` in headless Chromium at 1280×2000 and returns its pixels; the screenshot is kept as `kept_as` in
+/// the test's target directory, where a person can look at it after the test.
+fn screenshot(chromium: &Path, page: &Path, kept_as: &str) -> Vec<[u8; 3]> {
     let tmp = tempfile::tempdir().unwrap();
-    report_html(tmp.path());
-    let page = tmp.path().join("report.html");
     let png = tmp.path().join("report.png");
     let profile = tmp.path().join("chromium-profile");
     let url = format!("file://{}", page.display());
-    let output = Command::new(&chromium)
+    let output = Command::new(chromium)
         .args([
             "--headless",
             "--no-sandbox",
@@ -103,13 +110,26 @@ fn the_html_report_renders_in_headless_chromium() {
         "no screenshot; chromium said: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    // Kept where a person can look at it after the test.
-    let kept = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshot.png");
+    let kept = Path::new(env!("CARGO_TARGET_TMPDIR")).join(kept_as);
     std::fs::copy(&png, &kept).unwrap();
     eprintln!("screenshot: {}", kept.display());
-
     let (width, height, pixels) = decode_rgb(&png);
     assert_eq!((width, height), (1280, 2000));
+    pixels
+}
+
+#[test]
+fn the_html_report_renders_in_headless_chromium() {
+    let Some(chromium) = chromium_or_skip() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    report_html(tmp.path());
+    let pixels = screenshot(
+        &chromium,
+        &tmp.path().join("report.html"),
+        "report-screenshot.png",
+    );
     let total = pixels.len() as f64;
     let ink = pixels.iter().filter(|p| p.iter().any(|&c| c < 200)).count() as f64;
     assert!(
@@ -122,15 +142,62 @@ fn the_html_report_renders_in_headless_chromium() {
         bars > 5_000,
         "the chart bars are missing ({bars} bar pixels)"
     );
+    assert_eq!(
+        pixels.iter().filter(|p| **p == CEILING_COLOUR).count(),
+        0,
+        "no ceiling ran: no bar in its colour"
+    );
+}
+
+#[test]
+fn the_ceiling_is_drawn_in_a_colour_of_its_own() {
+    let Some(chromium) = chromium_or_skip() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    // The fixture with its point-read direct-blocking row standing for a ceiling row.
+    let fixture = std::fs::read_to_string(fixture_csv()).unwrap();
+    let csv = tmp.path().join("results.csv");
+    std::fs::write(
+        &csv,
+        fixture.replacen("point-read,direct-blocking,", "point-read,ceiling,", 1),
+    )
+    .unwrap();
+    Command::cargo_bin("quicklite")
+        .unwrap()
+        .arg("report")
+        .arg(&csv)
+        .assert()
+        .success();
+    let pixels = screenshot(
+        &chromium,
+        &tmp.path().join("report.html"),
+        "report-with-ceiling-screenshot.png",
+    );
+    let count = |colour: [u8; 3]| pixels.iter().filter(|p| **p == colour).count();
+    // Two charts of the point reads draw the ceiling's bar (throughput and p99 latency), the approaches beside it.
+    assert!(
+        count(CEILING_COLOUR) > 1_000,
+        "no ceiling bar in its own colour ({} pixels)",
+        count(CEILING_COLOUR)
+    );
+    assert!(
+        count(BAR_COLOUR) > 5_000,
+        "the approaches' bars are missing"
+    );
+}
+
+/// The CLI's fixture of results, a CSV from an older lab.
+fn fixture_csv() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results.csv")
 }
 
 /// Writes the fixture's reports into `dir` with `quicklite report` and returns the HTML.
 fn report_html(dir: &Path) -> String {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results.csv");
     Command::cargo_bin("quicklite")
         .unwrap()
         .arg("report")
-        .arg(fixture)
+        .arg(fixture_csv())
         .arg("--output")
         .arg(dir)
         .assert()

@@ -9,7 +9,8 @@
 //! - [`Workload`] and [`sql`] define the schema, the seed data and the statements, once;
 //! - an approach implements [`Approach`] (how to run each kind of operation);
 //! - [`drive`] runs the client tasks, the warm-up and the measured window, with HDR histograms, and beside them a
-//!   ticker that measures how late the runtime wakes a task ([`Lateness`]);
+//!   ticker that measures how late the runtime wakes a task ([`Lateness`]), the CPU each operation costs, and
+//!   after the window the CPU the approach costs while idle ([`IdleCpu`]);
 //! - [`run_runner_main`] is the whole `main` of a runner: stdin → runtime → [`Runner::run`] → stdout.
 //!
 //! ```no_run
@@ -43,6 +44,7 @@ mod cell;
 mod data;
 mod driver;
 pub mod http_load;
+mod idle;
 mod knobs;
 mod machine;
 mod measurement;
@@ -74,12 +76,13 @@ pub use data::{
 pub use driver::{
     CEILING_WORKLOADS, CeilingConnection, CeilingWrite, QUEUE_PROBE_CYCLES, drive, drive_ceiling,
 };
+pub use idle::IDLE_WINDOW;
 pub use knobs::{Knobs, MutexMode, Pragma, Profile, REPORTED_PRAGMAS, SERVER_PRAGMAS};
 pub use machine::{cpu_model, rfc3339_utc};
 pub use measurement::{Measurement, failed_result};
 pub use orm::OrmOp;
 pub use pacing::Schedule;
-pub use result::{CellResult, Completion, Environment, Lateness, NamedOp, OpStats};
+pub use result::{CellResult, Completion, Environment, IdleCpu, Lateness, NamedOp, OpStats};
 pub use rng::Rng;
 pub use round_trip::core_round_trip_ns;
 pub use runner_main::{Runner, run_runner_main};

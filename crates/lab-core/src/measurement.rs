@@ -4,7 +4,7 @@
 //! version, settings in effect), so the two halves meet here.
 
 use crate::cell::Cell;
-use crate::result::{CellResult, Completion, Environment, Lateness, NamedOp, OpStats};
+use crate::result::{CellResult, Completion, Environment, IdleCpu, Lateness, NamedOp, OpStats};
 
 /// What [`crate::drive`] measured; becomes a [`CellResult`] once the runner adds its environment.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -39,6 +39,30 @@ pub struct Measurement {
     pub window_alloc_bytes: Option<u64>,
     /// How late a 1 ms ticker on the runtime fired during the window; `None` when it was not measured.
     pub lateness: Option<Lateness>,
+    /// Process CPU time per operation completed in the window, in microseconds; `None` until the driver fills it
+    /// ([`Measurement::cpu_per_op_us_of_window`]) or when no operation completed.
+    pub cpu_per_op_us: Option<f64>,
+    /// The process's CPU time in the idle window after the measured one; `None` when it was not measured.
+    pub idle_cpu: Option<IdleCpu>,
+}
+
+impl Measurement {
+    /// Operations the window completed, in the workload's own unit: the queue's cycles (its named `cycle`), the
+    /// ORM suite's operations (its named operations), otherwise reads plus writes (`throughput`'s transactions,
+    /// `http`'s requests).
+    pub fn operations_completed(&self) -> u64 {
+        if let Some(cycle) = self.operations.iter().find(|op| op.name == "cycle") {
+            return cycle.stats.ops;
+        }
+        let named: u64 = self.operations.iter().map(|op| op.stats.ops).sum();
+        self.reads.ops + self.writes.ops + named
+    }
+
+    /// The window's CPU time over its operations, in microseconds; `None` when none completed.
+    pub fn cpu_per_op_us_of_window(&self) -> Option<f64> {
+        let ops = self.operations_completed();
+        (ops > 0).then(|| self.cpu_secs * 1e6 / ops as f64)
+    }
 }
 
 impl Measurement {
@@ -62,6 +86,8 @@ impl Measurement {
             window_allocations: self.window_allocations,
             window_alloc_bytes: self.window_alloc_bytes,
             lateness: self.lateness,
+            cpu_per_op_us: self.cpu_per_op_us,
+            idle_cpu: self.idle_cpu,
             env,
         }
     }
@@ -114,6 +140,75 @@ mod tests {
         json.as_object_mut().unwrap().remove("lateness");
         let back: CellResult = serde_json::from_value(json).unwrap();
         assert_eq!(back.lateness, None);
+        assert_eq!(back.cell, result.cell);
+    }
+
+    #[test]
+    fn cpu_per_op_counts_the_workloads_own_operations() {
+        let ops = |n: u64| OpStats {
+            ops: n,
+            ..OpStats::default()
+        };
+        let named = |name: &str, n: u64| NamedOp {
+            name: name.to_owned(),
+            stats: ops(n),
+            ..NamedOp::default()
+        };
+        let mixed = Measurement {
+            reads: ops(900),
+            writes: ops(100),
+            cpu_secs: 0.5,
+            ..Measurement::default()
+        };
+        assert_eq!(mixed.cpu_per_op_us_of_window(), Some(500.0));
+        // The queue's unit is the cycle, not its three operations.
+        let queue = Measurement {
+            operations: ["publish", "claim", "ack", "cycle"]
+                .map(|name| named(name, 250))
+                .to_vec(),
+            cpu_secs: 0.5,
+            ..Measurement::default()
+        };
+        assert_eq!(queue.cpu_per_op_us_of_window(), Some(2_000.0));
+        let orm = Measurement {
+            operations: vec![named("select", 300), named("insert", 100)],
+            cpu_secs: 0.4,
+            ..Measurement::default()
+        };
+        assert_eq!(orm.cpu_per_op_us_of_window(), Some(1_000.0));
+        // No operation, no figure: a cell whose every operation failed costs nothing per operation it never did.
+        let failed = Measurement {
+            cpu_secs: 0.5,
+            ..Measurement::default()
+        };
+        assert_eq!(failed.cpu_per_op_us_of_window(), None);
+    }
+
+    #[test]
+    fn cpu_figures_are_carried_and_a_result_without_them_reads_as_not_measured() {
+        let idle = IdleCpu {
+            secs: 0.5,
+            cpu_secs: 0.05,
+        };
+        let measured = Measurement {
+            cpu_per_op_us: Some(12.5),
+            idle_cpu: Some(idle),
+            ..Measurement::default()
+        };
+        let result = measured.into_result(
+            sample_cell("point-read", "quicklite"),
+            Environment::default(),
+        );
+        assert_eq!(result.cpu_per_op_us, Some(12.5));
+        assert_eq!(result.idle_cpu, Some(idle));
+        assert!((idle.core_share() - 0.1).abs() < 1e-12);
+        // Results written before these figures existed (and runners that do not report them) have neither.
+        let mut json = serde_json::to_value(&result).unwrap();
+        let object = json.as_object_mut().unwrap();
+        object.remove("cpu_per_op_us");
+        object.remove("idle_cpu");
+        let back: CellResult = serde_json::from_value(json).unwrap();
+        assert_eq!((back.cpu_per_op_us, back.idle_cpu), (None, None));
         assert_eq!(back.cell, result.cell);
     }
 }

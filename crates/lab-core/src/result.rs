@@ -57,6 +57,18 @@ pub struct CellResult {
     /// that do not measure it (Go, Node) and in results written before it existed.
     #[serde(default)]
     pub lateness: Option<Lateness>,
+    /// Process CPU time (user + system, every thread of the runner) per operation completed in the measured
+    /// window, in microseconds: [`CellResult::cpu_secs`] over the workload's operations (reads and writes; the
+    /// queue's cycles; the ORM suite's operations; `throughput`'s transactions). What a request costs the machine
+    /// beside what it costs the caller in latency. `None` when the window completed no operation, from runners
+    /// that do not report it, and in results written before it existed.
+    #[serde(default)]
+    pub cpu_per_op_us: Option<f64>,
+    /// The runner's CPU time in a short window after the measured one, with the approach still open but sent no
+    /// request ([`IdleCpu`]): what an approach whose threads stay awake costs a service in its quiet hours.
+    /// `None` from runners that do not measure it and in results written before it existed.
+    #[serde(default)]
+    pub idle_cpu: Option<IdleCpu>,
     /// Where and with what the number was obtained.
     pub env: Environment,
 }
@@ -85,6 +97,31 @@ pub struct Lateness {
     pub max_us: f64,
     /// Ticks measured: one per millisecond of the window.
     pub ticks: u64,
+}
+
+/// The runner's CPU time while the approach sat idle: opened, warmed by the cell, sent nothing
+/// ([`crate::IDLE_WINDOW`] after the measured window; the driver measures it after every workload).
+///
+/// Operations still in flight when the window closed finish inside it (a client task's last operation; the
+/// threads of the ceiling finishing their batch), so it starts with the approach's own wind-down: the spinning of a
+/// thread that waits for the next request is what it is there to show.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct IdleCpu {
+    /// Length of the idle window, in seconds.
+    pub secs: f64,
+    /// User + system CPU time of the runner process during it, in seconds.
+    pub cpu_secs: f64,
+}
+
+impl IdleCpu {
+    /// The CPU used as a share of one core: `1.0` is one core kept busy the whole window.
+    pub fn core_share(&self) -> f64 {
+        if self.secs > 0.0 {
+            self.cpu_secs / self.secs
+        } else {
+            0.0
+        }
+    }
 }
 
 /// One named operation of a workload, e.g. the queue's `claim`.

@@ -56,7 +56,8 @@ pub fn run_runner(program: &str, cell: &Value) -> Value {
 }
 
 /// Checks a result measured under the `server` profile: no failure, no errors, reads counted, the runtime's
-/// lateness measured over the whole window, the environment filled in (with the cross-core round trips on a machine
+/// lateness measured over the whole window, a CPU time per operation and an idle window's CPU reported, the
+/// environment filled in (with the cross-core round trips on a machine
 /// of two CPUs or more), and WAL read back from SQLite.
 pub fn assert_measured(result: &Value) {
     assert_eq!(result["failure"], Value::Null, "{result:#}");
@@ -75,6 +76,15 @@ pub fn assert_measured(result: &Value) {
             && percentile("p99_us") <= percentile("max_us"),
         "{lateness:#}"
     );
+    // The runner's own CPU accounting: some CPU for every operation, and an idle window after the measured one (how
+    // much is the machine's business).
+    assert!(
+        result["cpu_per_op_us"].as_f64().unwrap() > 0.0,
+        "{result:#}"
+    );
+    let idle = &result["idle_cpu"];
+    assert!(idle["secs"].as_f64().unwrap() > 0.0, "{idle:#}");
+    assert!(idle["cpu_secs"].as_f64().unwrap() >= 0.0, "{idle:#}");
     let env = &result["env"];
     assert!(
         !env["sqlite_version"].as_str().unwrap().is_empty(),

@@ -55,6 +55,7 @@ const MODULES: &[(&str, Layer)] = &[
     ("stats", Instruments),               // counters and histograms of the client tasks
     ("timekeeper", Instruments),          // the window's OS thread and its samples of the process
     ("ticker", Instruments),              // the 1 ms ticker on the runtime: how late it wakes a task
+    ("idle", Instruments),                // the idle window after the measured one: CPU of an open, quiet approach
     ("approach", Contract),               // the trait an approach implements
     ("measurement", Contract),            // what driving a cell measured
     ("driver::client_loop", ClientTasks), // how a client task times one operation

@@ -204,6 +204,8 @@ pub(crate) fn failed_result(
         window_allocations: None,
         window_alloc_bytes: None,
         lateness: None,
+        cpu_per_op_us: None,
+        idle_cpu: None,
         env: Environment {
             runner: program
                 .file_name()

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use quicklite_lab_core::{
-    Cell, CellResult, Completion, DEFAULT_WRITE_PPM, Environment, Lateness, MultiDb, NamedOp,
-    OpStats, WriteMode,
+    Cell, CellResult, Completion, DEFAULT_WRITE_PPM, Environment, IdleCpu, Lateness, MultiDb,
+    NamedOp, OpStats, WriteMode,
 };
 
 fn cell(workload: &str, approach: &str) -> Cell {
@@ -87,8 +87,34 @@ fn ok(cell: Cell, reads: OpStats, writes: OpStats, env: Environment) -> CellResu
         window_allocations: None,
         window_alloc_bytes: None,
         lateness: None,
+        cpu_per_op_us: None,
+        idle_cpu: None,
         env,
     }
+}
+
+/// `result` with the CPU figures a runner reports since they exist: its CPU time over its operations, and some CPU
+/// in a 0.5 s idle window after it, different for each approach so that the columns tell them apart.
+fn with_cpu(mut result: CellResult) -> CellResult {
+    let operations = match result.operation("cycle") {
+        Some(cycle) => cycle.stats.ops,
+        None => {
+            result.reads.ops
+                + result.writes.ops
+                + result.operations.iter().map(|op| op.stats.ops).sum::<u64>()
+        }
+    };
+    result.cpu_per_op_us = (operations > 0).then(|| result.cpu_secs * 1e6 / operations as f64);
+    let idle_cpu_secs = match result.cell.approach.as_str() {
+        "quicklite" => 0.0125,
+        "tokio-rusqlite" => 0.001,
+        _ => 0.0005,
+    };
+    result.idle_cpu = Some(IdleCpu {
+        secs: 0.5,
+        cpu_secs: idle_cpu_secs,
+    });
+    result
 }
 
 /// `result` with the runtime's lateness its ticker measured over a 2 s window: p50, p99 and max in µs.
@@ -105,7 +131,8 @@ fn late(mut result: CellResult, p50_us: f64, p99_us: f64, max_us: f64) -> CellRe
 /// Point reads (with a memory-statistics variant and a crashed runner), inserts without the baseline approach,
 /// a two-approach multi-db table with write completion, the queue, the ORM suite, and `mixed` at two shares of
 /// writes other than the default. The point reads, multi-db and mixed carry the runtime's lateness (direct-blocking's far past the timer's
-/// 0–2 ms baseline); the inserts come from a build before the ticker, without it.
+/// 0–2 ms baseline); the inserts come from a build before the ticker, without it. Every successful cell but the
+/// inserts carries CPU per operation and idle CPU.
 pub fn results() -> Vec<CellResult> {
     let main = || {
         env(
@@ -311,7 +338,15 @@ pub fn results() -> Vec<CellResult> {
             2_700.0,
         ));
     }
-    out
+    out.into_iter()
+        .map(|r| {
+            if r.failure.is_none() && r.cell.workload != "insert" {
+                with_cpu(r)
+            } else {
+                r
+            }
+        })
+        .collect()
 }
 
 /// The ORM suite on direct-blocking under `profile`, every operation taking `us` (its transaction twin 1.5×).

@@ -33,6 +33,31 @@ pub fn latency_us(us: f64) -> String {
     }
 }
 
+/// A CPU time given in microseconds, always in microseconds so that a column compares at a glance: `0.84 µs`,
+/// `12.5 µs`, `1830 µs`.
+pub fn cpu_us(us: f64) -> String {
+    if us >= 100.0 {
+        format!("{us:.0} µs")
+    } else if us >= 1.0 {
+        format!("{us:.1} µs")
+    } else {
+        format!("{us:.2} µs")
+    }
+}
+
+/// A share of one core as a percentage, with decimals where it is small (an idle runtime's few wake-ups are a
+/// hundredth of a percent): `0.03%`, `2.5%`, `38%`.
+pub fn core_percent(share: f64) -> String {
+    let percent = share * 100.0;
+    if percent < 1.0 {
+        format!("{percent:.2}%")
+    } else if percent < 10.0 {
+        format!("{percent:.1}%")
+    } else {
+        format!("{percent:.0}%")
+    }
+}
+
 /// The cross-core round trips measured before and after a cell: `66 ns`, or `66 → 340 ns` when the two differ
 /// by more than half (the host moved the CPUs during the cell); empty when neither was measured.
 pub fn round_trip_ns(before: Option<f64>, after: Option<f64>) -> String {

@@ -19,7 +19,8 @@ pub struct BenchOptions {
     pub warmup_ms: u64,
     /// Concurrent client tasks (not used by `multi-db`). By default, `[64]`.
     pub concurrency: Vec<u32>,
-    /// Tokio worker threads in the runner. By default, `[4]`, as in seed 004.
+    /// Tokio worker threads in the runner. By default, tokio's own default ([`default_worker_threads`]): the
+    /// configuration a service gets from `#[tokio::main]`.
     pub worker_threads: Vec<u32>,
     /// PRAGMA profiles. By default, `["server"]`.
     pub profiles: Vec<String>,
@@ -110,7 +111,7 @@ impl Default for BenchOptions {
             duration_ms: 10_000,
             warmup_ms: 2_000,
             concurrency: vec![64],
-            worker_threads: vec![4],
+            worker_threads: vec![default_worker_threads()],
             profiles: vec!["server".to_owned()],
             synchronous: vec![None],
             memstatus: vec![false],
@@ -141,7 +142,8 @@ impl BenchOptions {
     /// goroutine), the ORM suite without the server PRAGMAs (seed 003), `mixed` one request at a time, and reads
     /// with and without a memory map, alone and beside a writer (seed 003's `mmap_size`).
     ///
-    /// 76 cells of about 3 s each: roughly four minutes on a 2-core machine, once the runners are built.
+    /// 78 cells of about 3.5 s each, the idle window after each included: roughly five minutes on a 2-core machine,
+    /// once the runners are built.
     pub fn quick() -> Self {
         let variant = |workload: &str, approach: &str| Variant {
             workload: workload.to_owned(),
@@ -226,6 +228,43 @@ impl BenchOptions {
     }
 }
 
+/// The worker threads tokio's multi-threaded runtime starts when not told a number: `TOKIO_WORKER_THREADS` when
+/// set to a positive number, otherwise the CPUs this process may run on (`available_parallelism`), as tokio
+/// decides it.
+///
+/// The lab measures the configuration users get, so this is its default; a fixed number would give a machine
+/// with fewer cores more workers than cores (the approaches that call SQLite on the workers then compete with
+/// their own threads) and a larger machine fewer workers than a service on it would run. Resolved here rather
+/// than in the runner so that every cell records the number it ran with.
+pub fn default_worker_threads() -> u32 {
+    let from_env = std::env::var("TOKIO_WORKER_THREADS")
+        .ok()
+        .and_then(|value| value.trim().parse::<u32>().ok())
+        .filter(|&n| n > 0);
+    from_env.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX))
+    })
+}
+
 fn owned(names: &[&str]) -> Vec<String> {
     names.iter().map(|name| (*name).to_owned()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_workers_are_tokios_default() {
+        // This test's process runs without TOKIO_WORKER_THREADS unless a developer set it; either way the default
+        // is what tokio would start.
+        let expected = match std::env::var("TOKIO_WORKER_THREADS") {
+            Ok(n) => n.trim().parse().unwrap(),
+            Err(_) => std::thread::available_parallelism().unwrap().get() as u32,
+        };
+        assert_eq!(default_worker_threads(), expected);
+        assert_eq!(BenchOptions::default().worker_threads, [expected]);
+        assert_eq!(BenchOptions::quick().worker_threads, [expected]);
+    }
 }

@@ -64,25 +64,22 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_csv_from_before_write_modes_and_open_databases_still_loads() {
+    /// The fixtures' results written to a CSV without the columns `newer`, as an older lab wrote them, and read back.
+    fn through_a_csv_without(newer: &[&str]) -> Vec<CellResult> {
         let dir = tempfile::tempdir().unwrap();
-        let results = fixtures::results();
         let csv = dir.path().join("results.csv");
-        std::fs::write(&csv, ExportFormat::Csv.serialize(&results, "x").unwrap()).unwrap();
-        // Drop the columns added with the registry measurements, as an older lab wrote them.
-        let newer = [
-            "write_mode",
-            "total_readers",
-            "open_databases",
-            "database_opens",
-            "open_files_limit",
-            "core_round_trip_before_ns",
-            "core_round_trip_after_ns",
-            "allocator",
-        ];
+        std::fs::write(
+            &csv,
+            ExportFormat::Csv
+                .serialize(&fixtures::results(), "x")
+                .unwrap(),
+        )
+        .unwrap();
         let mut reader = csv::Reader::from_path(&csv).unwrap();
         let header = reader.headers().unwrap().clone();
+        for column in newer {
+            assert!(header.iter().any(|h| h == *column), "no column {column}");
+        }
         let keep: Vec<usize> = (0..header.len())
             .filter(|&i| !newer.contains(&&header[i]))
             .collect();
@@ -97,8 +94,23 @@ mod tests {
                 .unwrap();
         }
         writer.flush().unwrap();
-        let back = read_csv(&dir.path().join("old.csv")).unwrap();
-        assert_eq!(back.len(), results.len());
+        read_csv(&dir.path().join("old.csv")).unwrap()
+    }
+
+    #[test]
+    fn a_csv_from_before_write_modes_and_open_databases_still_loads() {
+        // The columns added with the registry measurements.
+        let back = through_a_csv_without(&[
+            "write_mode",
+            "total_readers",
+            "open_databases",
+            "database_opens",
+            "open_files_limit",
+            "core_round_trip_before_ns",
+            "core_round_trip_after_ns",
+            "allocator",
+        ]);
+        assert_eq!(back.len(), fixtures::results().len());
         let multi = back.iter().find_map(|r| r.cell.multi_db.as_ref()).unwrap();
         assert_eq!(multi.write_mode, quicklite_lab_core::WriteMode::Blocking);
         assert_eq!(multi.total_readers, None);
@@ -106,6 +118,31 @@ mod tests {
             back.iter()
                 .all(|r| r.open_databases.is_none() && r.database_opens.is_none())
         );
+    }
+
+    #[test]
+    fn a_csv_from_before_cpu_per_operation_and_idle_cpu_still_loads_and_reports() {
+        let results = fixtures::results();
+        assert!(
+            results
+                .iter()
+                .any(|r| r.cpu_per_op_us.is_some() && r.idle_cpu.is_some())
+        );
+        let back = through_a_csv_without(&["cpu_per_op_us", "idle_secs", "idle_cpu_secs"]);
+        assert_eq!(back.len(), results.len());
+        assert!(
+            back.iter()
+                .all(|r| r.cpu_per_op_us.is_none() && r.idle_cpu.is_none())
+        );
+        // Everything else as written.
+        assert_eq!(
+            back.iter().map(|r| r.reads.ops).collect::<Vec<_>>(),
+            results.iter().map(|r| r.reads.ops).collect::<Vec<_>>()
+        );
+        let markdown = ExportFormat::Markdown
+            .serialize(&back, "tokio-rusqlite")
+            .unwrap();
+        assert!(!markdown.is_empty());
     }
 
     #[test]

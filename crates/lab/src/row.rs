@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use quicklite_lab_core::{
-    Cell, CellResult, Completion, DEFAULT_BUILD_PROFILE, DEFAULT_WRITE_PPM, Environment, Lateness,
-    MultiDb, NamedOp, OpStats, WriteMode,
+    Cell, CellResult, Completion, DEFAULT_BUILD_PROFILE, DEFAULT_WRITE_PPM, Environment, IdleCpu,
+    Lateness, MultiDb, NamedOp, OpStats, WriteMode,
 };
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +62,9 @@ pub const COLUMNS: &[&str] = &[
     "lateness_p99_us",
     "lateness_max_us",
     "lateness_ticks",
+    "cpu_per_op_us",
+    "idle_secs",
+    "idle_cpu_secs",
     "mmap_size",
     "repetition",
     "think_us",
@@ -157,6 +160,16 @@ pub struct CsvRow {
     pub lateness_max_us: Option<f64>,
     #[serde(default)]
     pub lateness_ticks: Option<u64>,
+    /// CPU time per operation (`CellResult::cpu_per_op_us`); empty where the runner did not report it and in CSVs
+    /// written before it was.
+    #[serde(default)]
+    pub cpu_per_op_us: Option<f64>,
+    /// The idle window after the measured one (`CellResult::idle_cpu`): its length and the CPU time in it; empty
+    /// where the runner did not measure it and in CSVs written before it was.
+    #[serde(default)]
+    pub idle_secs: Option<f64>,
+    #[serde(default)]
+    pub idle_cpu_secs: Option<f64>,
     /// Empty in CSVs written before the knob existed: the profile's value.
     #[serde(default)]
     pub mmap_size: Option<u64>,
@@ -263,6 +276,9 @@ impl From<&CellResult> for CsvRow {
             lateness_p99_us: r.lateness.map(|l| l.p99_us),
             lateness_max_us: r.lateness.map(|l| l.max_us),
             lateness_ticks: r.lateness.map(|l| l.ticks),
+            cpu_per_op_us: r.cpu_per_op_us,
+            idle_secs: r.idle_cpu.map(|i| i.secs),
+            idle_cpu_secs: r.idle_cpu.map(|i| i.cpu_secs),
             mmap_size: c.mmap_size,
             repetition: c.repetition,
             think_us: c.think_us,
@@ -325,6 +341,10 @@ impl From<CsvRow> for CellResult {
             }),
             _ => None,
         };
+        let idle_cpu = row
+            .idle_secs
+            .zip(row.idle_cpu_secs)
+            .map(|(secs, cpu_secs)| IdleCpu { secs, cpu_secs });
         // A failed cell whose runner gave no reason still counts as failed.
         let failure = match (row.status.as_str(), row.failure.is_empty()) {
             (_, false) => Some(row.failure),
@@ -390,6 +410,8 @@ impl From<CsvRow> for CellResult {
             window_allocations: row.window_allocations,
             window_alloc_bytes: row.window_alloc_bytes,
             lateness,
+            cpu_per_op_us: row.cpu_per_op_us,
+            idle_cpu,
             env: Environment {
                 runner: row.runner,
                 sqlite_version: row.sqlite_version,

@@ -24,6 +24,10 @@ const W = require('./workload');
 
 const now = process.hrtime.bigint;
 
+/** lab-core's `IDLE_WINDOW`: how long the connection sits open and idle after the measured window while the
+ * process's CPU time is sampled, in milliseconds. */
+const IDLE_WINDOW_MS = 500;
+
 /** The names of the queue's operations, in report order. */
 const QUEUE_OPERATIONS = ['publish', 'claim', 'ack', 'cycle'];
 
@@ -177,7 +181,24 @@ function driveQueue(cell, ops) {
   });
 }
 
+/** `Measurement::operations_completed`: the queue's cycles, otherwise reads plus writes. */
+function operationsCompleted(parts) {
+  const cycle = (parts.operations || []).find((op) => op.name === 'cycle');
+  return cycle ? cycle.stats.ops : parts.reads.ops + parts.writes.ops;
+}
+
+/** lab-core's `measure_idle`: the thread sleeps `ms` (the event loop has nothing to do: every approach here is
+ * synchronous) and the process's CPU time over it is returned, as `IdleCpu`. */
+function measureIdle(ms) {
+  const cpuStart = process.cpuUsage();
+  const start = now();
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  const cpu = process.cpuUsage(cpuStart);
+  return { secs: Number(now() - start) / 1e9, cpu_secs: (cpu.user + cpu.system) / 1e6 };
+}
+
 function measurement(edges, errors, parts) {
+  const ops = operationsCompleted(parts);
   return {
     reads: parts.reads,
     writes: parts.writes,
@@ -193,12 +214,17 @@ function measurement(edges, errors, parts) {
     operations: parts.operations || [],
     window_allocations: null,
     window_alloc_bytes: null,
+    cpu_per_op_us: ops > 0 ? (edges.cpuSecs * 1e6) / ops : null,
+    idle_cpu: null,
   };
 }
 
 /** Runs the cell's workload on `ops` (the approach's prepared operations). */
 function drive(cell, workload, ops) {
-  return workload === 'queue' ? driveQueue(cell, ops) : driveClosedLoop(cell, workload, ops);
+  const m = workload === 'queue' ? driveQueue(cell, ops) : driveClosedLoop(cell, workload, ops);
+  // The caller closes the connection after this returns: it stays open through the idle window.
+  m.idle_cpu = measureIdle(IDLE_WINDOW_MS);
+  return m;
 }
 
-module.exports = { drive, QUEUE_OPERATIONS };
+module.exports = { drive, QUEUE_OPERATIONS, IDLE_WINDOW_MS };

@@ -120,7 +120,7 @@ test('a result has every field of result.rs, in its order', () => {
   assert.deepEqual(Object.keys(result), [
     'cell', 'failure', 'reads', 'writes', 'write_completion', 'errors', 'error_samples', 'wall_secs', 'cpu_secs',
     'threads', 'rss_bytes', 'open_databases', 'database_opens', 'operations', 'window_allocations',
-    'window_alloc_bytes', 'env',
+    'window_alloc_bytes', 'cpu_per_op_us', 'idle_cpu', 'env',
   ]);
   assert.deepEqual(Object.keys(result.reads), ['ops', 'ops_per_sec', 'avg_us', 'p50_us', 'p99_us', 'max_us']);
   assert.deepEqual(Object.keys(result.env), [

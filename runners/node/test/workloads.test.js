@@ -28,6 +28,9 @@ for (const approach of APPROACHES) {
     assert.equal(result.env.pragmas.busy_timeout, '5000');
     assert.equal(result.wall_secs, 0.3);
     assert.ok(result.cpu_secs > 0);
+    // The process's own CPU accounting: some CPU for every operation, and an idle window after the measured one.
+    assert.ok(result.cpu_per_op_us > 0, String(result.cpu_per_op_us));
+    assert.ok(result.idle_cpu.secs > 0 && result.idle_cpu.cpu_secs >= 0, JSON.stringify(result.idle_cpu));
   };
 
   test(`${approach}: point-read`, () => {

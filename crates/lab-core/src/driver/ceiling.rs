@@ -72,7 +72,7 @@ pub const CEILING_WORKLOADS: [Workload; 5] = [
 ];
 
 /// Runs `cell` as the ceiling: `open` gives each thread its connection (all opened before the warm-up begins).
-pub async fn drive_ceiling<C, F>(cell: &Cell, mut open: F) -> Result<Measurement>
+pub(super) async fn drive<C, F>(cell: &Cell, mut open: F) -> Result<Measurement>
 where
     C: CeilingConnection,
     F: FnMut() -> Result<C>,
@@ -317,6 +317,7 @@ mod tests {
 
     use super::*;
     use crate::cell::DEFAULT_WRITE_PPM;
+    use crate::driver::drive_ceiling;
     use crate::test_support::sample_cell;
 
     /// Counts what it is asked to do, and checks a write transaction never overlaps another.
@@ -389,6 +390,9 @@ mod tests {
         assert_eq!(m.errors, 0, "{:?}", m.error_samples);
         assert_eq!(shared.largest_batch.load(Ordering::Relaxed), 64);
         assert!(m.reads.ops <= shared.reads.load(Ordering::Relaxed));
+        // The ceiling reports its CPU as every approach does: per operation, and in the idle window after.
+        assert_eq!(m.cpu_per_op_us, Some(m.cpu_secs * 1e6 / m.reads.ops as f64));
+        assert!(m.idle_cpu.is_some());
     }
 
     #[tokio::test]

@@ -117,6 +117,10 @@ mod tests {
         let lateness = m.lateness.unwrap();
         assert_eq!(lateness.ticks, 60);
         assert!(lateness.p50_us <= lateness.p99_us && lateness.p99_us <= lateness.max_us);
+        // The window's CPU over its reads, and the idle window after it.
+        assert_eq!(m.cpu_per_op_us, Some(m.cpu_secs * 1e6 / m.reads.ops as f64));
+        let idle = m.idle_cpu.unwrap();
+        assert!(idle.secs >= crate::IDLE_WINDOW.as_secs_f64(), "{idle:?}");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

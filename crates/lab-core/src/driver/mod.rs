@@ -28,16 +28,47 @@ use anyhow::Result;
 
 use crate::approach::Approach;
 use crate::cell::Cell;
+use crate::idle::{IDLE_WINDOW, measure_idle};
 use crate::measurement::Measurement;
 use crate::workload::Workload;
 
-pub use ceiling::{CEILING_WORKLOADS, CeilingConnection, CeilingWrite, drive_ceiling};
+pub use ceiling::{CEILING_WORKLOADS, CeilingConnection, CeilingWrite};
 pub use queue::QUEUE_PROBE_CYCLES;
 
-/// Runs `cell` against `approach`: spawns the client tasks, waits out the warm-up and the window, and returns
-/// what was measured. Tasks still inside an operation at the end are left to finish on their own; the runner
-/// exits without waiting for them.
+/// Runs `cell` against `approach`: spawns the client tasks, waits out the warm-up and the window, keeps the
+/// approach open and idle for [`IDLE_WINDOW`], and returns what was measured, CPU per operation and idle CPU
+/// included. Tasks still inside an operation at the end are left to finish on their own; the runner exits without
+/// waiting for them.
 pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measurement> {
+    let measurement = drive_workload(cell, approach.clone()).await?;
+    let measurement = with_cpu_figures(measurement).await;
+    // Held to here: the approach's threads and connections stay open through the idle window.
+    drop(approach);
+    Ok(measurement)
+}
+
+/// Runs `cell` as the ceiling (see [`ceiling`]): `open` gives each of its threads a connection, all opened before
+/// the warm-up begins. Its threads end with the window and close their connections, so its idle window measures
+/// that closing and then the runner's runtime alone.
+pub async fn drive_ceiling<C, F>(cell: &Cell, open: F) -> Result<Measurement>
+where
+    C: CeilingConnection,
+    F: FnMut() -> Result<C>,
+{
+    let measurement = ceiling::drive(cell, open).await?;
+    Ok(with_cpu_figures(measurement).await)
+}
+
+/// `measurement` with its CPU per operation, and the idle window measured now: the caller keeps its approach
+/// open until this returns.
+async fn with_cpu_figures(mut measurement: Measurement) -> Measurement {
+    measurement.cpu_per_op_us = measurement.cpu_per_op_us_of_window();
+    measurement.idle_cpu = Some(measure_idle(IDLE_WINDOW).await);
+    measurement
+}
+
+/// The workload's own driver.
+async fn drive_workload<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measurement> {
     match Workload::of_cell(cell)? {
         workload @ (Workload::PointRead
         | Workload::Insert

@@ -13,6 +13,17 @@ pub struct Columns {
     pub cells: Vec<Vec<String>>,
 }
 
+/// The heading of the column of CPU time per operation.
+pub const CPU_PER_OP: &str = "CPU/op";
+
+/// The heading of the column of CPU time in the idle window after the measured one, as a share of one core.
+pub const IDLE_CPU: &str = "idle CPU (% of a core)";
+
+/// The text of a figure a runner did not report, in a column other rows fill.
+fn not_reported() -> String {
+    "—".to_owned()
+}
+
 /// Renders `table`, leaving out columns no row has a value for.
 pub fn columns(table: &Table) -> Columns {
     let mut headers: Vec<(String, bool)> = vec![("approach".to_owned(), false)];
@@ -65,6 +76,18 @@ pub fn columns(table: &Table) -> Columns {
         headers.push(("errors".to_owned(), true));
     }
     headers.push(("CPU".to_owned(), true));
+    // The runner's CPU time per operation and while idle after the window: every Rust runner reports both, the Go
+    // and Node runners CPU per operation only ("—" where a runner did not report one); results from before them
+    // have no column. `throughput` shows its CPU per operation as `CPU / transaction`.
+    let has_cpu_per_op =
+        !table.is_throughput && table.rows.iter().any(|r| r.result.cpu_per_op_us.is_some());
+    if has_cpu_per_op {
+        headers.push((CPU_PER_OP.to_owned(), true));
+    }
+    let has_idle_cpu = table.rows.iter().any(|r| r.result.idle_cpu.is_some());
+    if has_idle_cpu {
+        headers.push((IDLE_CPU.to_owned(), true));
+    }
     // Every Rust runner measures how late its runtime wakes a ticker; the Go and Node runners do not (blank), and
     // results from before the ticker have no column at all.
     let has_lateness = table.rows.iter().any(|r| r.result.lateness.is_some());
@@ -190,6 +213,15 @@ pub fn columns(table: &Table) -> Columns {
                 cells.push(r.errors.to_string());
             }
             cells.push(format!("{:.1} s", r.cpu_secs));
+            if has_cpu_per_op {
+                cells.push(r.cpu_per_op_us.map_or_else(not_reported, format::cpu_us));
+            }
+            if has_idle_cpu {
+                cells.push(
+                    r.idle_cpu
+                        .map_or_else(not_reported, |idle| format::core_percent(idle.core_share())),
+                );
+            }
             if has_lateness {
                 cells.push(
                     r.lateness
@@ -288,5 +320,54 @@ mod tests {
         assert_eq!(cell("go-mattn"), "");
         // Results from before the ticker: no column at all.
         assert_eq!(lateness(&results, "insert"), None);
+    }
+
+    /// The cells of column `heading` in the table whose title is `title`, by row label; `None` without the column.
+    fn column(
+        results: &[quicklite_lab_core::CellResult],
+        title: &str,
+        heading: &str,
+    ) -> Option<Vec<(String, String)>> {
+        let summary = Summary::new(results, "tokio-rusqlite");
+        let table = summary.tables.iter().find(|t| t.title == title).unwrap();
+        let cols = columns(table);
+        let at = cols.headers.iter().position(|h| h == heading)?;
+        Some(
+            table
+                .rows
+                .iter()
+                .zip(&cols.cells)
+                .map(|(row, cells)| (row.label.clone(), cells[at].clone()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn cpu_per_op_and_idle_cpu_are_columns_with_a_dash_where_a_runner_did_not_report_them() {
+        let mut results = fixtures::results();
+        // A runner that reports CPU per operation but measures no idle window (Go, Node).
+        let mut go = results
+            .iter()
+            .find(|r| r.cell.workload == "point-read" && r.cell.approach == "tokio-rusqlite")
+            .unwrap()
+            .clone();
+        go.cell.approach = "go-mattn".to_owned();
+        go.idle_cpu = None;
+        go.cpu_per_op_us = Some(9.75);
+        results.push(go);
+        let per_op = column(&results, "point-read", CPU_PER_OP).unwrap();
+        let idle = column(&results, "point-read", IDLE_CPU).unwrap();
+        let cell = |cells: &[(String, String)], label: &str| {
+            cells.iter().find(|(l, _)| l == label).unwrap().1.clone()
+        };
+        // 3.5 s of CPU over 2.84M reads; 12.5 ms of CPU in a 0.5 s idle window.
+        assert_eq!(cell(&per_op, "quicklite"), "1.2 µs");
+        assert_eq!(cell(&idle, "quicklite"), "2.5%");
+        assert_eq!(cell(&idle, "tokio-rusqlite"), "0.20%");
+        assert_eq!(cell(&per_op, "go-mattn"), "9.8 µs");
+        assert_eq!(cell(&idle, "go-mattn"), "—");
+        // Results from before the figures: no column at all.
+        assert_eq!(column(&results, "insert", CPU_PER_OP), None);
+        assert_eq!(column(&results, "insert", IDLE_CPU), None);
     }
 }

@@ -7,11 +7,11 @@ use quicklite_lab_core::CellResult;
 
 use super::Exporter;
 use super::columns::{columns, settings_line};
-use super::svg::{Bar, bar_chart, escape};
+use super::svg::{Bar, BarRole, bar_chart, escape};
 use crate::environment::EnvSummary;
 use crate::error::Result;
 use crate::format;
-use crate::summary::{Summary, Table};
+use crate::summary::{Row, Summary, Table};
 
 /// `report.html`.
 #[derive(Debug, Default, Clone, Copy)]
@@ -29,7 +29,7 @@ td.wrap { white-space: normal; min-width: 12rem; }
 .chart { display: block; margin: 1rem 0; max-width: 100%; height: auto; }
 .chart-title { font-size: 15px; font-weight: 600; fill: #1f2933; }
 .label, .value { font-size: 13px; fill: #323f4b; }
-.bar { fill: #2680c2; } .bar.baseline { fill: #9aa5b1; }
+.bar { fill: #2680c2; } .bar.baseline { fill: #9aa5b1; } .bar.ceiling { fill: #8a63d2; }
 .range { stroke: #102a43; stroke-width: 1.5; } .sample { fill: #f0b429; stroke: #102a43; stroke-width: 1; }
 .failure { color: #ab091e; }
 .headline { font-size: 1.1rem; font-weight: 600; }
@@ -50,7 +50,7 @@ impl Exporter for HtmlExporter {
             out,
             "<h1>quicklite bench</h1><p>{} cells, {failed} failed. Throughput is reads + writes per second after the warm-up; \
              ratios compare throughput with <b>{}</b> in the same table (or with the slowest row when it did not run). \
-             Grey bars mark the baseline. The <b>ceiling</b> row runs the same statements with no async hand-off (one \
+             Grey bars mark the baseline, violet ones the ceiling. The <b>ceiling</b> row runs the same statements with no async hand-off (one \
              plain connection per core, reads batched in one transaction, writes grouped per commit); \
              <i>of ceiling</i> is each row's share of it.</p>",
             results.len(),
@@ -68,6 +68,17 @@ impl Exporter for HtmlExporter {
         environment(&mut out, &EnvSummary::new(results));
         out.push_str("</body></html>\n");
         Ok(out.into_bytes())
+    }
+}
+
+/// The colour of `row`'s bars: the ceiling's own, the baseline's, or an approach's.
+fn bar_role(row: &Row) -> BarRole {
+    if row.is_ceiling {
+        BarRole::Ceiling
+    } else if row.is_baseline {
+        BarRole::Baseline
+    } else {
+        BarRole::Approach
     }
 }
 
@@ -94,7 +105,7 @@ fn section(out: &mut String, table: &Table, baseline: &str) {
                 label: r.label.clone(),
                 value: r.throughput,
                 text: format!("{}/s", format::ops(r.throughput)),
-                baseline: r.is_baseline,
+                role: bar_role(r),
                 samples: if r.samples.len() > 1 {
                     r.samples.iter().map(crate::summary::throughput).collect()
                 } else {
@@ -133,7 +144,7 @@ fn section(out: &mut String, table: &Table, baseline: &str) {
                 label: r.label.clone(),
                 value: pick(&r.result),
                 text: format::latency_us(pick(&r.result)),
-                baseline: r.is_baseline,
+                role: bar_role(r),
                 samples: if r.samples.len() > 1 {
                     r.samples.iter().map(pick).collect()
                 } else {
@@ -157,7 +168,7 @@ fn section(out: &mut String, table: &Table, baseline: &str) {
                         label: r.label.clone(),
                         value: ratio,
                         text: format::percent(ratio),
-                        baseline: r.is_baseline,
+                        role: bar_role(r),
                         samples: if r.samples.len() > 1 {
                             r.samples
                                 .iter()

@@ -10,11 +10,33 @@ pub struct Bar {
     pub value: f64,
     /// Text right of the bar (the formatted value).
     pub text: String,
-    /// Drawn in the baseline colour.
-    pub baseline: bool,
+    /// What the row is, which gives the bar its colour.
+    pub role: BarRole,
     /// Each repetition's value, drawn as a dot on the bar with a line from the smallest to the largest; empty
     /// for a single repetition.
     pub samples: Vec<f64>,
+}
+
+/// What a bar's row is in its table: each is drawn in a colour of its own (the report's style sheet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BarRole {
+    /// An approach.
+    Approach,
+    /// The baseline the ratios compare with.
+    Baseline,
+    /// The ceiling: a reference, not a way to use SQLite from async Rust, so it must not read as one more approach.
+    Ceiling,
+}
+
+impl BarRole {
+    /// The bar's class attribute.
+    fn class(self) -> &'static str {
+        match self {
+            Self::Approach => "bar",
+            Self::Baseline => "bar baseline",
+            Self::Ceiling => "bar ceiling",
+        }
+    }
 }
 
 const WIDTH: f64 = 960.0;
@@ -51,7 +73,7 @@ pub fn bar_chart(title: &str, bars: &[Bar]) -> String {
         } else {
             1.0
         };
-        let class = if bar.baseline { "bar baseline" } else { "bar" };
+        let class = bar.role.class();
         let _ = write!(
             svg,
             r#"<text x="{lx}" y="{ty}" class="label" text-anchor="end">{label}</text><rect x="{LABEL_WIDTH}" y="{y}" width="{length:.1}" height="{BAR_HEIGHT}" class="{class}" rx="3"/><text x="{vx:.1}" y="{ty}" class="value">{text}</text>"#,
@@ -99,4 +121,41 @@ pub fn escape(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ceiling_and_the_baseline_bars_have_classes_of_their_own() {
+        let bar = |label: &str, role| Bar {
+            label: label.to_owned(),
+            value: 1.0,
+            text: "1".to_owned(),
+            role,
+            samples: Vec::new(),
+        };
+        let svg = bar_chart(
+            "t",
+            &[
+                bar("ceiling", BarRole::Ceiling),
+                bar("quicklite", BarRole::Approach),
+                bar("tokio-rusqlite", BarRole::Baseline),
+            ],
+        );
+        let classes: Vec<&str> = svg
+            .split("<rect ")
+            .skip(1)
+            .map(|rect| {
+                rect.split("class=\"")
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(classes, ["bar ceiling", "bar", "bar baseline"]);
+    }
 }

@@ -34,7 +34,7 @@ use crate::engine::Shared;
 use crate::engine::snapshot::KeptSnapshot;
 use crate::error::panic_message;
 use crate::request::Deadline;
-use crate::util::{lock, spawn};
+use crate::util::{cpus, lock, spawn};
 use crate::{Error, RequestKind, Result};
 
 /// One inline read in this many records its cost (every one that ran past the bound does).
@@ -42,6 +42,30 @@ const SAMPLE_EVERY: u32 = 16;
 
 /// How long a connection that failed to open waits before it is tried again.
 const RETRY_OPEN_AFTER: Duration = Duration::from_secs(1);
+
+/// Threads opening connections for inline reads now, in the whole process: at most one per CPU, so that many
+/// databases read at once for the first time (a registry's) do not start a thread for every connection together.
+static OPENERS: AtomicUsize = AtomicUsize::new(0);
+
+/// One of the [`OPENERS`], given back when dropped.
+struct Opener;
+
+impl Opener {
+    fn take() -> Option<Opener> {
+        if OPENERS.fetch_add(1, Ordering::AcqRel) < cpus() {
+            Some(Opener)
+        } else {
+            OPENERS.fetch_sub(1, Ordering::AcqRel);
+            None
+        }
+    }
+}
+
+impl Drop for Opener {
+    fn drop(&mut self) {
+        OPENERS.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 /// A bound on the connections for inline reads that several databases share (a registry's).
 #[derive(Debug)]
@@ -311,10 +335,11 @@ impl Inline {
     }
 
     /// An open connection no other thread is using: the one this thread's number points at, or the next free one.
-    /// A place with no connection starts opening one on the way.
+    /// The first place with no connection met on the way starts opening one.
     fn free_connection(self: &Arc<Self>) -> Option<MutexGuard<'_, Place>> {
         let n = self.places.len();
         let first = NUMBER.with(|number| *number) % n;
+        let mut may_open = true;
         for i in 0..n {
             let index = (first + i) % n;
             let Some(mut place) = try_lock(&self.places[index]) else {
@@ -324,14 +349,21 @@ impl Inline {
                 Place::Open(_) => return Some(place),
                 Place::Opening => {}
                 Place::Failed(at) if at.elapsed() < RETRY_OPEN_AFTER => {}
-                Place::Empty | Place::Failed(_) => self.open_in_background(index, &mut place),
+                Place::Empty | Place::Failed(_) if may_open => {
+                    may_open = false;
+                    self.open_in_background(index, &mut place);
+                }
+                Place::Empty | Place::Failed(_) => {}
             }
         }
         None
     }
 
-    /// Opens a connection for place `index` on a thread of its own, if the budget allows.
+    /// Opens a connection for place `index` on a thread of its own, if the budget and the process's openers allow.
     fn open_in_background(self: &Arc<Self>, index: usize, place: &mut Place) {
+        let Some(opener) = Opener::take() else {
+            return;
+        };
         let permit = match &self.budget {
             Some(budget) => match budget.take() {
                 Some(permit) => Some(permit),
@@ -342,6 +374,7 @@ impl Inline {
         *place = Place::Opening;
         let set = self.clone();
         let opened = spawn("quicklite-open", move || {
+            let _opener = opener;
             let opened = KeptSnapshot::open(&set.path, &set.config, &set.shared);
             let mut place = lock(&set.places[index]);
             *place = match opened {
