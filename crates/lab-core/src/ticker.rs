@@ -5,7 +5,7 @@
 //! every timer, every other request and every heartbeat of the service waits behind its calls. So during the
 //! measured window a ticker task, spawned on the cell's runtime beside the client tasks, asks to be woken every
 //! [`TICK`] on a fixed schedule (`window start + k × 1 ms`) and records how late each wake-up came: the time from
-//! a tick's scheduled instant to when the task ran again (issue 35).
+//! a tick's scheduled instant to when the task ran again.
 //!
 //! **The baseline is not zero.** Tokio's timer counts whole milliseconds: a sleep ends at the first millisecond of
 //! the runtime's clock at or after its deadline, and the thread that waits for the timer sleeps in whole
