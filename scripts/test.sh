@@ -21,6 +21,8 @@ QUICKLITE_OTHER_LANGUAGE_RUNNERS=required cargo test --workspace "$@"
 features=$(awk '/^\[features\]/{on=1; next} /^\[/{on=0} on && /^[a-z_]+ = \[/{print $1}' crates/quicklite/Cargo.toml \
     | grep -vx -e default -e sqlcipher | paste -sd, -)
 cargo test -p quicklite --features "$features"
+# The lowest rusqlite the library accepts (Cargo.lock holds the highest), and a service on it with other crates.
+bash scripts/test-rusqlite-lowest.sh
 # Encryption at rest: the same library built with SQLCipher (a SQLite of its own, so a build of its own).
 cargo test -p quicklite --features sqlcipher --test encryption
 # Model checks of the hand-written concurrency (the request queue, a pooled database's roles) under loom: a build of

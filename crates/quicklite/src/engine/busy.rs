@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-use crate::engine::Shared;
+use crate::engine::{Shared, hooks};
 
 /// How long a connection's busy handler waits for a lock, and how often it tries.
 ///
@@ -94,7 +94,7 @@ impl BusyLimit {
         let busy = self.clone();
         let counters = shared.clone();
         let mut episode_start = Instant::now();
-        conn.busy_handler(Some(move |count: i32| {
+        hooks::busy_handler(conn, move |count| {
             let now = Instant::now();
             if count == 0 {
                 episode_start = now;
@@ -114,7 +114,7 @@ impl BusyLimit {
             metrics.busy_retries.fetch_add(1, Ordering::Relaxed);
             std::thread::sleep(busy.delay(count).min(limit - waited));
             true
-        }))
+        })
     }
 }
 

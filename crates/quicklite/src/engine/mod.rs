@@ -6,6 +6,7 @@ pub(crate) mod busy;
 pub(crate) mod checkpoint;
 pub(crate) mod group;
 pub(crate) mod guard;
+mod hooks;
 pub(crate) mod map;
 pub(crate) mod open;
 pub(crate) mod policy;

@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use rusqlite::config::DbConfig;
-use rusqlite::trace::{TraceEvent, TraceEventCodes};
 use rusqlite::{Connection, OpenFlags};
 
 use crate::config::{Checkpointing, Config, ConnectionRole};
 use crate::engine::Shared;
 use crate::engine::busy::BusyLimit;
 use crate::engine::guard::GuardedConnection;
+use crate::engine::hooks;
 use crate::profile::{self, is_database_wide};
 use crate::util::companion;
 use crate::{Error, Result};
@@ -103,33 +103,28 @@ pub(crate) fn instrument(
         let counters = shared.clone();
         let expanded = config.log_statement_parameters;
         let database = conn.path().unwrap_or_default().to_string();
-        conn.trace_v2(
-            TraceEventCodes::SQLITE_TRACE_PROFILE,
-            Some(move |event: TraceEvent<'_>| {
-                if let TraceEvent::Profile(stmt, took) = event
-                    && took >= threshold
-                {
-                    counters
-                        .metrics
-                        .slow_statements
-                        .fetch_add(1, Ordering::Relaxed);
-                    let sql = if expanded {
-                        stmt.expanded_sql()
-                            .unwrap_or_else(|| stmt.sql().into_owned())
-                    } else {
-                        stmt.sql().into_owned()
-                    };
-                    tracing::warn!(
-                        target: "quicklite::slow_statement",
-                        database = %database,
-                        connection = role,
-                        duration_ms = took.as_secs_f64() * 1e3,
-                        sql = %sql,
-                        "slow statement"
-                    );
-                }
-            }),
-        )?;
+        hooks::profile(conn, move |stmt, took| {
+            if took < threshold {
+                return;
+            }
+            counters
+                .metrics
+                .slow_statements
+                .fetch_add(1, Ordering::Relaxed);
+            let sql = if expanded {
+                stmt.expanded_sql().unwrap_or_else(|| stmt.sql())
+            } else {
+                stmt.sql()
+            };
+            tracing::warn!(
+                target: "quicklite::slow_statement",
+                database = %database,
+                connection = role,
+                duration_ms = took.as_secs_f64() * 1e3,
+                sql = %sql,
+                "slow statement"
+            );
+        })?;
     }
     if config.checkpointing == Checkpointing::External {
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
@@ -152,13 +147,12 @@ pub(crate) fn watch_wal(
         return Ok(());
     }
     let shared = shared.clone();
-    conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, frames: i32| {
+    hooks::wal_hook(conn, move |frames| {
         shared
             .metrics
             .wal_frames
             .store(u64::try_from(frames).unwrap_or(0), Ordering::Relaxed);
-        Ok(())
-    }))?;
+    })?;
     Ok(())
 }
 
