@@ -190,9 +190,17 @@ mod tests {
             false
         })
         .unwrap();
-        assert_eq!(alive.load(Ordering::SeqCst), 1, "the replaced handler's state is dropped");
+        assert_eq!(
+            alive.load(Ordering::SeqCst),
+            1,
+            "the replaced handler's state is dropped"
+        );
         drop(conn);
-        assert_eq!(alive.load(Ordering::SeqCst), 0, "and the last one's with the connection");
+        assert_eq!(
+            alive.load(Ordering::SeqCst),
+            0,
+            "and the last one's with the connection"
+        );
     }
 
     /// The profile sees each statement's SQL, with its parameters written in when asked; the WAL hook sees the
@@ -207,9 +215,7 @@ mod tests {
         {
             let seen = seen.clone();
             profile(&conn, move |ran, _| {
-                seen.lock()
-                    .unwrap()
-                    .push((ran.sql(), ran.expanded_sql()))
+                seen.lock().unwrap().push((ran.sql(), ran.expanded_sql()))
             })
             .unwrap();
             let frames = frames.clone();
