@@ -9,20 +9,25 @@
 //! curl 'localhost:3000/notes?min_words=2'
 //! curl localhost:3000/stats
 //! curl localhost:3000/metrics
+//! curl -N localhost:3000/events        # server-sent events: one per commit, with the notes it changed
 //! cargo test -p quicklite --example axum_service
 //! ```
 //!
 //! A full write queue answers 503 (the database is built with `QueueFull::Fail`) instead of letting requests pile
 //! up; a missing note answers 404; any other database error answers 500 with its message.
 
+use std::convert::Infallible;
+
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use futures::{Stream, StreamExt};
 use quicklite::rusqlite::functions::FunctionFlags;
 use quicklite::rusqlite::{self, Connection, OptionalExtension};
-use quicklite::{Builder, ConnectionRole, Database, QueueFull};
+use quicklite::{Builder, ConnectionRole, Database, Notice, QueueFull};
 
 /// The schema, one step per version; `PRAGMA user_version` records how many have run.
 const MIGRATIONS: &[&str] = &[
@@ -151,8 +156,47 @@ async fn metrics(State(db): State<Database>) -> impl IntoResponse {
     )
 }
 
-/// The `/stats` body.
+/// Server-sent events, one per committed write group: `commit` with the notes it changed, or `lagged` when this
+/// client fell behind (it should read what it shows afresh). A live page keeps in step without polling.
+async fn events(State(db): State<Database>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let events = db.subscribe().map(|notice| {
+        Ok(match notice {
+            Notice::Committed(commit) => Event::default()
+                .event("commit")
+                .json_data(api::Change::from(&*commit))
+                .expect("a change serializes"),
+            Notice::Lagged { missed } => Event::default().event("lagged").data(missed.to_string()),
+            _ => Event::default().event("changed"),
+        })
+    });
+    Sse::new(events).keep_alive(KeepAlive::default())
+}
+
+/// The `/stats` and `/events` bodies.
 mod api {
+    use std::collections::BTreeMap;
+
+    /// A commit, as `/events` tells it: its sequence number, and per table the rowids it changed (`null`: too many
+    /// to list).
+    #[derive(serde::Serialize)]
+    pub struct Change {
+        pub seq: u64,
+        pub tables: BTreeMap<String, Option<Vec<i64>>>,
+    }
+
+    impl From<&quicklite::Commit> for Change {
+        fn from(commit: &quicklite::Commit) -> Change {
+            Change {
+                seq: commit.seq,
+                tables: commit
+                    .tables
+                    .iter()
+                    .map(|t| (t.table.clone(), t.rowids.clone()))
+                    .collect(),
+            }
+        }
+    }
+
     /// Counters served at `/stats`.
     #[derive(serde::Serialize)]
     pub struct Stats {
@@ -171,6 +215,7 @@ fn app(db: Database) -> Router {
         .route("/notes/{id}", get(get_note).put(put_note))
         .route("/stats", get(stats))
         .route("/metrics", get(metrics))
+        .route("/events", get(events))
         .with_state(db)
 }
 
@@ -254,6 +299,56 @@ mod tests {
             call(&app, Method::GET, "/notes?min_words=2", "").await,
             (StatusCode::OK, "[2,3]".into())
         );
+        db.close().await.unwrap();
+    }
+
+    /// A client connected to `/events` over HTTP is told of a note written after it connected.
+    #[tokio::test]
+    async fn a_client_of_the_event_stream_is_told_of_each_write() {
+        use http_body_util::{BodyExt, Empty};
+        use hyper_util::client::legacy::Client;
+        use hyper_util::rt::TokioExecutor;
+
+        let (app, db) = service().await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move { axum::serve(listener, app).await });
+        let client = Client::builder(TokioExecutor::new()).build_http::<Empty<bytes::Bytes>>();
+        let response = client
+            .get(format!("http://{addr}/events").parse().unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        // The subscription is made once the response has begun: the write comes after it.
+        let put = Client::builder(TokioExecutor::new()).build_http::<String>();
+        let request = Request::builder()
+            .method(Method::PUT)
+            .uri(format!("http://{addr}/notes/7"))
+            .body("seen live".to_string())
+            .unwrap();
+        assert_eq!(
+            put.request(request).await.unwrap().status(),
+            StatusCode::NO_CONTENT
+        );
+        let mut body = response.into_body();
+        let mut received = String::new();
+        let told = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+            while !received.contains("\n\n") {
+                let frame = body.frame().await.expect("the stream stays open").unwrap();
+                if let Ok(data) = frame.into_data() {
+                    received.push_str(std::str::from_utf8(&data).unwrap());
+                }
+            }
+        })
+        .await;
+        assert!(told.is_ok(), "no event within 30 s: {received:?}");
+        assert!(received.starts_with("event: commit\n"), "{received:?}");
+        assert!(
+            received.contains(r#""tables":{"note":[7]}"#),
+            "{received:?}"
+        );
+        server.abort();
         db.close().await.unwrap();
     }
 

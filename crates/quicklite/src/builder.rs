@@ -51,6 +51,8 @@ pub struct Builder {
     read_snapshot_max_age: Duration,
     inline_reads: bool,
     inline_read_max: Duration,
+    subscription_capacity: usize,
+    change_rowids: usize,
     inline_connections: Option<usize>,
     statement_cache_capacity: usize,
     checkpointing: Option<Checkpointing>,
@@ -106,6 +108,8 @@ impl Builder {
             read_snapshot_max_age: Duration::from_millis(20),
             inline_reads: true,
             inline_read_max: DEFAULT_INLINE_READ_MAX,
+            subscription_capacity: crate::changes::DEFAULT_CAPACITY,
+            change_rowids: crate::changes::DEFAULT_ROWIDS,
             inline_connections: None,
             statement_cache_capacity: 128,
             checkpointing: None,
@@ -248,6 +252,21 @@ impl Builder {
     /// needed. By default, the number of CPUs: reads run on as many threads at once as there are CPUs.
     pub fn inline_connections(mut self, n: usize) -> Self {
         self.inline_connections = Some(n);
+        self
+    }
+
+    /// Notices each subscriber ([`Database::subscribe`]) may hold before it falls behind: one that has not taken
+    /// them by then is told [`Notice::Lagged`](crate::Notice::Lagged) with how many it missed, instead of holding
+    /// memory without bound. By default, 1024.
+    pub fn subscription_capacity(mut self, n: usize) -> Self {
+        self.subscription_capacity = n.max(1);
+        self
+    }
+
+    /// Rowids a change notice lists per table ([`TableChange::rowids`](crate::TableChange::rowids)); a table with
+    /// more changed rows in one commit is listed without them. 0 lists tables only. By default, 100.
+    pub fn change_rowids(mut self, n: usize) -> Self {
+        self.change_rowids = n;
         self
     }
 
@@ -481,6 +500,8 @@ impl Builder {
             read_snapshot_max_age: self.read_snapshot_max_age,
             inline_reads: self.inline_reads && self.inline_connections != Some(0),
             inline_read_max: self.inline_read_max,
+            subscription_capacity: self.subscription_capacity,
+            change_rowids: self.change_rowids,
             inline_connections: self.inline_connections.unwrap_or_else(crate::util::cpus),
             statement_cache_capacity: self.statement_cache_capacity,
             checkpointing,

@@ -149,6 +149,10 @@ pub(crate) struct Config {
     pub(crate) inline_read_max: Duration,
     /// Connections for reads on callers' threads.
     pub(crate) inline_connections: usize,
+    /// Notices each subscriber may hold before it lags.
+    pub(crate) subscription_capacity: usize,
+    /// Rowids a notice lists per table.
+    pub(crate) change_rowids: usize,
     pub(crate) statement_cache_capacity: usize,
     pub(crate) checkpointing: Checkpointing,
     /// Statements running at least this long are logged; `None` installs no profiling hook.

@@ -78,6 +78,7 @@
 
 // The layers, each importing only from those below it (`tests/layers.rs` checks it; docs/design.md describes
 // them): leaves, requests, engine, scheduling, API.
+mod changes;
 mod config;
 mod cost;
 mod error;
@@ -105,9 +106,11 @@ mod registry;
 
 pub use backup::BackupReport;
 pub use builder::Builder;
+pub use changes::{Commit, Notice, TableChange};
 pub use config::{BoxError, Checkpointing, ConnectionRole, QueueFull};
 pub use database::Database;
 pub use database::stream::{Keyset, RowStream};
+pub use database::subscribe::Subscription;
 pub use error::{Error, RequestKind, Result};
 pub use metrics::{Distribution, MetricsSnapshot};
 pub use profile::Profile;

@@ -8,6 +8,11 @@ use std::path::{Path, PathBuf};
 /// Every top-level module of the library and its layer; a module may import from its own layer and the ones
 /// with a smaller number.
 const LAYERS: &[(&str, u8, &str)] = &[
+    (
+        "changes",
+        0,
+        "what each commit changed, told to subscribers",
+    ),
     ("config", 0, "validated settings, QueueFull, Checkpointing"),
     ("cost", 0, "what each read's call site has cost lately"),
     ("error", 0, "the error type"),

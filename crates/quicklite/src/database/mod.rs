@@ -4,6 +4,7 @@
 pub(crate) mod and_then;
 mod statements;
 pub(crate) mod stream;
+pub(crate) mod subscribe;
 #[cfg(feature = "serde")]
 mod typed;
 
@@ -16,6 +17,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use crate::changes::Changes;
 use crate::config::{Config, QueueFull};
 use crate::cost::Site;
 use crate::engine::Shared;
@@ -101,7 +103,10 @@ impl Database {
         temporary: Option<tempfile::TempDir>,
     ) -> Result<Database> {
         crate::setup::sqlite_setup();
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared::new(Changes::new(
+            config.subscription_capacity,
+            config.change_rowids,
+        )));
         let (write_tx, write_rx) = queue::bounded(config.write_queue_capacity);
         let (read_tx, read_rx) = queue::bounded(config.read_queue_capacity);
         // On failure the senders are dropped: the queues close and the threads already started exit.
@@ -137,7 +142,10 @@ impl Database {
         pool: Arc<Pool<Actor>>,
         inline_budget: &Arc<Budget>,
     ) -> Database {
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared::new(Changes::new(
+            config.subscription_capacity,
+            config.change_rowids,
+        )));
         let (write_tx, write_rx) = queue::bounded(config.write_queue_capacity);
         let (read_tx, read_rx) = queue::bounded(config.read_queue_capacity);
         let pragmas = Arc::new(OnceLock::new());
@@ -540,6 +548,9 @@ impl Database {
             inline.close();
         }
         self.close_queues();
-        self.inner.backend.close().await
+        let closed = self.inner.backend.close().await;
+        // Every commit has been told: the subscribers' streams end.
+        self.inner.shared.changes.close();
+        closed
     }
 }

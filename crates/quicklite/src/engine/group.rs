@@ -39,6 +39,8 @@ pub(crate) fn commit_group(
     let metrics = &shared.metrics;
     let began = Instant::now();
     outcomes.clear();
+    // The change log holds this transaction's changes only.
+    shared.changes.discard();
     if let Err(e) = conn.control(BEGIN) {
         outcomes.extend(group.iter().map(|_| Some(Error::copy_sqlite(&e))));
         return false;
@@ -52,6 +54,8 @@ pub(crate) fn commit_group(
             outcomes.push(Some(Error::copy_sqlite(&e)));
             continue;
         }
+        // What the write changes is told to subscribers only if its work commits.
+        let mark = shared.changes.mark();
         let ran = {
             let request = &mut group[i];
             let _span = tracing::debug_span!(parent: &request.span, "quicklite.write").entered();
@@ -103,6 +107,9 @@ pub(crate) fn commit_group(
         };
         if !ran.is_ok() {
             metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+            // Rolled back to its savepoint, or its statement undone by SQLite (a whole transaction's rollback
+            // empties the log by itself).
+            shared.changes.undo_to(mark);
         }
         if let Some(Err(e)) = undo {
             tracing::error!(error = %e, "could not end a write's savepoint");
@@ -154,6 +161,7 @@ pub(crate) fn run_alone(
 ) -> Option<Error> {
     let metrics = &shared.metrics;
     let started = Instant::now();
+    shared.changes.discard();
     let (ran, outcome) = match request.kind {
         _ if let Some(deadline) = request.deadline
             && !request.kind.is_grouped()
@@ -208,6 +216,7 @@ pub(crate) fn run_alone(
             }
         },
         WriteKind::GroupedStatement => {
+            let mark = shared.changes.mark();
             // One statement with nothing queued to share its commit: in autocommit mode it is a transaction by
             // itself (a writing statement takes the write lock when it starts and commits when it ends, or undoes
             // everything it did), which spares executing `BEGIN IMMEDIATE` and `COMMIT`. If the commit fails, the
@@ -220,6 +229,7 @@ pub(crate) fn run_alone(
                 metrics.write_txn_us.record_duration(started.elapsed());
             } else {
                 metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+                shared.changes.undo_to(mark);
             }
             (ran, None)
         }

@@ -156,6 +156,20 @@ pub(crate) fn watch_wal(
     Ok(())
 }
 
+/// Installs the writer's change hooks: each row a statement changes goes into the database's change log (while
+/// anyone subscribes), and a transaction that rolls back empties it ([`crate::changes`]).
+pub(crate) fn watch_changes(conn: &mut Connection, shared: &Arc<Shared>) -> Result<()> {
+    let changes = shared.clone();
+    conn.update_hook(Some(
+        move |_: rusqlite::hooks::Action, _: &str, table: &str, rowid: i64| {
+            changes.changes.record(table, rowid);
+        },
+    ))?;
+    let changes = shared.clone();
+    conn.rollback_hook(Some(move || changes.changes.discard()))?;
+    Ok(())
+}
+
 /// Reads back the reported PRAGMAs plus every PRAGMA the configuration set.
 pub(crate) fn read_back_pragmas(
     conn: &Connection,

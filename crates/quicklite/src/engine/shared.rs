@@ -1,10 +1,11 @@
 //! What a database's handle and every connection serving it share: the commit sequence, whether a checkpoint waits
-//! for readers, and the live counters.
+//! for readers, the live counters, and the change notifications.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
+use crate::changes::Changes;
 use crate::cost::Costs;
 use crate::metrics::Metrics;
 
@@ -17,6 +18,8 @@ pub(crate) struct Shared {
     pub(crate) metrics: Metrics,
     /// What each call site's reads have cost lately.
     pub(crate) costs: Costs,
+    /// What each commit changed, for subscribers.
+    pub(crate) changes: Changes,
 }
 
 /// What the writer tells every reader.
@@ -31,6 +34,14 @@ struct Published {
 }
 
 impl Shared {
+    /// State whose commits are told to subscribers through `changes`.
+    pub(crate) fn new(changes: Changes) -> Shared {
+        Shared {
+            changes,
+            ..Shared::default()
+        }
+    }
+
     /// The commit sequence now: a snapshot begun after this load contains every commit numbered up to it.
     pub(crate) fn commit_seq(&self) -> u64 {
         self.published.commit_seq.load(Ordering::Acquire)
@@ -39,8 +50,9 @@ impl Shared {
     /// Makes a commit visible to read-your-writes: readers serving requests made after this point start a new
     /// snapshot if theirs is older. Called once the `COMMIT` has returned.
     pub(crate) fn publish_commit(&self) {
-        self.published.commit_seq.fetch_add(1, Ordering::Release);
+        let seq = self.published.commit_seq.fetch_add(1, Ordering::Release) + 1;
         self.metrics.commits.fetch_add(1, Ordering::Relaxed);
+        self.changes.committed(seq);
     }
 
     /// Whether a checkpoint is waiting for readers now.

@@ -101,6 +101,7 @@ impl Writer {
         let mut conn = open::open_read_write(path, config, ConnectionRole::Writer)?;
         open::instrument(conn.conn_mut(), config, shared, "writer", &busy)?;
         open::watch_wal(conn.conn_mut(), config, shared)?;
+        open::watch_changes(conn.conn_mut(), shared)?;
         if first && let Some(migration) = &config.hooks.migration {
             migrate(&mut conn, migration)?;
         }
