@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use crate::engine::Shared;
-use crate::engine::guard::GuardedConnection;
+use crate::engine::guard::{GuardedConnection, savepoint_name};
 use crate::request::{Ran, WriteKind, WriteRequest};
 use crate::util::blocking_work;
 use crate::{Error, RequestKind};
@@ -19,9 +19,9 @@ use crate::{Error, RequestKind};
 pub(crate) const BEGIN: &str = "BEGIN IMMEDIATE";
 pub(crate) const COMMIT: &str = "COMMIT";
 pub(crate) const ROLLBACK: &str = "ROLLBACK";
-const SAVEPOINT_SQL: &str = "SAVEPOINT quicklite_write";
-const RELEASE_SQL: &str = "RELEASE quicklite_write";
-const ROLLBACK_TO_SQL: &str = "ROLLBACK TO quicklite_write";
+const SAVEPOINT_SQL: &str = concat!("SAVEPOINT ", savepoint_name!());
+const RELEASE_SQL: &str = concat!("RELEASE ", savepoint_name!());
+const ROLLBACK_TO_SQL: &str = concat!("ROLLBACK TO ", savepoint_name!());
 
 /// What happened to each write of a transaction, in order: `None` if its work was committed — or if its own
 /// closure failed, which its own answer reports — and otherwise the failure that took its work with it (the

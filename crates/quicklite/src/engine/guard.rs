@@ -7,8 +7,17 @@ use std::time::Instant;
 use rusqlite::Connection;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 
+/// Name of the savepoint each write of a group runs in, as a macro so that the statements that use it are
+/// constants made from it (`engine/group`): the guard refuses closures exactly the savepoint the engine runs.
+macro_rules! savepoint_name {
+    () => {
+        "quicklite_write"
+    };
+}
+pub(crate) use savepoint_name;
+
 /// Name of the savepoint each write of a group runs in.
-pub(crate) const SAVEPOINT: &str = "quicklite_write";
+pub(crate) const SAVEPOINT: &str = savepoint_name!();
 
 /// Refuses transaction control (`BEGIN`, `COMMIT`, `ROLLBACK`, and our own savepoint) to user closures.
 ///
