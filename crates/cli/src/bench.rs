@@ -203,6 +203,14 @@ fn options(args: &BenchArgs) -> anyhow::Result<BenchOptions> {
     if let Some(v) = &args.write_ratio {
         o.write_ppm = v.iter().map(|r| r.0).collect();
     }
+    if let Some(v) = &args.rate {
+        o.rates = v.iter().map(|r| Some(r.0)).collect();
+        if args.workloads.is_none() {
+            // Only some workloads run open loop: a rate alone means those of the run's workloads that do.
+            o.workloads
+                .retain(|w| quicklite_lab::Workload::parse(w).is_ok_and(|w| w.runs_open_loop()));
+        }
+    }
     if let Some(v) = args.seed {
         o.seed = v;
     }

@@ -151,6 +151,14 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "SHARES")]
     pub write_ratio: Option<Vec<WriteRatio>>,
 
+    /// Open-loop load: requests per second, each a cell (and a table) of its own. Requests are sent on a fixed
+    /// schedule whatever the answers do, latency runs from each request's scheduled time, and at most
+    /// --concurrency requests are in flight (one due while that many are is dropped and counted). point-read,
+    /// insert and mixed only; without --workloads, those three [default: closed loop, each task sending its next
+    /// request when the last one returns].
+    #[arg(long, value_delimiter = ',', value_name = "N,N")]
+    pub rate: Option<Vec<Rate>>,
+
     /// multi-db: numbers of databases [default: 1,10,50,100].
     #[arg(long, value_delimiter = ',', value_name = "N,N")]
     pub num_databases: Option<Vec<u32>>,
@@ -268,6 +276,38 @@ impl std::str::FromStr for WriteRatio {
     }
 }
 
+/// A `--rate` value: requests per second, a whole number of at least one (`1000`, `20k`, `1.5k`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate(pub u64);
+
+impl std::str::FromStr for Rate {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let not_a_rate =
+            || format!("`{text}` is not a rate in requests per second (e.g. 1000 or 20k)");
+        let (number, scale) = match text.trim().strip_suffix(['k', 'K']) {
+            Some(thousands) => (thousands, 1_000.0),
+            None => (text.trim(), 1.0),
+        };
+        let value = number
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .map(|v| v * scale)
+            .ok_or_else(not_a_rate)?;
+        if value.fract() != 0.0 || value > u64::MAX as f64 {
+            return Err(not_a_rate());
+        }
+        if value < 1.0 {
+            return Err(format!(
+                "`{text}`: a rate is at least one request per second"
+            ));
+        }
+        Ok(Self(value as u64))
+    }
+}
+
 /// `quicklite report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -299,6 +339,26 @@ pub struct DoctorArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_are_whole_requests_per_second() {
+        let parse = |text: &str| text.parse::<Rate>().map(|r| r.0);
+        assert_eq!(parse("1"), Ok(1));
+        assert_eq!(parse("1000"), Ok(1_000));
+        assert_eq!(parse("20k"), Ok(20_000));
+        assert_eq!(parse("1.5k"), Ok(1_500));
+        for (bad, message) in [
+            ("0", "at least one request per second"),
+            ("fast", "not a rate"),
+            ("-5", "not a rate"),
+            ("2.5", "not a rate"),
+            ("inf", "not a rate"),
+            ("", "not a rate"),
+        ] {
+            let err = parse(bad).unwrap_err();
+            assert!(err.contains(message), "{bad}: {err}");
+        }
+    }
 
     #[test]
     fn write_ratios_are_fractions_or_percentages_in_parts_per_million() {

@@ -83,6 +83,18 @@ fn contradictory_options_name_the_option() {
         "`2` is more than every operation (at most 1 or 100%)",
     );
     rejects(
+        &["--rate", "1000,fast"],
+        "`fast` is not a rate in requests per second",
+    );
+    rejects(
+        &["--rate", "0"],
+        "a rate is at least one request per second",
+    );
+    rejects(
+        &["--rate", "1000", "--workloads", "point-read,queue"],
+        "invalid --rate: queue cannot run at a fixed rate (only point-read, insert, mixed can)",
+    );
+    rejects(
         &["--write-mode", "lazy"],
         "invalid --write-mode: unknown value `lazy` (valid: blocking, paced)",
     );

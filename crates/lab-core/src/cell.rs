@@ -51,6 +51,13 @@ pub struct Cell {
         skip_serializing_if = "is_default_write_ppm"
     )]
     pub write_ppm: u32,
+    /// Open-loop load: requests per second issued on a fixed schedule whatever the answers do, at most
+    /// [`Cell::concurrency`] in flight (a request due while that many are in flight is dropped and counted).
+    /// `None` for a closed-loop cell (each task sends its next request when the last one returns), and then not
+    /// written, so runners that know no open loop never see it and cells written before it existed read as closed
+    /// loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u64>,
     /// Directory where the runner creates its database files (a fresh, empty directory per cell).
     pub dir: String,
     /// Seed for the operation mix and key choice, so runs are repeatable.

@@ -74,7 +74,8 @@ pub use data::{
     Param, Statement, TRANSACTIONS_PER_BLOCK,
 };
 pub use driver::{
-    CEILING_WORKLOADS, CeilingConnection, CeilingWrite, QUEUE_PROBE_CYCLES, drive, drive_ceiling,
+    CEILING_WORKLOADS, CeilingConnection, CeilingWrite, DRAIN_GRACE, QUEUE_PROBE_CYCLES, drive,
+    drive_ceiling,
 };
 pub use idle::IDLE_WINDOW;
 pub use knobs::{Knobs, MutexMode, Pragma, Profile, REPORTED_PRAGMAS, SERVER_PRAGMAS};
@@ -82,7 +83,9 @@ pub use machine::{cpu_model, rfc3339_utc};
 pub use measurement::{Measurement, failed_result};
 pub use orm::OrmOp;
 pub use pacing::Schedule;
-pub use result::{CellResult, Completion, Environment, IdleCpu, Lateness, NamedOp, OpStats};
+pub use result::{
+    CellResult, Completion, Environment, IdleCpu, Lateness, NamedOp, OpStats, OpenLoop,
+};
 pub use rng::Rng;
 pub use round_trip::core_round_trip_ns;
 pub use runner_main::{Runner, run_runner_main};

@@ -4,7 +4,9 @@
 //! version, settings in effect), so the two halves meet here.
 
 use crate::cell::Cell;
-use crate::result::{CellResult, Completion, Environment, IdleCpu, Lateness, NamedOp, OpStats};
+use crate::result::{
+    CellResult, Completion, Environment, IdleCpu, Lateness, NamedOp, OpStats, OpenLoop,
+};
 
 /// What [`crate::drive`] measured; becomes a [`CellResult`] once the runner adds its environment.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -44,6 +46,8 @@ pub struct Measurement {
     pub cpu_per_op_us: Option<f64>,
     /// The process's CPU time in the idle window after the measured one; `None` when it was not measured.
     pub idle_cpu: Option<IdleCpu>,
+    /// What an open-loop cell offered and what came of it; `None` for a closed-loop cell.
+    pub open_loop: Option<OpenLoop>,
 }
 
 impl Measurement {
@@ -88,6 +92,7 @@ impl Measurement {
             lateness: self.lateness,
             cpu_per_op_us: self.cpu_per_op_us,
             idle_cpu: self.idle_cpu,
+            open_loop: self.open_loop,
             env,
         }
     }

@@ -69,6 +69,11 @@ pub struct CellResult {
     /// `None` from runners that do not measure it and in results written before it existed.
     #[serde(default)]
     pub idle_cpu: Option<IdleCpu>,
+    /// What an open-loop cell ([`Cell::rate`]) offered and what came of it: requests due, dropped, unfinished,
+    /// the rate achieved, and latency from each request's scheduled time. `None` for a closed-loop cell, and then
+    /// not written, so a closed-loop result reads as it always did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoop>,
     /// Where and with what the number was obtained.
     pub env: Environment,
 }
@@ -97,6 +102,43 @@ pub struct Lateness {
     pub max_us: f64,
     /// Ticks measured: one per millisecond of the window.
     pub ticks: u64,
+}
+
+/// What an open-loop cell offered and what came of it, counted by each request's scheduled time: a request due
+/// inside the measured window counts, whenever it finished.
+///
+/// `due = issued + dropped` and `issued = completed + failed + unfinished`. Latency runs from the instant a
+/// request was due, not from when it was handed to the runtime, so time spent waiting to be sent counts (no
+/// coordinated omission); `send_lateness` says how late the schedule handed requests over.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoop {
+    /// Requests the schedule made due inside the window: the rate times the window.
+    pub due: u64,
+    /// Requests handed to the runtime (each its own task).
+    pub issued: u64,
+    /// Requests not sent because the bound of requests in flight ([`Cell::concurrency`]) was reached when they
+    /// were due.
+    pub dropped: u64,
+    /// Issued requests that succeeded.
+    pub completed: u64,
+    /// Issued requests that returned an error.
+    pub failed: u64,
+    /// Issued requests still in flight when the driver stopped waiting for them after the window.
+    pub unfinished: u64,
+    /// Completed requests per second of the window.
+    pub achieved_per_sec: f64,
+    /// Median latency from the scheduled time, in microseconds (every completed request, reads and writes).
+    pub p50_us: f64,
+    /// 99th percentile latency from the scheduled time, in microseconds.
+    pub p99_us: f64,
+    /// 99.9th percentile latency from the scheduled time, in microseconds.
+    pub p999_us: f64,
+    /// Longest latency from the scheduled time, in microseconds.
+    pub max_us: f64,
+    /// Median of how late the schedule handed a request to the runtime after its due time, in microseconds.
+    pub send_lateness_p50_us: f64,
+    /// 99th percentile of that lateness, in microseconds.
+    pub send_lateness_p99_us: f64,
 }
 
 /// The runner's CPU time while the approach sat idle: opened, warmed by the cell, sent nothing

@@ -204,6 +204,14 @@ impl TaskStats {
         &self.samples
     }
 
+    /// Every successful operation's latency, reads and writes together, in nanoseconds.
+    pub(crate) fn all_latencies(&self) -> Histogram<u64> {
+        let mut all = self.reads.clone();
+        // Both histograms auto-resize, so adding cannot fail for range reasons.
+        let _ = all.add(&self.writes);
+        all
+    }
+
     /// Throughput and latency of `kind` over `wall_secs`.
     pub fn op_stats(&self, kind: OpKind, wall_secs: f64) -> OpStats {
         let h = match kind {

@@ -30,6 +30,7 @@ pub(crate) fn sample_cell(workload: &str, approach: &str) -> Cell {
         rows: 200,
         think_us: 0,
         write_ppm: crate::cell::DEFAULT_WRITE_PPM,
+        rate: None,
         multi_db: (workload == "multi-db").then_some(MultiDb {
             num_databases: 3,
             readers: 2,

@@ -65,6 +65,14 @@ impl Workload {
         Self::Throughput,
     ];
 
+    /// The workloads with an open-loop driver ([`Cell::rate`]): those whose request is one operation.
+    pub const OPEN_LOOP: [Workload; 3] = [Self::PointRead, Self::Insert, Self::Mixed];
+
+    /// Whether the workload can be driven open loop, at a fixed rate of requests ([`Workload::OPEN_LOOP`]).
+    pub fn runs_open_loop(self) -> bool {
+        Self::OPEN_LOOP.contains(&self)
+    }
+
     /// The name used in cells, results and on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -127,6 +135,7 @@ impl Workload {
         if cell.concurrency == 0 && !matches!(workload, Self::MultiDb | Self::Orm) {
             bail!("concurrency must be at least 1");
         }
+        check_rate(cell, workload)?;
         Ok(workload)
     }
 
@@ -223,6 +232,22 @@ impl FromStr for Workload {
 
     fn from_str(s: &str) -> Result<Self> {
         Self::parse(s)
+    }
+}
+
+/// Refuses a rate for a workload without an open-loop driver, and a rate of zero.
+fn check_rate(cell: &Cell, workload: Workload) -> Result<()> {
+    match cell.rate {
+        Some(_) if !workload.runs_open_loop() => {
+            let names: Vec<_> = Workload::OPEN_LOOP.iter().map(|w| w.name()).collect();
+            bail!(
+                "{} has no open-loop driver (rate); open-loop workloads: {}",
+                workload.name(),
+                names.join(", ")
+            )
+        }
+        Some(0) => bail!("a rate is at least one request per second (rate = 0)"),
+        _ => Ok(()),
     }
 }
 
@@ -324,6 +349,26 @@ mod tests {
         cell.write_ppm = 1_000;
         let err = Workload::of_cell(&cell).unwrap_err().to_string();
         assert!(err.contains("only the mixed workload"), "{err}");
+    }
+
+    #[test]
+    fn only_single_operation_workloads_take_a_rate_and_it_is_not_zero() {
+        for workload in Workload::OPEN_LOOP {
+            let mut cell = sample_cell(workload.name(), "x");
+            cell.rate = Some(1_000);
+            assert_eq!(Workload::of_cell(&cell).unwrap(), workload);
+            cell.rate = Some(0);
+            let err = Workload::of_cell(&cell).unwrap_err().to_string();
+            assert!(err.contains("at least one request per second"), "{err}");
+        }
+        let mut cell = sample_cell("queue", "x");
+        cell.rate = Some(1_000);
+        let err = Workload::of_cell(&cell).unwrap_err().to_string();
+        assert!(
+            err.contains("queue has no open-loop driver")
+                && err.contains("point-read, insert, mixed"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -61,6 +61,11 @@ const MODULES: &[(&str, Layer)] = &[
     ("driver::client_loop", ClientTasks), // how a client task times one operation
     ("driver::window", ClientTasks),      // the measured window and what every windowed workload reports
     ("driver::closed_loop", Workloads),   // `point-read`, `insert`, `mixed`
+    ("driver::open_loop::arrivals", ClientTasks), // when each open-loop request is due
+    ("driver::open_loop::in_flight", ClientTasks), // the bound on open-loop requests in flight
+    ("driver::open_loop::dispatcher", ClientTasks), // the schedule's thread: send when due, or drop
+    ("driver::open_loop::request", ClientTasks), // one open-loop request: its operation, its task
+    ("driver::open_loop", Workloads),     // `point-read`, `insert`, `mixed` at a fixed rate
     ("driver::http", Workloads),          // `http`: the service under the load generator
     ("driver::multi_db", Workloads),      // `multi-db`: writers and readers over many databases
     ("driver::orm", Workloads),           // `orm`: the suite, one operation at a time

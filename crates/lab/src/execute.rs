@@ -206,6 +206,7 @@ pub(crate) fn failed_result(
         lateness: None,
         cpu_per_op_us: None,
         idle_cpu: None,
+        open_loop: None,
         env: Environment {
             runner: program
                 .file_name()

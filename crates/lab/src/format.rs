@@ -18,6 +18,19 @@ pub fn ops(value: f64) -> String {
     }
 }
 
+/// An offered load, exact with thousands separated: `1,000 req/s`, `20,000 req/s`.
+pub fn rate(requests_per_sec: u64) -> String {
+    let digits = requests_per_sec.to_string();
+    let mut grouped = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    format!("{grouped} req/s")
+}
+
 /// A latency given in microseconds: `0.52 µs`, `3.3 µs`, `250 µs`, `1.30 ms`, `2.10 s`.
 pub fn latency_us(us: f64) -> String {
     if us >= 1e6 {
@@ -132,6 +145,20 @@ pub fn percent(ratio: f64) -> String {
     format!("{:.0}%", ratio * 100.0)
 }
 
+/// A measured share as a percentage to two significant digits or so: `12%`, `3.0%`, `0.56%`, `<0.01%`.
+pub fn measured_share(ratio: f64) -> String {
+    let percent = ratio * 100.0;
+    if percent >= 10.0 {
+        format!("{percent:.0}%")
+    } else if percent >= 1.0 {
+        format!("{percent:.1}%")
+    } else if percent >= 0.01 {
+        format!("{percent:.2}%")
+    } else {
+        "<0.01%".to_string()
+    }
+}
+
 /// A share given in parts per million, as an exact percentage: `10%`, `1%`, `0.1%`, `0.0001%`, `0%`.
 pub fn share_ppm(ppm: u32) -> String {
     // Integer digits: a share of writes is a knob's value, and prints back as it was given.
@@ -147,6 +174,22 @@ pub fn share_ppm(ppm: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn measured_shares_keep_two_digits() {
+        assert_eq!(measured_share(0.125), "12%");
+        assert_eq!(measured_share(0.0303), "3.0%");
+        assert_eq!(measured_share(0.005625), "0.56%");
+        assert_eq!(measured_share(0.00001), "<0.01%");
+    }
+
+    #[test]
+    fn rates_are_exact_with_thousands_separated() {
+        assert_eq!(rate(1), "1 req/s");
+        assert_eq!(rate(1_000), "1,000 req/s");
+        assert_eq!(rate(100_000), "100,000 req/s");
+        assert_eq!(rate(1_234_567), "1,234,567 req/s");
+    }
 
     #[test]
     fn numbers_read_like_the_design_brief() {

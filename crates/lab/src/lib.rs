@@ -59,7 +59,7 @@ pub use execute::{ExecOptions, default_timeout, run_cell};
 pub use export::{ExportFormat, Exporter};
 pub use matrix::{build_matrix, interleave, validate};
 pub use options::{BenchOptions, Variant, default_worker_threads};
-pub use quicklite_lab_core::{Cell, CellResult, IDLE_WINDOW, PPM};
+pub use quicklite_lab_core::{Cell, CellResult, IDLE_WINDOW, PPM, Workload};
 pub use registry::{RunnerRegistry, RunnerSetup, find_repo_root, query_approaches};
 pub use report::{read_csv, write_reports};
 pub use row::{COLUMNS, CsvRow};

@@ -1,6 +1,6 @@
 //! The matrix: every cell a run will measure, built from [`BenchOptions`] and validated before anything runs.
 
-use quicklite_lab_core::{Cell, DEFAULT_WRITE_PPM, MultiDb, PPM, WriteMode};
+use quicklite_lab_core::{Cell, DEFAULT_WRITE_PPM, MultiDb, PPM, Workload, WriteMode};
 
 use crate::catalog::{self, MULTI_DB};
 use crate::error::{LabError, Result};
@@ -27,7 +27,10 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
                 for (mutex, mmap_size) in
                     product(&dedup(&options.mutex), &dedup(&options.mmap_size))
                 {
-                    for approach in approaches.iter().filter(|a| catalog::supports(workload, a)) {
+                    for approach in approaches
+                        .iter()
+                        .filter(|a| catalog::supports(workload, a) && takes_rate(base, a))
+                    {
                         // A server-backed approach has no SQLite knobs: one cell, at the first values.
                         let sqlite_knobs_vary = memstatus != first_memstatus
                             || mutex != first_mutex
@@ -65,7 +68,10 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
         for variant in variants_for(workload, &approaches, &options.variants)
             .filter(|v| catalog::supports(workload, &v.approach))
         {
-            if let Some(base) = scenarios.first() {
+            if let Some(base) = scenarios
+                .first()
+                .filter(|b| takes_rate(b, &variant.approach))
+            {
                 let cell = apply(base, variant, options);
                 if !cells.contains(&cell) {
                     cells.push(cell);
@@ -118,6 +124,7 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
         multi_db: None,
         think_us: 0,
         write_ppm: DEFAULT_WRITE_PPM,
+        rate: None,
         dir: String::new(),
         seed: options.seed,
         repetition: 0,
@@ -175,7 +182,8 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
         vec![DEFAULT_WRITE_PPM]
     };
     let mut out = Vec::new();
-    for ((concurrency, multi_db), write_ppm) in product(&loads, &write_shares) {
+    let shares_and_rates = product(&write_shares, &dedup(&options.rates));
+    for ((concurrency, multi_db), (write_ppm, rate)) in product(&loads, &shares_and_rates) {
         for &think_us in &thinks {
             for &worker_threads in &dedup(&options.worker_threads) {
                 for profile in &dedup(&options.profiles) {
@@ -185,6 +193,7 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
                                 concurrency,
                                 think_us,
                                 write_ppm,
+                                rate,
                                 worker_threads,
                                 profile: profile.clone(),
                                 synchronous: synchronous.clone().or(synchronous_default.clone()),
@@ -199,6 +208,11 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
         }
     }
     out
+}
+
+/// Whether `approach` has a cell at `base`'s load: the ceiling runs flat out only, so it has none at a rate.
+fn takes_rate(base: &Cell, approach: &str) -> bool {
+    base.rate.is_none() || approach != catalog::CEILING
 }
 
 fn variants_for<'a>(
@@ -319,6 +333,7 @@ pub fn validate(options: &BenchOptions) -> Result<()> {
             ));
         }
     }
+    check_rates(options)?;
     if has_multi_db {
         positive_list("--num-databases", &options.num_databases)?;
         positive_list("--write-delays", &options.write_delays_ms)?;
@@ -361,6 +376,39 @@ pub fn validate(options: &BenchOptions) -> Result<()> {
         {
             return Err(invalid("variant mutex", format!("unknown mode `{mutex}`")));
         }
+    }
+    Ok(())
+}
+
+/// Refuses a rate of zero, and a rate with a workload that has no open-loop driver.
+fn check_rates(options: &BenchOptions) -> Result<()> {
+    non_empty("--rate", &options.rates)?;
+    if options.rates.iter().all(Option::is_none) {
+        return Ok(());
+    }
+    if options.rates.contains(&Some(0)) {
+        return Err(invalid(
+            "--rate",
+            "every rate must be at least one request per second",
+        ));
+    }
+    let closed_only: Vec<&str> = options
+        .workloads
+        .iter()
+        .filter(|w| Workload::parse(w).is_ok_and(|w| !w.runs_open_loop()))
+        .map(String::as_str)
+        .collect();
+    if !closed_only.is_empty() {
+        let open: Vec<&str> = Workload::OPEN_LOOP.iter().map(|w| w.name()).collect();
+        return Err(invalid(
+            "--rate",
+            format!(
+                "{} cannot run at a fixed rate (only {} can): leave {} out of --workloads",
+                catalog::list(&closed_only),
+                open.join(", "),
+                if closed_only.len() == 1 { "it" } else { "them" }
+            ),
+        ));
     }
     Ok(())
 }
@@ -887,6 +935,63 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn rates_are_an_axis_and_the_ceiling_stays_closed_loop() {
+        let options = BenchOptions {
+            workloads: vec!["point-read".into(), "mixed".into()],
+            approaches: vec![
+                "quicklite".into(),
+                "ceiling".into(),
+                "tokio-rusqlite".into(),
+            ],
+            concurrency: vec![64],
+            rates: vec![Some(1_000), Some(20_000), Some(1_000)],
+            ..once()
+        };
+        let cells = build_matrix(&options).unwrap();
+        let got: Vec<(&str, Option<u64>, &str)> = cells
+            .iter()
+            .map(|c| (c.workload.as_str(), c.rate, c.approach.as_str()))
+            .collect();
+        let mut expected = Vec::new();
+        for workload in ["point-read", "mixed"] {
+            for rate in [1_000, 20_000] {
+                for approach in ["quicklite", "tokio-rusqlite"] {
+                    expected.push((workload, Some(rate), approach));
+                }
+            }
+        }
+        assert_eq!(got, expected);
+        // Without --rate, every cell is closed loop and its JSON says nothing of rates.
+        let cells = build_matrix(&BenchOptions::quick()).unwrap();
+        assert!(cells.iter().all(|c| c.rate.is_none()));
+        assert!(!serde_json::to_string(&cells[0]).unwrap().contains("rate"));
+    }
+
+    #[test]
+    fn a_rate_is_refused_for_workloads_without_an_open_loop_and_when_zero() {
+        let options = BenchOptions {
+            workloads: vec!["point-read".into(), "queue".into(), "orm".into()],
+            approaches: vec!["quicklite".into()],
+            rates: vec![Some(1_000)],
+            ..once()
+        };
+        let err = build_matrix(&options).unwrap_err().to_string();
+        assert!(
+            err.contains("--rate")
+                && err.contains("queue, orm cannot run at a fixed rate")
+                && err.contains("point-read, insert, mixed"),
+            "{err}"
+        );
+        let options = BenchOptions {
+            workloads: vec!["insert".into()],
+            rates: vec![Some(0)],
+            ..options
+        };
+        let err = build_matrix(&options).unwrap_err().to_string();
+        assert!(err.contains("at least one request per second"), "{err}");
     }
 
     #[test]

@@ -55,6 +55,10 @@ pub struct BenchOptions {
     /// `mixed`: shares of writes, in parts per million of its operations (`1000` is 0.1%). By default,
     /// `[100000]`: 10%, the mix the workload has always had ([`quicklite_lab_core::DEFAULT_WRITE_PPM`]).
     pub write_ppm: Vec<u32>,
+    /// Offered loads of `point-read`, `insert` and `mixed`, in requests per second: each cell sends its requests
+    /// on a fixed schedule whatever the answers do, at most its concurrency in flight (open loop); `None` is the
+    /// closed loop, each task sending its next request when the last one returns. By default, `[None]`.
+    pub rates: Vec<Option<u64>>,
     /// Seed of the operation mix and key choice. By default, 4.
     pub seed: u64,
     /// SQLite build profiles (names from the lab's profile list, `build-profiles.txt`): each profile's runners
@@ -125,6 +129,7 @@ impl Default for BenchOptions {
             write_modes: vec!["blocking".to_owned()],
             think_us: vec![0, 1_000],
             write_ppm: vec![quicklite_lab_core::DEFAULT_WRITE_PPM],
+            rates: vec![None],
             seed: 4,
             build_profiles: vec![quicklite_lab_core::DEFAULT_BUILD_PROFILE.to_owned()],
             postgres_url: None,

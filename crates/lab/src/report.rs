@@ -146,6 +146,32 @@ mod tests {
     }
 
     #[test]
+    fn a_csv_from_before_open_loops_still_loads_as_closed_loop_cells() {
+        let results = fixtures::results();
+        assert!(results.iter().any(|r| r.open_loop.is_some()));
+        let columns: Vec<&str> = crate::row::COLUMNS
+            .iter()
+            .copied()
+            .skip_while(|c| *c != "rate")
+            .take_while(|c| *c != "failure")
+            .collect();
+        assert_eq!(columns.len(), 14, "{columns:?}");
+        let back = through_a_csv_without(&columns);
+        assert_eq!(back.len(), results.len());
+        assert!(
+            back.iter()
+                .all(|r| r.cell.rate.is_none() && r.open_loop.is_none())
+        );
+        // The closed-loop cells read exactly as written.
+        for (old, new) in results.iter().zip(&back) {
+            if old.cell.rate.is_none() {
+                assert_eq!(old.cell.workload, new.cell.workload);
+                assert_eq!((old.reads.ops, old.errors), (new.reads.ops, new.errors));
+            }
+        }
+    }
+
+    #[test]
     fn a_malformed_csv_names_the_record() {
         let dir = tempfile::tempdir().unwrap();
         let csv = dir.path().join("bad.csv");

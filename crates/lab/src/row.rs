@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use quicklite_lab_core::{
     Cell, CellResult, Completion, DEFAULT_BUILD_PROFILE, DEFAULT_WRITE_PPM, Environment, IdleCpu,
-    Lateness, MultiDb, NamedOp, OpStats, WriteMode,
+    Lateness, MultiDb, NamedOp, OpStats, OpenLoop, WriteMode,
 };
 use serde::{Deserialize, Serialize};
 
@@ -69,6 +69,20 @@ pub const COLUMNS: &[&str] = &[
     "repetition",
     "think_us",
     "write_ppm",
+    "rate",
+    "open_due",
+    "open_issued",
+    "open_dropped",
+    "open_completed",
+    "open_failed",
+    "open_unfinished",
+    "open_achieved_per_sec",
+    "open_p50_us",
+    "open_p99_us",
+    "open_p999_us",
+    "open_max_us",
+    "send_lateness_p50_us",
+    "send_lateness_p99_us",
     "failure",
     "runner",
     "sqlite_version",
@@ -183,6 +197,37 @@ pub struct CsvRow {
     /// none, and in CSVs written before the knob existed, when `mixed` wrote 10%.
     #[serde(default)]
     pub write_ppm: Option<u32>,
+    /// The offered load of an open-loop cell, in requests per second; empty for a closed-loop cell and in CSVs
+    /// written before open loops existed. The `open_*` and `send_lateness_*` columns are its figures
+    /// ([`OpenLoop`]), empty likewise.
+    #[serde(default)]
+    pub rate: Option<u64>,
+    #[serde(default)]
+    pub open_due: Option<u64>,
+    #[serde(default)]
+    pub open_issued: Option<u64>,
+    #[serde(default)]
+    pub open_dropped: Option<u64>,
+    #[serde(default)]
+    pub open_completed: Option<u64>,
+    #[serde(default)]
+    pub open_failed: Option<u64>,
+    #[serde(default)]
+    pub open_unfinished: Option<u64>,
+    #[serde(default)]
+    pub open_achieved_per_sec: Option<f64>,
+    #[serde(default)]
+    pub open_p50_us: Option<f64>,
+    #[serde(default)]
+    pub open_p99_us: Option<f64>,
+    #[serde(default)]
+    pub open_p999_us: Option<f64>,
+    #[serde(default)]
+    pub open_max_us: Option<f64>,
+    #[serde(default)]
+    pub send_lateness_p50_us: Option<f64>,
+    #[serde(default)]
+    pub send_lateness_p99_us: Option<f64>,
     pub failure: String,
     pub runner: String,
     pub sqlite_version: String,
@@ -283,6 +328,20 @@ impl From<&CellResult> for CsvRow {
             repetition: c.repetition,
             think_us: c.think_us,
             write_ppm: (c.workload == crate::catalog::MIXED).then_some(c.write_ppm),
+            rate: c.rate,
+            open_due: r.open_loop.map(|o| o.due),
+            open_issued: r.open_loop.map(|o| o.issued),
+            open_dropped: r.open_loop.map(|o| o.dropped),
+            open_completed: r.open_loop.map(|o| o.completed),
+            open_failed: r.open_loop.map(|o| o.failed),
+            open_unfinished: r.open_loop.map(|o| o.unfinished),
+            open_achieved_per_sec: r.open_loop.map(|o| o.achieved_per_sec),
+            open_p50_us: r.open_loop.map(|o| o.p50_us),
+            open_p99_us: r.open_loop.map(|o| o.p99_us),
+            open_p999_us: r.open_loop.map(|o| o.p999_us),
+            open_max_us: r.open_loop.map(|o| o.max_us),
+            send_lateness_p50_us: r.open_loop.map(|o| o.send_lateness_p50_us),
+            send_lateness_p99_us: r.open_loop.map(|o| o.send_lateness_p99_us),
             failure: r.failure.clone().unwrap_or_default(),
             runner: r.env.runner.clone(),
             sqlite_version: r.env.sqlite_version.clone(),
@@ -300,6 +359,25 @@ impl From<&CellResult> for CsvRow {
             date: r.env.date.clone(),
         }
     }
+}
+
+/// The open-loop figures of a row, when its CSV has them all.
+fn open_loop_of(row: &CsvRow) -> Option<OpenLoop> {
+    Some(OpenLoop {
+        due: row.open_due?,
+        issued: row.open_issued?,
+        dropped: row.open_dropped?,
+        completed: row.open_completed?,
+        failed: row.open_failed?,
+        unfinished: row.open_unfinished?,
+        achieved_per_sec: row.open_achieved_per_sec?,
+        p50_us: row.open_p50_us?,
+        p99_us: row.open_p99_us?,
+        p999_us: row.open_p999_us?,
+        max_us: row.open_max_us?,
+        send_lateness_p50_us: row.send_lateness_p50_us?,
+        send_lateness_p99_us: row.send_lateness_p99_us?,
+    })
 }
 
 impl From<CsvRow> for CellResult {
@@ -341,6 +419,7 @@ impl From<CsvRow> for CellResult {
             }),
             _ => None,
         };
+        let open_loop = open_loop_of(&row);
         let idle_cpu = row
             .idle_secs
             .zip(row.idle_cpu_secs)
@@ -368,6 +447,7 @@ impl From<CsvRow> for CellResult {
                 multi_db,
                 think_us: row.think_us,
                 write_ppm: row.write_ppm.unwrap_or(DEFAULT_WRITE_PPM),
+                rate: row.rate,
                 // The cell's directory is deleted after the run; it is not part of the record.
                 dir: String::new(),
                 seed: row.seed,
@@ -412,6 +492,7 @@ impl From<CsvRow> for CellResult {
             lateness,
             cpu_per_op_us: row.cpu_per_op_us,
             idle_cpu,
+            open_loop,
             env: Environment {
                 runner: row.runner,
                 sqlite_version: row.sqlite_version,
@@ -488,5 +569,23 @@ mod tests {
             };
             assert_eq!(back, expected);
         }
+    }
+
+    #[test]
+    fn a_closed_loop_result_is_written_as_before_open_loops_existed() {
+        let results = fixtures::results();
+        let closed = results.iter().find(|r| r.cell.rate.is_none()).unwrap();
+        let json = serde_json::to_string(closed).unwrap();
+        assert!(
+            !json.contains("\"rate\"") && !json.contains("open_loop"),
+            "{json}"
+        );
+        let open = results.iter().find(|r| r.cell.rate.is_some()).unwrap();
+        let json = serde_json::to_string(open).unwrap();
+        assert!(
+            json.contains("\"rate\":1000") && json.contains("\"open_loop\""),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<CellResult>(&json).unwrap(), *open);
     }
 }

@@ -80,6 +80,9 @@ pub fn cell_label(cell: &Cell) -> String {
         }
         None => label.push_str(&format!(" · {} tasks", cell.concurrency)),
     }
+    if let Some(rate) = cell.rate {
+        label.push_str(&format!(" · {} offered", crate::format::rate(rate)));
+    }
     if cell.write_ppm != quicklite_lab_core::DEFAULT_WRITE_PPM {
         label.push_str(&format!(
             " · {} writes",

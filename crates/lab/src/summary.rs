@@ -55,6 +55,9 @@ pub struct Table {
     /// Whether the table is `throughput`'s: each write is a transaction of many rows, with rows per second and CPU
     /// per transaction.
     pub is_throughput: bool,
+    /// Whether the table's cells ran open loop at one offered rate: achieved rate, dropped requests and latency
+    /// from the scheduled times instead of rates and ratios, rows ranked by p99 (every row offered the same load).
+    pub is_open_loop: bool,
     /// The most repetitions any row has.
     pub repetitions: usize,
 }
@@ -286,7 +289,12 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
         .into_iter()
         .map(|(cell, list)| row(label(&cell), &list))
         .collect();
-    rows.sort_by(|a, b| b.throughput.total_cmp(&a.throughput));
+    let is_open_loop = first.rate.is_some();
+    if is_open_loop {
+        rows.sort_by(|a, b| open_loop_p99(a).total_cmp(&open_loop_p99(b)));
+    } else {
+        rows.sort_by(|a, b| b.throughput.total_cmp(&a.throughput));
+    }
     let failures = members
         .iter()
         .filter_map(|r| {
@@ -308,8 +316,12 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
             rows.iter()
                 .position(|r| r.result.cell.approach == baseline_name)
         });
-    // Or the slowest approach (the ceiling is a reference, not an approach).
-    let chosen = named.or_else(|| rows.iter().rposition(|r| !r.is_ceiling));
+    // Or the slowest approach (the ceiling is a reference, not an approach). At an offered rate every row
+    // completes about the same number of requests: a ratio of throughputs would say nothing.
+    let named = named.filter(|_| !is_open_loop);
+    let chosen = named
+        .or_else(|| rows.iter().rposition(|r| !r.is_ceiling))
+        .filter(|_| !is_open_loop);
     let baseline = chosen.map(|i| {
         rows[i].is_baseline = true;
         Baseline {
@@ -338,13 +350,18 @@ fn table(members: &[&CellResult], baseline_name: &str) -> Table {
     }
     Table {
         workload: first.workload.clone(),
-        title: first.workload.clone(),
+        title: match first.rate {
+            Some(rate) => format!("{} · {}", first.workload, format::rate(rate)),
+            None => first.workload.clone(),
+        },
         settings: settings(first, memstatus, &mutex, mmap_size, &build_profile),
         has_operations: rows.iter().any(|r| r.result.operation("cycle").is_some()),
         is_orm: is_orm(first),
         is_throughput: first.workload == catalog::THROUGHPUT,
-        has_reads: rows.iter().any(|r| r.result.reads.ops > 0),
-        has_writes: rows.iter().any(|r| r.result.writes.ops > 0),
+        is_open_loop,
+        // An open-loop table shows reads and writes together, from their scheduled times.
+        has_reads: !is_open_loop && rows.iter().any(|r| r.result.reads.ops > 0),
+        has_writes: !is_open_loop && rows.iter().any(|r| r.result.writes.ops > 0),
         has_completion: rows.iter().any(|r| r.result.write_completion.is_some()),
         has_process: first.multi_db.is_some(),
         has_open_databases: first.multi_db.is_some()
@@ -437,7 +454,14 @@ fn settings(
             push("write mode", m.write_mode.to_string());
             push("write delay", format::duration_ms(m.write_delay_ms));
         }
+        None if cell.rate.is_some() => push(
+            "requests in flight",
+            format!("at most {}", cell.concurrency),
+        ),
         None => push("concurrency", format!("{} tasks", cell.concurrency)),
+    }
+    if let Some(rate) = cell.rate {
+        push("offered load", format::rate(rate));
     }
     push("tokio worker threads", cell.worker_threads.to_string());
     push("profile", cell.profile.clone());
@@ -485,6 +509,24 @@ fn settings(
     );
     push("seed", cell.seed.to_string());
     out
+}
+
+/// What an open-loop table shows, for reports with one; `None` when every cell ran closed loop.
+pub fn open_loop_note(results: &[CellResult]) -> Option<String> {
+    results.iter().any(|r| r.cell.rate.is_some()).then(|| {
+        "Tables titled with a rate (`· 1,000 req/s`) ran open loop: requests sent on a fixed schedule whatever \
+         the answers did, at most the cell's concurrency in flight (a request due while that many were is \
+         `dropped`); `achieved/s` counts the requests due in the window that succeeded, and p50, p99 and p99.9 run \
+         from each request's scheduled time, reads and writes together. Rows rank by p99; with every row offered \
+         the same load, a throughput ratio would say nothing, so there is none: compare latency and `CPU/op`."
+            .to_owned()
+    })
+}
+
+/// The p99 latency from the scheduled times of an open-loop row, the ranking key of its table (lowest first); rows
+/// without one last.
+fn open_loop_p99(row: &Row) -> f64 {
+    row.result.open_loop.map_or(f64::INFINITY, |o| o.p99_us)
 }
 
 /// Whether a cell runs the ORM suite, whose result is a suite time rather than a rate.

@@ -400,3 +400,74 @@ fn postgres_runs_the_orm_suite_on_a_throwaway_server() {
     assert!(stopped.success());
     assert!(!server.exists(), "the server's files are removed");
 }
+
+#[test]
+fn an_open_loop_cell_accounts_for_every_request_due_in_its_window() {
+    for (approach, workload) in [
+        ("quicklite", "point-read"),
+        ("direct-blocking", "insert"),
+        ("spawn-blocking", "mixed"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cell = tiny_cell(approach, workload, dir.path());
+        cell["rate"] = json!(2_000);
+        let result = run(&cell);
+        assert_eq!(result["failure"], Value::Null, "{result:#}");
+        assert_eq!(result["cell"]["rate"], 2_000, "echoed as sent");
+        let open = &result["open_loop"];
+        let count = |name: &str| {
+            open[name]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{name}: {result:#}"))
+        };
+        // 300 ms at 2,000 requests a second, whatever the timing.
+        assert_eq!(count("due"), 600, "{result:#}");
+        assert_eq!(
+            count("due"),
+            count("issued") + count("dropped"),
+            "{result:#}"
+        );
+        assert_eq!(
+            count("issued"),
+            count("completed") + count("failed") + count("unfinished"),
+            "{result:#}"
+        );
+        let ops =
+            result["reads"]["ops"].as_u64().unwrap() + result["writes"]["ops"].as_u64().unwrap();
+        assert_eq!(count("completed"), ops, "{result:#}");
+        assert_eq!(
+            count("failed"),
+            result["errors"].as_u64().unwrap(),
+            "{result:#}"
+        );
+        assert!(count("completed") > 0, "{result:#}");
+        let p = |name: &str| open[name].as_f64().unwrap();
+        assert!(
+            p("p50_us") <= p("p99_us")
+                && p("p99_us") <= p("p999_us")
+                && p("p999_us") <= p("max_us")
+        );
+        assert!(result["cpu_per_op_us"].as_f64().is_some(), "{result:#}");
+    }
+}
+
+#[test]
+fn a_closed_loop_result_has_no_open_loop_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_cell("direct-blocking", "point-read", dir.path()));
+    assert!(result.get("open_loop").is_none(), "{result:#}");
+    assert!(result["cell"].get("rate").is_none(), "{result:#}");
+}
+
+#[test]
+fn a_rate_for_a_workload_without_an_open_loop_fails_the_cell_with_a_clear_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cell = tiny_cell("quicklite", "queue", dir.path());
+    cell["rate"] = json!(1_000);
+    let result = run(&cell);
+    let failure = result["failure"].as_str().unwrap_or_default();
+    assert!(
+        failure.contains("queue has no open-loop driver"),
+        "{result:#}"
+    );
+}

@@ -2,7 +2,7 @@
 //!
 //! Every approach is measured through this one piece of code, so differences in the results come from the
 //! approaches, not from how each was driven. Clients are closed-loop: each task issues its next operation
-//! when the previous one returns. Operations that *complete* inside the measured window count; the warm-up
+//! when the previous one returns; a cell with a rate runs [`open_loop`] instead, requests sent on a schedule. Operations that *complete* inside the measured window count; the warm-up
 //! before it warms caches, connections and thread pools. The window is kept by the [`crate::timekeeper`].
 //!
 //! The [`ceiling`] runs the same statements with no async hand-off, for reference.
@@ -17,6 +17,7 @@ mod closed_loop;
 #[cfg(feature = "http")]
 mod http;
 mod multi_db;
+mod open_loop;
 mod orm;
 mod queue;
 mod throughput;
@@ -33,6 +34,7 @@ use crate::measurement::Measurement;
 use crate::workload::Workload;
 
 pub use ceiling::{CEILING_WORKLOADS, CeilingConnection, CeilingWrite};
+pub use open_loop::DRAIN_GRACE;
 pub use queue::QUEUE_PROBE_CYCLES;
 
 /// Runs `cell` against `approach`: spawns the client tasks, waits out the warm-up and the window, keeps the
@@ -55,6 +57,9 @@ where
     C: CeilingConnection,
     F: FnMut() -> Result<C>,
 {
+    if cell.rate.is_some() {
+        anyhow::bail!("the ceiling runs flat out (closed loop) only: it takes no rate");
+    }
     let measurement = ceiling::drive(cell, open).await?;
     Ok(with_cpu_figures(measurement).await)
 }
@@ -69,7 +74,12 @@ async fn with_cpu_figures(mut measurement: Measurement) -> Measurement {
 
 /// The workload's own driver.
 async fn drive_workload<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measurement> {
-    match Workload::of_cell(cell)? {
+    let workload = Workload::of_cell(cell)?;
+    if let Some(rate) = cell.rate {
+        // Validated above: only the workloads with an open-loop driver take a rate.
+        return open_loop::drive(cell, workload, approach, rate).await;
+    }
+    match workload {
         workload @ (Workload::PointRead
         | Workload::Insert
         | Workload::Mixed

@@ -19,6 +19,30 @@ pub const CPU_PER_OP: &str = "CPU/op";
 /// The heading of the column of CPU time in the idle window after the measured one, as a share of one core.
 pub const IDLE_CPU: &str = "idle CPU (% of a core)";
 
+/// The headings of an open-loop table's own columns: the rate achieved, the requests dropped past the bound in
+/// flight, and latency percentiles from the scheduled times.
+pub const OPEN_LOOP: [&str; 5] = ["achieved/s", "dropped", "p50", "p99", "p99.9"];
+
+/// An open-loop row's cells under [`OPEN_LOOP`]; "—" where the runner reported none.
+fn open_loop_cells(figures: Option<quicklite_lab_core::OpenLoop>) -> Vec<String> {
+    let Some(o) = figures else {
+        return vec![not_reported(); OPEN_LOOP.len()];
+    };
+    let dropped = if o.dropped == 0 || o.due == 0 {
+        o.dropped.to_string()
+    } else {
+        let share = o.dropped as f64 / o.due as f64;
+        format!("{} ({})", o.dropped, format::measured_share(share))
+    };
+    vec![
+        format::ops(o.achieved_per_sec),
+        dropped,
+        format::latency_us(o.p50_us),
+        format::latency_us(o.p99_us),
+        format::latency_us(o.p999_us),
+    ]
+}
+
 /// The text of a figure a runner did not report, in a column other rows fill.
 fn not_reported() -> String {
     "—".to_owned()
@@ -53,6 +77,12 @@ pub fn columns(table: &Table) -> Columns {
             "slowest operation",
         ] {
             headers.push((h.to_owned(), h != "slowest operation"));
+        }
+    }
+    if table.is_open_loop {
+        // Latency from each request's scheduled time, reads and writes together.
+        for h in OPEN_LOOP {
+            headers.push((h.to_owned(), true));
         }
     }
     if table.has_reads {
@@ -173,6 +203,9 @@ pub fn columns(table: &Table) -> Columns {
                         .map(|o| format!("{} ({})", o.name, format::latency_us(o.stats.avg_us)))
                         .unwrap_or_default(),
                 );
+            }
+            if table.is_open_loop {
+                cells.extend(open_loop_cells(r.open_loop));
             }
             if table.has_reads {
                 cells.push(format::ops(r.reads.ops_per_sec));

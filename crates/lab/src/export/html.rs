@@ -61,6 +61,9 @@ impl Exporter for HtmlExporter {
             "<p>{}</p>",
             inline_markup(&crate::summary::repetitions_note(results))
         );
+        if let Some(note) = crate::summary::open_loop_note(results) {
+            let _ = writeln!(out, "<p>{}</p>", inline_markup(&note));
+        }
         for table in &summary.tables {
             section(&mut out, table, baseline);
         }

@@ -31,6 +31,9 @@ impl Exporter for MarkdownExporter {
             results.iter().filter(|r| r.failure.is_some()).count(),
         );
         let _ = writeln!(out, "{}\n", repetitions_note(results));
+        if let Some(note) = crate::summary::open_loop_note(results) {
+            let _ = writeln!(out, "{note}\n");
+        }
         for table in &summary.tables {
             let _ = writeln!(out, "## {}\n", table.title);
             let _ = writeln!(out, "Settings: {}\n", settings_line(table));
