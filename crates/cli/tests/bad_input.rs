@@ -35,7 +35,8 @@ fn unknown_approach_lists_the_valid_ones() {
         &["--approaches", "quicklite,tokio-sqlite"],
         "unknown approach `tokio-sqlite` (valid approaches: ceiling, direct-blocking, spawn-blocking, per-request, \
          tokio-rusqlite, deadpool-sqlite, async-sqlite, sqlx, trailbase-sqlite, quicklite, go-mattn, go-modernc, \
-         go-zombiezen, node-better-sqlite3, node-sqlite, quicklite-timeouts, quicklite-writes-first, quicklite-no-inline, postgres)",
+         go-zombiezen, node-better-sqlite3, node-sqlite, quicklite-timeouts, quicklite-writes-first, quicklite-no-inline, quicklite-subscribed, \
+         quicklite-subscribed-100, postgres)",
     );
 }
 

@@ -44,6 +44,8 @@ pub const THROUGHPUT_APPROACHES: &[&str] = &[
     "quicklite-timeouts",
     "quicklite-writes-first",
     "quicklite-no-inline",
+    "quicklite-subscribed",
+    "quicklite-subscribed-100",
 ];
 
 /// The workload with many databases, paced writers and JOIN readers (seed 004).
@@ -94,11 +96,14 @@ pub const SERVER_APPROACHES: &[&str] = &["postgres"];
 /// of keeping deadlines against `quicklite` in the same run; `quicklite-writes-first` is quicklite with its read
 /// threads three nice steps below its write threads (`read_thread_nice(3)`); `quicklite-no-inline` is quicklite with
 /// every read handed to its reader threads (`inline_reads(false)`), for what reads on their callers' threads are
-/// worth.
+/// worth; `quicklite-subscribed` and `quicklite-subscribed-100` are quicklite with one and a hundred subscribers to
+/// its change notices, for what notifications cost.
 pub const VARIANT_APPROACHES: &[&str] = &[
     "quicklite-timeouts",
     "quicklite-writes-first",
     "quicklite-no-inline",
+    "quicklite-subscribed",
+    "quicklite-subscribed-100",
 ];
 
 /// Whether `name` is an approach the lab knows, built in, in another language, server-backed or a variant.

@@ -51,6 +51,8 @@ const RUNNERS: &[RunnerSpec] = &[
             "quicklite-timeouts",
             "quicklite-writes-first",
             "quicklite-no-inline",
+            "quicklite-subscribed",
+            "quicklite-subscribed-100",
             "postgres",
         ],
         features: &["sqlcipher"],

@@ -88,7 +88,9 @@ impl Runner for QuickliteRunner {
             "quicklite"
             | "quicklite-timeouts"
             | "quicklite-writes-first"
-            | "quicklite-no-inline" => {
+            | "quicklite-no-inline"
+            | "quicklite-subscribed"
+            | "quicklite-subscribed-100" => {
                 let approach = Arc::new(Quicklite::open(cell, workload, &knobs, env).await?);
                 let measured = measure(cell, env, memstatus_request, approach.clone()).await;
                 approach.log_metrics();

@@ -19,6 +19,8 @@ pub const NAMES: &[&str] = &[
     "quicklite-timeouts",
     "quicklite-writes-first",
     "quicklite-no-inline",
+    "quicklite-subscribed",
+    "quicklite-subscribed-100",
     "postgres",
     "ceiling",
 ];

@@ -87,6 +87,9 @@ enum Variant {
     /// `quicklite-no-inline`: every read handed to the reader threads (`Builder::inline_reads(false)`), the read
     /// path as it was before reads ran on their callers' threads.
     NoInline,
+    /// `quicklite-subscribed` and `quicklite-subscribed-100`: one or a hundred subscribers to the database's change
+    /// notices, each taking every notice as it comes, for what notifications cost the writes.
+    Subscribed(usize),
 }
 
 impl Variant {
@@ -95,7 +98,17 @@ impl Variant {
             "quicklite-timeouts" => Variant::Timeouts,
             "quicklite-writes-first" => Variant::WritesFirst,
             "quicklite-no-inline" => Variant::NoInline,
+            "quicklite-subscribed" => Variant::Subscribed(1),
+            "quicklite-subscribed-100" => Variant::Subscribed(100),
             _ => Variant::Defaults,
+        }
+    }
+
+    /// Subscribers to the change notices.
+    fn subscribers(self) -> usize {
+        match self {
+            Variant::Subscribed(n) => n,
+            _ => 0,
         }
     }
 
@@ -167,10 +180,16 @@ impl Quicklite {
             Self::open_registry(cell, workload, knobs).await?
         } else {
             let path = workload.database_path(cell, 0);
-            let database = with_knobs(Database::builder(&path), knobs, Variant::of(&cell.approach))
+            let variant = Variant::of(&cell.approach);
+            let database = with_knobs(Database::builder(&path), knobs, variant)
                 .open()
                 .await
                 .with_context(|| format!("cannot open {} with quicklite", path.display()))?;
+            for _ in 0..variant.subscribers() {
+                // Takes every notice until the database closes.
+                let mut changes = database.subscribe();
+                tokio::spawn(async move { while changes.next().await.is_some() {} });
+            }
             Self {
                 dbs: vec![database],
                 registry: None,
@@ -428,6 +447,8 @@ mod tests {
         assert_eq!(Variant::of("quicklite-timeouts"), Variant::Timeouts);
         assert_eq!(Variant::of("quicklite-writes-first"), Variant::WritesFirst);
         assert_eq!(Variant::of("quicklite-no-inline"), Variant::NoInline);
+        assert_eq!(Variant::of("quicklite-subscribed").subscribers(), 1);
+        assert_eq!(Variant::of("quicklite-subscribed-100").subscribers(), 100);
         assert_eq!(Variant::of("quicklite").read_thread_nice(), 0);
         assert_eq!(Variant::of("quicklite-timeouts").read_thread_nice(), 0);
         assert_eq!(
