@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The library with the lowest rusqlite it accepts (Cargo.lock holds the highest). For the run the workspace holds the
 # library alone (the lab's runners depend on crates that need the highest) and the manifests pin the lowest
-# versions; the build has a target directory of its own; the files are put back afterwards. Arguments go to
-# `cargo test`.
+# versions; the files are put back afterwards. The build shares the target directory (the crates that did not change
+# are not built again). Arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LOWEST_RUSQLITE=0.40.2
@@ -29,8 +29,6 @@ cargo update --quiet -p rusqlite -p serde_rusqlite
 # Both pins took: what follows builds the lowest versions.
 [ "$(cargo tree -p quicklite --depth 1 -e normal \
     | grep -cE " (rusqlite v$LOWEST_RUSQLITE|serde_rusqlite v$LOWEST_SERDE_RUSQLITE)$")" = 2 ]
-export CARGO_TARGET_DIR=target/rusqlite-lowest
-cargo clippy -p quicklite --all-targets -- -D warnings
 cargo test -p quicklite "$@"
 # A service whose other crates are on rusqlite 0.40 (tokio-rusqlite, rusqlite_migration) adds quicklite.
-cargo run --manifest-path checks/rusqlite040-service/Cargo.toml
+CARGO_TARGET_DIR="$PWD/target" cargo run --manifest-path checks/rusqlite040-service/Cargo.toml

@@ -16,13 +16,12 @@ QUICKLITE_OTHER_LANGUAGE_RUNNERS=required cargo test --workspace "$@"
 # Their own protocol and workload tests.
 (cd runners/go && go test ./...)
 (cd runners/node && npm test)
-# Features are additive: the library with every feature but SQLCipher at once (rusqlite's, passed through, build a
-# SQLite of their own), the whole suite.
+# The lowest rusqlite the library accepts (Cargo.lock holds the highest), and a service on it with other crates;
+# and, in the same build, features being additive: the library with every feature but SQLCipher at once (rusqlite's,
+# passed through, build a SQLite of their own). The whole suite.
 features=$(awk '/^\[features\]/{on=1; next} /^\[/{on=0} on && /^[a-z_]+ = \[/{print $1}' crates/quicklite/Cargo.toml \
     | grep -vx -e default -e sqlcipher | paste -sd, -)
-cargo test -p quicklite --features "$features"
-# The lowest rusqlite the library accepts (Cargo.lock holds the highest), and a service on it with other crates.
-bash scripts/test-rusqlite-lowest.sh
+bash scripts/test-rusqlite-lowest.sh --features "$features"
 # Encryption at rest: the same library built with SQLCipher (a SQLite of its own, so a build of its own).
 cargo test -p quicklite --features sqlcipher --test encryption
 # Model checks of the hand-written concurrency (the request queue, a pooled database's roles) under loom: a build of

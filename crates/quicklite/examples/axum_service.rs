@@ -156,8 +156,9 @@ async fn metrics(State(db): State<Database>) -> impl IntoResponse {
     )
 }
 
-/// Server-sent events, one per committed write group: `commit` with the notes it changed, or `lagged` when this
-/// client fell behind (it should read what it shows afresh). A live page keeps in step without polling.
+/// Server-sent events, one per committed write group: `commit` with the notes it changed, `lagged` when this client
+/// fell behind, or `changed` when something else changed the file (with `Builder::notice_external_commits`); after
+/// the last two the client should read what it shows afresh. A live page keeps in step without polling.
 async fn events(State(db): State<Database>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let events = db.subscribe().map(|notice| {
         Ok(match notice {

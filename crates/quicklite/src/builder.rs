@@ -53,6 +53,7 @@ pub struct Builder {
     inline_read_max: Duration,
     subscription_capacity: usize,
     change_rowids: usize,
+    external_commits: Option<Duration>,
     inline_connections: Option<usize>,
     statement_cache_capacity: usize,
     checkpointing: Option<Checkpointing>,
@@ -110,6 +111,7 @@ impl Builder {
             inline_read_max: DEFAULT_INLINE_READ_MAX,
             subscription_capacity: crate::changes::DEFAULT_CAPACITY,
             change_rowids: crate::changes::DEFAULT_ROWIDS,
+            external_commits: None,
             inline_connections: None,
             statement_cache_capacity: 128,
             checkpointing: None,
@@ -267,6 +269,20 @@ impl Builder {
     /// more changed rows in one commit is listed without them. 0 lists tables only. By default, 100.
     pub fn change_rowids(mut self, n: usize) -> Self {
         self.change_rowids = n;
+        self
+    }
+
+    /// Looks for commits made to the file from outside this database — by other processes, or by connections it
+    /// does not own — every `interval`, and tells subscribers ([`Database::subscribe`]) of those it finds with one
+    /// [`Notice::External`](crate::Notice::External) per look that found any. By default, it does not look.
+    ///
+    /// The writer looks, on its own connection (`PRAGMA data_version`, which changes with every commit but the
+    /// connection's own): when idle, every `interval`; when busy, after a group once `interval` has passed. A
+    /// registry's database looks at its registry's housekeeping, and while it has subscribers it is not closed
+    /// when idle; one closed to make room for others cannot tell what happened while it was closed, so when it
+    /// reopens its subscribers are told [`Notice::External`](crate::Notice::External) at once.
+    pub fn notice_external_commits(mut self, interval: Duration) -> Self {
+        self.external_commits = Some(interval);
         self
     }
 
@@ -442,6 +458,11 @@ impl Builder {
                 return Err(Error::InvalidConfig(format!("{name} must be at least 1")));
             }
         }
+        if self.external_commits == Some(Duration::ZERO) {
+            return Err(Error::InvalidConfig(
+                "notice_external_commits needs an interval longer than zero".into(),
+            ));
+        }
         let mutexes = OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_FULL_MUTEX;
         if self.open_flags.contains(mutexes) {
             return Err(Error::InvalidConfig(
@@ -502,6 +523,7 @@ impl Builder {
             inline_read_max: self.inline_read_max,
             subscription_capacity: self.subscription_capacity,
             change_rowids: self.change_rowids,
+            external_commits: self.external_commits,
             inline_connections: self.inline_connections.unwrap_or_else(crate::util::cpus),
             statement_cache_capacity: self.statement_cache_capacity,
             checkpointing,
@@ -557,6 +579,7 @@ mod tests {
             Builder::new(Path::new("x.db")).readers(0),
             Builder::new(Path::new("x.db")).write_batch_max(0),
             Builder::new(Path::new("x.db")).pragma("a;b", "1"),
+            Builder::new(Path::new("x.db")).notice_external_commits(Duration::ZERO),
             Builder::new(Path::new("x.db"))
                 .open_flags(OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_FULL_MUTEX),
         ];

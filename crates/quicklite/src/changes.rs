@@ -28,6 +28,10 @@ pub enum Notice {
         /// How many notices it missed.
         missed: u64,
     },
+    /// Another process, or a connection this database does not own, committed to the file since the last look
+    /// ([`Builder::notice_external_commits`](crate::Builder::notice_external_commits)): one or more commits,
+    /// whose tables are not known. What the subscriber keeps in step with the database should be read afresh.
+    External,
 }
 
 /// One committed write group.
@@ -253,6 +257,23 @@ impl Changes {
             return;
         }
         let _ = sender.send(Notice::Committed(Arc::new(Commit { seq, tables })));
+    }
+
+    /// Whether anyone subscribes now.
+    pub(crate) fn has_subscribers(&self) -> bool {
+        lock(&self.state)
+            .sender
+            .as_ref()
+            .is_some_and(|sender| sender.receiver_count() > 0)
+    }
+
+    /// Tells every subscriber that the file was committed to from outside ([`Notice::External`]).
+    pub(crate) fn external(&self) {
+        if let Some(sender) = &lock(&self.state).sender
+            && sender.receiver_count() > 0
+        {
+            let _ = sender.send(Notice::External);
+        }
     }
 
     /// Ends every subscriber's stream (after the notices it holds); later subscribers get ended streams.

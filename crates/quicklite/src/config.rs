@@ -153,6 +153,8 @@ pub(crate) struct Config {
     pub(crate) subscription_capacity: usize,
     /// Rowids a notice lists per table.
     pub(crate) change_rowids: usize,
+    /// How often the writer looks for commits made from outside, if it does.
+    pub(crate) external_commits: Option<Duration>,
     pub(crate) statement_cache_capacity: usize,
     pub(crate) checkpointing: Checkpointing,
     /// Statements running at least this long are logged; `None` installs no profiling hook.

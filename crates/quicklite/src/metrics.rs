@@ -139,6 +139,7 @@ pub(crate) struct Metrics {
     pub(crate) overloaded: AtomicU64,
     pub(crate) abandoned_reads: AtomicU64,
     pub(crate) abandoned_writes: AtomicU64,
+    pub(crate) external_commits: AtomicU64,
     pub(crate) rollbacks: AtomicU64,
     pub(crate) busy_retries: AtomicU64,
     pub(crate) busy_timeouts: AtomicU64,
@@ -193,6 +194,9 @@ pub struct MetricsSnapshot {
     pub abandoned_reads: u64,
     /// Writes skipped because their caller had stopped waiting before they started: not run, not committed.
     pub abandoned_writes: u64,
+    /// Looks that found commits made to the file from outside this database
+    /// ([`Builder::notice_external_commits`](crate::Builder::notice_external_commits)).
+    pub external_commits: u64,
     /// Savepoints and transactions rolled back: a failing write's savepoint, a failed `COMMIT`, a group SQLite
     /// rolled back by itself, a transaction a closure left open.
     pub rollbacks: u64,
@@ -273,6 +277,7 @@ impl Metrics {
             overloaded: self.overloaded.load(Relaxed),
             abandoned_reads: self.abandoned_reads.load(Relaxed),
             abandoned_writes: self.abandoned_writes.load(Relaxed),
+            external_commits: self.external_commits.load(Relaxed),
             rollbacks: self.rollbacks.load(Relaxed),
             busy_retries: self.busy_retries.load(Relaxed),
             busy_timeouts: self.busy_timeouts.load(Relaxed),

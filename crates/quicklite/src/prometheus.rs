@@ -203,7 +203,7 @@ type HistogramSeries = (
 );
 
 fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
-    let counters: [CounterSeries; 22] = [
+    let counters: [CounterSeries; 23] = [
         ("quicklite_writes", "Write requests run.", |s| s.writes),
         (
             "quicklite_write_errors",
@@ -265,6 +265,11 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
             "quicklite_abandoned_writes",
             "Writes skipped because their caller had stopped waiting before they started.",
             |s| s.abandoned_writes,
+        ),
+        (
+            "quicklite_external_commits",
+            "Looks that found commits made to the file from outside this database.",
+            |s| s.external_commits,
         ),
         (
             "quicklite_busy_retries",

@@ -6,6 +6,7 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use common::{Backend, both_backends};
 use quicklite::{Commit, Notice, TableChange};
@@ -207,4 +208,180 @@ both_backends! {
         }
         assert_eq!(db.subscribe().next().await, None, "a closed database's subscription ends at once");
     }
+}
+
+/// The interval at which the tests' databases look for commits from outside.
+const LOOK_EVERY: Duration = Duration::from_millis(20);
+
+/// The next notice, which must come within 30 s.
+async fn next_notice(changes: &mut quicklite::Subscription) -> Notice {
+    match tokio::time::timeout(Duration::from_secs(30), changes.next()).await {
+        Ok(Some(notice)) => notice,
+        other => panic!("expected a notice, got {other:?}"),
+    }
+}
+
+/// Inserts `id` into `t` from another process: Python's sqlite3, on the same file.
+fn insert_from_another_process(path: &std::path::Path, id: i64) {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=30); \
+             c.execute('INSERT INTO t VALUES (?, ?)', (int(sys.argv[2]), 'outside')); c.commit(); c.close()",
+        ])
+        .arg(path)
+        .arg(id.to_string())
+        .output()
+        .expect("python3 (scripts/install-test-deps.sh installs it)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Subscribes; then, on a registry, closes the database and writes once, which reopens it: what was committed from
+/// outside while it was closed went unseen, which its subscribers are told.
+async fn subscribed(db: &common::TestDb) -> quicklite::Subscription {
+    let mut changes = db.subscribe();
+    if db.backend() == Backend::Registry {
+        db.evict().await;
+        db.execute("INSERT INTO u VALUES (1)", ()).await.unwrap();
+        assert_eq!(
+            next_notice(&mut changes).await,
+            Notice::External,
+            "the reopen is told"
+        );
+        assert_eq!(
+            next_commit(&mut changes).await.tables,
+            [table("u", Some(&[1]))]
+        );
+    }
+    changes
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_commit_by_another_process_is_told_and_the_databases_own_are_not(backend) {
+        let db = with_table(backend, |b| b.notice_external_commits(LOOK_EVERY)).await;
+        let mut changes = subscribed(&db).await;
+        let before = db.metrics().external_commits;
+        insert_from_another_process(db.path(), 1);
+        assert_eq!(next_notice(&mut changes).await, Notice::External);
+        assert_eq!(db.metrics().external_commits, before + 1);
+        // The row is there for the database's reads.
+        let v: String = db.query_row("SELECT v FROM t WHERE id = 1", (), |r| r.get(0)).await.unwrap();
+        assert_eq!(v, "outside");
+        // The database's own commits are told as commits, and nothing else comes while several looks pass.
+        for id in 2..12 {
+            db.execute("INSERT INTO t VALUES (?1, 'own')", (id,)).await.unwrap();
+        }
+        for id in 2..12 {
+            assert_eq!(next_commit(&mut changes).await.tables, [table("t", Some(&[id]))]);
+        }
+        let quiet = tokio::time::timeout(LOOK_EVERY * 10, changes.next()).await;
+        assert!(quiet.is_err(), "nothing more: {quiet:?}");
+        assert_eq!(db.metrics().external_commits, before + 1);
+        db.close().await;
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_commit_from_outside_is_told_while_the_writer_is_busy(backend) {
+        let db = with_table(backend, |b| b.notice_external_commits(LOOK_EVERY)).await;
+        let mut changes = subscribed(&db).await;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writing = {
+            let (db, stop) = (db.db.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut id = 1_000;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    db.execute("INSERT INTO t VALUES (?1, 'own')", (id,)).await.unwrap();
+                    id += 1;
+                }
+            })
+        };
+        let path = db.path().to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            let other = rusqlite::Connection::open(path).unwrap();
+            other.busy_timeout(Duration::from_secs(30)).unwrap();
+            other.execute("INSERT INTO t VALUES (1, 'outside')", []).unwrap();
+        })
+        .await
+        .unwrap();
+        let told = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                match next_notice(&mut changes).await {
+                    Notice::Committed(_) => {}
+                    Notice::External => break,
+                    other => panic!("{other:?}"),
+                }
+            }
+        })
+        .await;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(told.is_ok(), "no notice of the commit from outside in 30 s of the database's own");
+        writing.await.unwrap();
+        db.close().await;
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn without_the_setting_commits_from_outside_are_not_looked_for(backend) {
+        let db = with_table(backend, |b| b).await;
+        let mut changes = db.subscribe();
+        db.execute("INSERT INTO u VALUES (1)", ()).await.unwrap();
+        assert_eq!(next_commit(&mut changes).await.tables, [table("u", Some(&[1]))]);
+        insert_from_another_process(db.path(), 1);
+        let quiet = tokio::time::timeout(Duration::from_millis(300), changes.next()).await;
+        assert!(quiet.is_err(), "nothing: {quiet:?}");
+        assert_eq!(db.metrics().external_commits, 0);
+        db.close().await;
+    }
+}
+
+/// A registry's database whose subscribers hear of commits from outside stays open when idle, and keeps looking;
+/// one nobody subscribes to closes as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_database_looked_after_stays_open_when_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = quicklite::Registry::builder(dir.path())
+        .idle_timeout(Duration::from_millis(50))
+        .configure(|b| b.notice_external_commits(LOOK_EVERY))
+        .open()
+        .await
+        .unwrap();
+    let (watched, unwatched) = (
+        registry.get("watched").await.unwrap(),
+        registry.get("unwatched").await.unwrap(),
+    );
+    for db in [&watched, &unwatched] {
+        db.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+            .await
+            .unwrap();
+    }
+    let mut changes = watched.subscribe();
+    // Idle for many idle timeouts: one of the two closed, and (told below) not the one looked after.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let m = registry.metrics();
+    assert_eq!((m.open_databases, m.idle_closes), (1, 1), "{m:?}");
+    // A closed database does not look: the notice comes from the open one's looks.
+    insert_from_another_process(&dir.path().join("watched.db"), 1);
+    assert_eq!(next_notice(&mut changes).await, Notice::External);
+    // Without subscribers it closes when idle again.
+    drop(changes);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while registry.metrics().open_databases > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still open: {:?}",
+            registry.metrics()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(registry.metrics().idle_closes, 2);
+    drop((watched, unwatched));
+    registry.close().await.unwrap();
 }

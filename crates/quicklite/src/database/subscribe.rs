@@ -46,8 +46,9 @@ impl Stream for Subscription {
 impl Database {
     /// Subscribes to what this database's commits change: one [`Notice::Committed`] per committed write group —
     /// its commit sequence (each one more than the last) and the tables and rowids it changed — sent after its
-    /// `COMMIT` returned, never for a write that failed or a transaction rolled back. Commits made by other
-    /// processes on the same file are not told.
+    /// `COMMIT` returned, never for a write that failed or a transaction rolled back. Commits made to the file by
+    /// other processes are told as [`Notice::External`] when the database looks for them
+    /// ([`Builder::notice_external_commits`](crate::Builder::notice_external_commits)).
     ///
     /// A subscriber holds up to [`Builder::subscription_capacity`](crate::Builder::subscription_capacity) notices;
     /// one that falls further behind gets [`Notice::Lagged`] instead of those it missed. While nobody subscribes,

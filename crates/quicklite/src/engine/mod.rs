@@ -4,6 +4,7 @@
 
 pub(crate) mod busy;
 pub(crate) mod checkpoint;
+mod external;
 pub(crate) mod group;
 pub(crate) mod guard;
 mod hooks;

@@ -16,6 +16,7 @@ use rusqlite::config::DbConfig;
 use crate::config::{Config, ConnectionRole, Migration};
 use crate::engine::busy::BusyLimit;
 use crate::engine::checkpoint::{Checkpoints, PassiveCheckpoints};
+use crate::engine::external::ExternalCommits;
 use crate::engine::group::{self, Outcomes, ROLLBACK};
 use crate::engine::guard::GuardedConnection;
 use crate::engine::policy::Mode;
@@ -47,6 +48,8 @@ pub(crate) struct Writer {
     shared: Arc<Shared>,
     config: Config,
     checkpoints: Checkpoints,
+    /// Looks for commits from outside, if the database makes them.
+    external: Option<ExternalCommits>,
     /// The group being committed (kept to reuse its allocation).
     group: Vec<WriteRequest>,
     /// Answers handed to callers to pass on, delivered from here if they are not passed on in time.
@@ -122,11 +125,15 @@ impl Writer {
             .filter(|p| !p.is_empty())
             .map(PathBuf::from);
         let checkpoints = Checkpoints::new(config, conn.conn(), shared, busy);
+        let external = config
+            .external_commits
+            .map(|every| ExternalCommits::new(every, &conn, shared));
         let writer = Writer {
             conn,
             inbox: Inbox::new(rx, config.write_batch_max),
             shared: shared.clone(),
             checkpoints,
+            external,
             group: Vec::with_capacity(config.write_batch_max),
             relays: Relays::default(),
             outcomes: Outcomes::with_capacity(config.write_batch_max),
@@ -177,6 +184,19 @@ impl Writer {
             .run(&self.conn, &self.shared, Mode::Truncate);
     }
 
+    /// When the writer should next look for commits from outside, if it looks for them
+    /// ([`Writer::look_outside_if_due`]).
+    pub(crate) fn next_outside_look(&self) -> Option<Instant> {
+        self.external.as_ref().map(ExternalCommits::next_look)
+    }
+
+    /// Looks for commits made to the file from outside the database, if it looks for them and a look is due.
+    pub(crate) fn look_outside_if_due(&mut self) {
+        if let Some(external) = &mut self.external {
+            external.look_if_due(&self.conn, &self.shared);
+        }
+    }
+
     /// Serves what is queued now, one group (or one write that runs alone), without waiting for more, and
     /// delivers the relays it issued; returns whether there was anything to serve (a turn on a pool's thread).
     pub(crate) fn serve_turn(&mut self) -> bool {
@@ -191,7 +211,8 @@ impl Writer {
     }
 
     /// Serves `first` and, if it is a grouped write, the grouped writes queued behind it; then runs the
-    /// checkpoint that is due, if any.
+    /// checkpoint that is due, if any, and looks for commits from outside if a look is due (a writer that is never
+    /// idle looks too).
     pub(crate) fn serve(&mut self, first: WriteRequest) {
         let Some(first) = self.still_wanted(first) else {
             // Its timeout, if it timed out.
@@ -212,6 +233,7 @@ impl Writer {
         self.answer(&mut group);
         self.group = group;
         self.checkpoints.after_commit(&self.conn, &self.shared);
+        self.look_outside_if_due();
     }
 
     /// Adds queued grouped writes to `group`, up to the batch limit; stops at a write that must run alone (left

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use tokio::sync::{oneshot, watch};
 
@@ -166,8 +167,8 @@ fn serve_writes(mut writer: Writer, path: &Path, config: &Config, shared: &Arc<S
 }
 
 /// Waits for the next write; `None` once the queue is closed and empty. Spins briefly first; gives callers
-/// carrying answers for others [`RELAY_GRACE`] to pass them on; and, when the WAL should be truncated after an idle
-/// spell, waits at most that long, truncates, and goes on waiting.
+/// carrying answers for others [`RELAY_GRACE`] to pass them on; when the WAL should be truncated after an idle
+/// spell, truncates it once idle that long; and, if it looks for commits from outside, looks whenever a look is due.
 fn next_write(writer: &mut Writer) -> Option<WriteRequest> {
     let mut next = writer.inbox().spin();
     if matches!(next, Taken::Empty) && writer.relays().pending() {
@@ -176,16 +177,24 @@ fn next_write(writer: &mut Writer) -> Option<WriteRequest> {
             writer.relays().deliver_all();
         }
     }
-    if matches!(next, Taken::Empty)
-        && let Some(idle) = writer.idle_truncate_after()
-    {
-        next = writer.inbox().wait(Some(idle));
+    let mut truncate_at = writer
+        .idle_truncate_after()
+        .map(|idle| Instant::now() + idle);
+    while matches!(next, Taken::Empty) {
+        let wake = truncate_at
+            .into_iter()
+            .chain(writer.next_outside_look())
+            .min();
+        next = writer
+            .inbox()
+            .wait(wake.map(|at| at.saturating_duration_since(Instant::now())));
         if matches!(next, Taken::Empty) {
-            writer.truncate_wal();
+            if truncate_at.is_some_and(|at| Instant::now() >= at) {
+                writer.truncate_wal();
+                truncate_at = None;
+            }
+            writer.look_outside_if_due();
         }
-    }
-    if matches!(next, Taken::Empty) {
-        next = writer.inbox().wait(None);
     }
     match next {
         Taken::Got(_) => writer.inbox().pop_taken(),

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use tokio::sync::{Notify, oneshot};
 
@@ -310,6 +311,14 @@ impl Actor {
             reads: BatchedReads::new(self.read_rx.clone(), &self.config, &self.shared),
         };
         Ok((open, opened.pragmas))
+    }
+
+    /// How often the database looks for commits from outside, while it does: it looks for them and someone
+    /// subscribes to its changes.
+    pub(crate) fn outside_look_interval(&self) -> Option<Duration> {
+        self.config
+            .external_commits
+            .filter(|_| self.shared.changes.has_subscribers())
     }
 
     /// Asks for the WAL to be truncated if the database has been idle for `idle_for_ms` and its checkpoints are

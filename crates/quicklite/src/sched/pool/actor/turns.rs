@@ -109,6 +109,9 @@ impl Actor {
         };
         if first {
             let _ = self.pragmas.set(pragmas);
+        } else if self.config.external_commits.is_some() {
+            // Whatever was committed from outside while the database was closed went unseen.
+            self.shared.changes.external();
         }
         open.writer
             .inbox()
@@ -166,6 +169,10 @@ impl PooledDatabase for Actor {
                     open.writer.truncate_wal();
                 }
                 self.wal_dirty.store(false, Ordering::Relaxed);
+            }
+            if !served {
+                // Housekeeping wakes the writer of a database that looks for commits from outside.
+                open.writer.look_outside_if_due();
             }
             if !self.read_rx.is_empty() && self.reader_connections.load(Ordering::SeqCst) == 0 {
                 // Reads that found this task queued or running (and no reader connection to open) ride along.

@@ -1,0 +1,78 @@
+//! Commits made to the file from outside the database — by other processes, or by connections it does not own —
+//! found by its writer ([`Builder::notice_external_commits`](crate::Builder::notice_external_commits)).
+//!
+//! `PRAGMA data_version` on a connection changes whenever a commit other than the connection's own reached the
+//! file, and only then; on the writer's connection, which makes every commit of the database, any change is a
+//! commit from outside. The number is the connection's own, so it means nothing across a close and reopen.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::engine::Shared;
+use crate::engine::guard::GuardedConnection;
+
+/// The writer's looks for commits from outside.
+pub(crate) struct ExternalCommits {
+    every: Duration,
+    next_look: Instant,
+    /// `PRAGMA data_version` at the last look; `None` until a look succeeds.
+    version: Option<i64>,
+}
+
+impl ExternalCommits {
+    /// Looks every `every`, from the writer connection `conn` just opened (the first look, now, sets where the
+    /// database stands).
+    pub(crate) fn new(
+        every: Duration,
+        conn: &GuardedConnection,
+        shared: &Shared,
+    ) -> ExternalCommits {
+        let mut external = ExternalCommits {
+            every,
+            next_look: Instant::now(),
+            version: None,
+        };
+        external.look(conn, shared);
+        external
+    }
+
+    /// When the next look is due.
+    pub(crate) fn next_look(&self) -> Instant {
+        self.next_look
+    }
+
+    /// Looks if the interval has passed since the last look, or will have within an eighth of it: a turn that comes
+    /// just before the look is due (a registry's housekeeping runs on a clock of its own) looks now rather than a
+    /// whole interval later.
+    pub(crate) fn look_if_due(&mut self, conn: &GuardedConnection, shared: &Shared) {
+        if Instant::now() + self.every / 8 >= self.next_look {
+            self.look(conn, shared);
+        }
+    }
+
+    /// Reads the connection's data version and tells the subscribers if it changed since the last look. Outside a
+    /// transaction only: inside one, the version is that of the transaction's snapshot.
+    fn look(&mut self, conn: &GuardedConnection, shared: &Shared) {
+        self.next_look = Instant::now() + self.every;
+        if !conn.conn().is_autocommit() {
+            return;
+        }
+        let version = conn
+            .conn()
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut statement| statement.query_row([], |row| row.get::<_, i64>(0)));
+        match version {
+            Ok(version) => {
+                if self.version.is_some_and(|last| last != version) {
+                    shared
+                        .metrics
+                        .external_commits
+                        .fetch_add(1, Ordering::Relaxed);
+                    shared.changes.external();
+                }
+                self.version = Some(version);
+            }
+            Err(e) => tracing::debug!(error = %e, "could not look for commits from outside"),
+        }
+    }
+}
