@@ -24,6 +24,6 @@ features=$(awk '/^\[features\]/{on=1; next} /^\[/{on=0} on && /^[a-z_]+ = \[/{pr
 bash scripts/test-rusqlite-lowest.sh --features "$features"
 # Encryption at rest: the same library built with SQLCipher (a SQLite of its own, so a build of its own).
 cargo test -p quicklite --features sqlcipher --test encryption
-# Model checks of the hand-written concurrency (the request queue, a pooled database's roles) under loom: a build of
-# its own, with loom's primitives in place of std's (src/sync.rs).
+# Model checks of the hand-written concurrency (the request queue, a pooled database's roles, the pool's places under
+# its caps) under loom: a build of its own, with loom's primitives in place of std's (src/sync.rs).
 RUSTFLAGS="--cfg quicklite_loom" cargo test -p quicklite --lib --target-dir target/loom -- model_

@@ -75,7 +75,7 @@ impl std::fmt::Debug for Registry {
         f.debug_struct("Registry")
             .field("dir", &self.inner.dir)
             .field("threads", &self.inner.threads)
-            .field("max_open", &self.inner.pool.max_open)
+            .field("max_open", &self.inner.pool.max_open())
             .finish_non_exhaustive()
     }
 }
@@ -200,7 +200,7 @@ impl Registry {
             write_threads_peak: lane.peak.load(Ordering::Relaxed),
             known_databases: known.len(),
             open_databases: pool.open_count(),
-            max_open: pool.max_open,
+            max_open: pool.max_open(),
             opens: pool.opens.load(Ordering::Relaxed),
             evictions: pool.evictions.load(Ordering::Relaxed),
             idle_closes: pool.idle_closes.load(Ordering::Relaxed),

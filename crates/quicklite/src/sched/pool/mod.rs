@@ -26,11 +26,13 @@ pub(crate) mod actor;
 mod checkpoints;
 pub(crate) mod elastic;
 mod evict;
+mod places;
 mod roles;
 pub(crate) mod task;
 
 use elastic::Lane;
 use evict::{DRAWS, OpenSet, SAMPLED, close_one};
+use places::Places;
 use task::{PooledDatabase, Task};
 
 /// A registry's pool: its run queues and threads' shared state, the open databases, the waiting room and the
@@ -44,10 +46,9 @@ pub(crate) struct Pool<D> {
     reads: Sender<Task<D>>,
     /// Databases with open connections.
     pub(crate) open: Mutex<OpenSet<D>>,
-    /// Cap on open databases: a database reserves a place ([`Pool::reserve_open`]) before it opens.
-    pub(crate) max_open: usize,
-    /// Places taken under `max_open`: databases open, or opening.
-    reserved: AtomicUsize,
+    /// Places under the cap on open databases, taken by databases open or opening: a database reserves its place
+    /// ([`Pool::reserve_open`]) before it opens.
+    open_places: Places,
     /// Wakes the housekeeping thread (when the cap is passed); a full channel means a wake-up is pending already.
     wake: SyncSender<()>,
     pub(crate) opens: AtomicU64,
@@ -61,10 +62,9 @@ pub(crate) struct Pool<D> {
     waiting: Mutex<VecDeque<Task<D>>>,
     /// `waiting.len()`, readable without the lock.
     waiting_len: AtomicUsize,
-    /// Cap on reader connections open at once, over all databases (each holds two file descriptors).
-    max_readers: usize,
-    /// Reader connections open now.
-    readers_open: AtomicUsize,
+    /// Places under the cap on reader connections open at once, over all databases (each holds two file
+    /// descriptors).
+    reader_places: Places,
     /// The write threads: their count grows while writes wait behind threads blocked in long writes.
     pub(crate) write_lane: Arc<Lane>,
     epoch: Instant,
@@ -128,8 +128,7 @@ impl<D: PooledDatabase> Pool<D> {
             writes,
             reads,
             open: Mutex::new(OpenSet::default()),
-            max_open,
-            reserved: AtomicUsize::new(0),
+            open_places: Places::new(max_open),
             wake,
             opens: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
@@ -137,8 +136,7 @@ impl<D: PooledDatabase> Pool<D> {
             draws: AtomicU64::new(0),
             waiting: Mutex::new(VecDeque::new()),
             waiting_len: AtomicUsize::new(0),
-            max_readers,
-            readers_open: AtomicUsize::new(0),
+            reader_places: Places::new(max_readers),
             write_lane,
             epoch: Instant::now(),
         });
@@ -180,30 +178,27 @@ impl<D: PooledDatabase> Pool<D> {
     /// `false` if none could be closed now (every open database runs a task): the opening waits for room. Checking
     /// the count and taking the place are one step, so databases opening at once cannot pass the cap together.
     pub(crate) fn reserve_open(&self, opening: &str) -> bool {
-        loop {
-            let n = self.reserved.load(Ordering::SeqCst);
-            if n < self.max_open {
-                if self
-                    .reserved
-                    .compare_exchange(n, n + 1, Ordering::SeqCst, Ordering::SeqCst)
-                    .is_ok()
-                {
-                    return true;
-                }
-            } else if !self.evict_for(opening, self.max_open - 1) {
+        while !self.open_places.try_take() {
+            if !self.evict_for(opening, self.max_open() - 1) {
                 return false;
             }
         }
+        true
     }
 
     /// Gives back the place of a database that closed, or failed to open.
     pub(crate) fn release_open(&self) {
-        self.reserved.fetch_sub(1, Ordering::SeqCst);
+        self.open_places.give_back(1);
     }
 
     /// Databases open, or opening.
     pub(crate) fn reserved(&self) -> usize {
-        self.reserved.load(Ordering::SeqCst)
+        self.open_places.taken()
+    }
+
+    /// The cap on open databases.
+    pub(crate) fn max_open(&self) -> usize {
+        self.open_places.max()
     }
 
     pub(crate) fn open_count(&self) -> usize {
@@ -276,7 +271,7 @@ impl<D: PooledDatabase> Pool<D> {
         }
         // A database may have gone idle between the failed eviction and now, with nothing left to resume this
         // task: look once more. (The housekeeping tick resumes every waiting task as well.)
-        if self.reserved() < self.max_open || self.open_actors_idle() {
+        if self.reserved() < self.max_open() || self.open_actors_idle() {
             self.resume_waiting(1);
         }
     }
@@ -305,31 +300,17 @@ impl<D: PooledDatabase> Pool<D> {
 
     /// Takes one reader connection from the budget, if any is left.
     pub(crate) fn reserve_reader(&self) -> bool {
-        let mut n = self.readers_open.load(Ordering::SeqCst);
-        while n < self.max_readers {
-            match self.readers_open.compare_exchange_weak(
-                n,
-                n + 1,
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            ) {
-                Ok(_) => return true,
-                Err(current) => n = current,
-            }
-        }
-        false
+        self.reader_places.try_take()
     }
 
     /// Gives `n` closed reader connections back to the budget.
     pub(crate) fn release_readers(&self, n: usize) {
-        if n > 0 {
-            self.readers_open.fetch_sub(n, Ordering::SeqCst);
-        }
+        self.reader_places.give_back(n);
     }
 
     /// Reader connections open now.
     pub(crate) fn reader_connections(&self) -> usize {
-        self.readers_open.load(Ordering::SeqCst)
+        self.reader_places.taken()
     }
 
     /// Tasks waiting for room to open their database.
