@@ -1,4 +1,20 @@
 //! One database on a registry's pool: its queues, its connections while open, and how they close.
+//!
+//! # Lock order
+//!
+//! A thread that holds several of these locks took them in this order, and takes none of an earlier rank while it
+//! holds a later one:
+//!
+//! 1. the database's `writer` slot (held by a write task for its turn, by a closer that took every role, and by the
+//!    opening of the connections);
+//! 2. another database's `writer` slot — only by a database opening at the cap, which closes another to make room
+//!    ([`Pool::reserve_open`]), and only after taking all of that database's roles ([`Roles::take_all`]), so that
+//!    no task of it holds its slot or waits for the opener's (a slot that may be held is only ever tried:
+//!    `try_lock`);
+//! 3. the database's `readers`, `unserved` and `open_waiters`, each taken alone;
+//! 4. the pool's open set (`Pool::open`), then its waiting room, then its run queues.
+//!
+//! Roles are not locks: they are taken with one atomic operation that fails rather than waits ([`Roles`]).
 
 mod turns;
 
