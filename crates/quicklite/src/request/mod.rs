@@ -1,7 +1,8 @@
 //! Requests as they travel through the queues: a type-erased closure, the thread it came from, and the channel its
 //! answer goes back on.
 
-use std::cell::Cell;
+mod watch;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
@@ -12,6 +13,9 @@ use crate::cost::Site;
 use crate::error::panic_message;
 use crate::reply::{Answer, CallerThread, Relay, Reply};
 use crate::{Error, RequestKind, Result};
+use watch::Watch;
+
+pub(crate) use watch::caller_gone;
 
 /// When a request times out, with the timeout it was given (for the error).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,52 +144,6 @@ pub(crate) trait WriteJob: Reply {
         let failed = self.resolve(group_failure);
         self.reply(None);
         failed
-    }
-}
-
-/// A reply channel, type-erased, and how to ask it whether its caller is still waiting.
-type Watched = (*const (), unsafe fn(*const ()) -> bool);
-
-thread_local! {
-    /// The reply channel of the read running on this thread, if any: SQLite's progress handler asks it
-    /// ([`caller_gone`]).
-    static WATCHED: Cell<Option<Watched>> = const { Cell::new(None) };
-}
-
-/// Whether the caller of the read running on this thread has stopped waiting for it (false when no read runs).
-pub(crate) fn caller_gone() -> bool {
-    WATCHED.with(|watched| {
-        // SAFETY: `Watch` sets the pointer to a reply channel that outlives it and clears it when dropped, on this
-        // thread; the function was made for the channel's type.
-        watched
-            .get()
-            .is_some_and(|(reply, closed)| unsafe { closed(reply) })
-    })
-}
-
-/// Whether the channel behind `reply`, a `oneshot::Sender<Answer<T>>`, has lost its receiver.
-///
-/// # Safety
-/// `reply` must point to a live `oneshot::Sender<Answer<T>>`.
-unsafe fn reply_closed<T>(reply: *const ()) -> bool {
-    // SAFETY: the caller's promise.
-    unsafe { (*reply.cast::<oneshot::Sender<Answer<T>>>()).is_closed() }
-}
-
-/// While it lives, [`caller_gone`] on this thread watches one reply channel, which outlives it.
-struct Watch<'a>(std::marker::PhantomData<&'a ()>);
-
-impl<'a> Watch<'a> {
-    fn set<T>(reply: &'a oneshot::Sender<Answer<T>>) -> Watch<'a> {
-        let reply: *const oneshot::Sender<Answer<T>> = reply;
-        WATCHED.with(|watched| watched.set(Some((reply.cast(), reply_closed::<T>))));
-        Watch(std::marker::PhantomData)
-    }
-}
-
-impl Drop for Watch<'_> {
-    fn drop(&mut self) {
-        WATCHED.with(|watched| watched.set(None));
     }
 }
 
