@@ -6,10 +6,12 @@ mod wait;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::Result;
-use crate::util::lock;
+use tokio::sync::oneshot;
 
-pub(crate) use wait::{Asked, receive};
+use crate::util::lock;
+use crate::{Error, Result};
+
+pub(crate) use wait::Asked;
 
 /// Sending a caller its answer, once the answer is decided.
 pub(crate) trait Reply: Send {
@@ -120,6 +122,13 @@ impl CallerThread {
     }
 }
 
+/// Waits for the answer on `rx`, passes on what came with it, and returns the caller's own result.
+pub(crate) async fn receive<T>(rx: oneshot::Receiver<Answer<T>>, asked: Asked) -> Result<T> {
+    let Answer { result, relay } = wait::wait_for(rx, asked).await.map_err(|_| Error::Closed)?;
+    drop(relay);
+    result
+}
+
 /// What a caller receives: its result, and maybe answers to pass on.
 pub(crate) struct Answer<T> {
     pub(crate) result: Result<T>,
@@ -128,8 +137,6 @@ pub(crate) struct Answer<T> {
 
 #[cfg(test)]
 mod tests {
-    use tokio::sync::oneshot;
-
     use super::*;
 
     /// An answer decided: `i`, for the caller at the other end of the channel.

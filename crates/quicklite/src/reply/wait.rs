@@ -8,22 +8,19 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use super::Answer;
 use crate::util::cpus;
-use crate::{Error, Result};
 
-/// Waits for the answer on `rx`, passes on what came with it, and returns the caller's own result.
-pub(crate) async fn receive<T>(rx: oneshot::Receiver<Answer<T>>, asked: Asked) -> Result<T> {
+/// Waits for what comes on `rx`: awake while few callers wait, asleep otherwise ([`Awaiting`]).
+pub(super) async fn wait_for<T>(
+    rx: oneshot::Receiver<T>,
+    asked: Asked,
+) -> std::result::Result<T, oneshot::error::RecvError> {
     let limits = Limits {
         awake: awake_limit(asked),
         yielding: cpus(),
         poll_for: POLL_FOR,
     };
-    let Answer { result, relay } = Awaiting::new(rx, &WAITING, limits)
-        .await
-        .map_err(|_| Error::Closed)?;
-    drop(relay);
-    result
+    Awaiting::new(rx, &WAITING, limits).await
 }
 
 /// Callers of the whole process waiting for an answer, less those that stayed awake for [`POLL_FOR`] without one
@@ -73,7 +70,7 @@ struct Limits {
 /// `poll_for` (a long write) sleeps until answered and no longer counts. With more callers waiting, each sleeps until answered: the price of staying awake, a
 /// runtime thread kept busy, is then paid for nothing.
 struct Awaiting<T> {
-    rx: oneshot::Receiver<Answer<T>>,
+    rx: oneshot::Receiver<T>,
     since: Instant,
     waiting: &'static AtomicUsize,
     /// Whether this caller is in `waiting`.
@@ -82,11 +79,7 @@ struct Awaiting<T> {
 }
 
 impl<T> Awaiting<T> {
-    fn new(
-        rx: oneshot::Receiver<Answer<T>>,
-        waiting: &'static AtomicUsize,
-        limits: Limits,
-    ) -> Awaiting<T> {
+    fn new(rx: oneshot::Receiver<T>, waiting: &'static AtomicUsize, limits: Limits) -> Awaiting<T> {
         waiting.fetch_add(1, Ordering::Relaxed);
         Awaiting {
             rx,
@@ -122,7 +115,7 @@ impl<T> Awaiting<T> {
 }
 
 impl<T> Future for Awaiting<T> {
-    type Output = std::result::Result<Answer<T>, oneshot::error::RecvError>;
+    type Output = std::result::Result<T, oneshot::error::RecvError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let answer = Pin::new(&mut self.rx).poll(cx);
@@ -161,6 +154,7 @@ mod tests {
     use std::task::{Wake, Waker};
 
     use super::*;
+    use crate::reply::Answer;
 
     /// A waker that counts its wake-ups.
     #[derive(Default)]

@@ -28,6 +28,7 @@ pub(crate) mod elastic;
 mod evict;
 mod places;
 mod roles;
+mod room;
 pub(crate) mod task;
 
 use elastic::Lane;

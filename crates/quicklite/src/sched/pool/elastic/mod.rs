@@ -4,20 +4,20 @@
 //! and the other databases' writes stop completing, however few of them are slow.
 //!
 //! A supervisor thread sleeps until a write task starts with every write thread busy; from then on it looks every
-//! [`TICK`]. It adds threads (up to as many as are queued, doubling at most, within the cap) when write tasks have
-//! been queued at [`QUEUED_LOOKS`](rule::QUEUED_LOOKS) looks in a row, no thread is idle, most of the lane's threads are blocked in an
-//! application's closure or in a commit (asleep or waiting for the disk, as the kernel reports the thread: not
-//! running or runnable), and one of them has been so for long — its task has run for [`HELD`] or longer and it was
-//! blocked at [`BLOCKED_LOOKS`] looks in a row. Threads that run (or wait for a CPU) would not serve the queue
-//! faster with more threads beside them; blocked ones leave their CPUs idle. The rule asks for most threads
-//! blocked, not all held: at a hundred databases writing one long write after another, some thread has always just
-//! started its next write, so a lane that waited for every thread to be held would stop growing short of what the
-//! writes need, and the rest of the writes would wait. When, over the last [`RETIRE_AFTER`](rule::RETIRE_AFTER), the lane's threads
-//! were on average busy for fewer than half of them (less one), it retires the extra ones, one per tick, by queueing
-//! a [`Task::Retire`](super::task::Task::Retire) that the next free thread takes and exits on. The base threads never
-//! go. The average, not a moment of idleness: a lane that serves steady short writes always has a task queued at
-//! some look and every thread busy at another, and would otherwise keep for good the threads a burst of long writes
-//! made it add.
+//! [`TICK`](rule::TICK). It adds threads (up to as many as are queued, doubling at most, within the cap) when write
+//! tasks have been queued at [`QUEUED_LOOKS`](rule::QUEUED_LOOKS) looks in a row, no thread is idle, most of the lane's
+//! threads are blocked in an application's closure or in a commit (asleep or waiting for the disk, as the kernel
+//! reports the thread: not running or runnable), and one of them has been so for long — its task has run for [`HELD`]
+//! or longer and it was blocked at [`BLOCKED_LOOKS`] looks in a row. Threads that run (or wait for a CPU) would not
+//! serve the queue faster with more threads beside them; blocked ones leave their CPUs idle. The rule asks for most
+//! threads blocked, not all held: at a hundred databases writing one long write after another, some thread has always
+//! just started its next write, so a lane that waited for every thread to be held would stop growing short of what the
+//! writes need, and the rest of the writes would wait. When, over the last [`RETIRE_AFTER`](rule::RETIRE_AFTER), the
+//! lane's threads were on average busy for fewer than half of them (less one), it retires the extra ones, one per tick,
+//! by queueing a [`Task::Retire`](super::task::Task::Retire) that the next free thread takes and exits on. The base
+//! threads never go. The average, not a moment of idleness: a lane that serves steady short writes always has a task
+//! queued at some look and every thread busy at another, and would otherwise keep for good the threads a burst of long
+//! writes made it add.
 
 mod probe;
 mod rule;
@@ -32,10 +32,7 @@ use super::task::PooledDatabase;
 use super::{Pool, Role, RunQueue, run_pool_thread};
 use crate::util::{lock, spawn, watch_blocking_work};
 use probe::{blocked, own_tid};
-use rule::{BusyAverage, Decision, Look, Seen, decide};
-
-/// How often the supervisor looks while the lane is saturated or has extra threads.
-const TICK: Duration = Duration::from_millis(5);
+use rule::{BusyAverage, Decision, Look, Seen, TICK, decide};
 
 /// How long a task must have run for its thread to count as held by it: far longer than a normal write group
 /// (tens of microseconds to a millisecond), so a lane that is merely busy with short writes does not grow.

@@ -4,7 +4,8 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use super::TICK;
+/// How often the supervisor looks while the lane is saturated or has extra threads.
+pub(super) const TICK: Duration = Duration::from_millis(5);
 
 /// Looks in a row that must find tasks queued before the lane grows: a queue that the threads empty between two
 /// looks needs no more of them.
