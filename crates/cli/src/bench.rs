@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use quicklite_lab::{
-    BenchOptions, ExecOptions, ExportFormat, ResultStore, RunnerRegistry, RunnerSetup,
-    build_matrix, catalog, now_compact, run_all,
+    BenchOptions, ExecOptions, ExportFormat, ResultStore, RunnerSetup, Runners, build_matrix,
+    catalog, now_compact, run_all,
 };
 
 use crate::cli::{BenchArgs, OnOff};
@@ -71,17 +71,16 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         build: !args.no_build,
         repo_root: args.repo_root.clone(),
     };
-    let registry =
-        match RunnerRegistry::resolve_profiles(&approaches, &options.build_profiles, &setup) {
-            Ok(registry) => registry,
-            Err(err) => {
-                if !existed {
-                    // Nothing ran: leave no empty results directory behind (remove_dir only removes an empty one).
-                    let _ = std::fs::remove_dir(&dir);
-                }
-                return Err(err).context("preparing the runners");
+    let runners = match Runners::resolve_profiles(&approaches, &options.build_profiles, &setup) {
+        Ok(runners) => runners,
+        Err(err) => {
+            if !existed {
+                // Nothing ran: leave no empty results directory behind (remove_dir only removes an empty one).
+                let _ = std::fs::remove_dir(&dir);
             }
-        };
+            return Err(err).context("preparing the runners");
+        }
+    };
 
     let estimate: Duration = cells
         .iter()
@@ -107,7 +106,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         dir.display()
     );
     let mut progress = Progress::new(cells.len());
-    let outcome = run_all(&cells, &registry, &exec, &mut store, &mut progress);
+    let outcome = run_all(&cells, &runners, &exec, &mut store, &mut progress);
     progress.finish();
     outcome.with_context(|| format!("writing results to {}", dir.display()))?;
 

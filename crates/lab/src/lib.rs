@@ -15,15 +15,15 @@
 //! # Example
 //!
 //! ```no_run
-//! use quicklite_lab::{BenchOptions, ExecOptions, ResultStore, RunnerRegistry, RunnerSetup, Silent};
+//! use quicklite_lab::{BenchOptions, ExecOptions, ResultStore, Runners, RunnerSetup, Silent};
 //!
 //! # fn main() -> Result<(), quicklite_lab::LabError> {
 //! let options = BenchOptions { approaches: vec!["quicklite".into()], ..BenchOptions::quick() };
 //! let cells = quicklite_lab::build_matrix(&options)?;
 //! let setup = RunnerSetup { build: true, ..RunnerSetup::default() };
-//! let registry = RunnerRegistry::resolve(&options.approaches, &setup)?;
+//! let runners = Runners::resolve(&options.approaches, &setup)?;
 //! let mut store = ResultStore::create("results/example".as_ref(), "tokio-rusqlite")?;
-//! quicklite_lab::run_all(&cells, &registry, &ExecOptions::default(), &mut store, &mut Silent)?;
+//! quicklite_lab::run_all(&cells, &runners, &ExecOptions::default(), &mut store, &mut Silent)?;
 //! # Ok(())
 //! # }
 //! ```
@@ -42,11 +42,11 @@ mod fixtures;
 pub mod format;
 mod matrix;
 mod options;
-mod registry;
 pub mod repetitions;
 mod report;
 mod row;
 mod run;
+mod runners;
 pub mod seeds;
 mod store;
 mod summary;
@@ -60,9 +60,9 @@ pub use export::{ExportFormat, Exporter};
 pub use matrix::{build_matrix, interleave, validate};
 pub use options::{BenchOptions, Variant, default_worker_threads};
 pub use quicklite_lab_core::{Cell, CellResult, IDLE_WINDOW, PPM, Workload};
-pub use registry::{RunnerRegistry, RunnerSetup, find_repo_root, query_approaches};
 pub use report::{read_csv, write_reports};
 pub use row::{COLUMNS, CsvRow};
 pub use run::{Observer, Silent, cell_label, run_all};
+pub use runners::{RunnerSetup, Runners, find_repo_root, query_approaches};
 pub use store::ResultStore;
 pub use summary::{Baseline, Failure, Row, Summary, Table, orm_suite_us, throughput};

@@ -5,7 +5,7 @@ use quicklite_lab_core::{Cell, CellResult};
 use crate::clock::now_rfc3339;
 use crate::error::Result;
 use crate::execute::{ExecOptions, failed_result, run_cell};
-use crate::registry::RunnerRegistry;
+use crate::registry::Runners;
 use crate::store::ResultStore;
 
 /// Told about progress, so a front end can draw it (the CLI draws progress bars; tests record calls).
@@ -30,7 +30,7 @@ impl Observer for Silent {
 /// A failing cell is recorded and the run goes on; only failing to write the results stops it.
 pub fn run_all(
     cells: &[Cell],
-    registry: &RunnerRegistry,
+    runners: &Runners,
     exec: &ExecOptions,
     store: &mut ResultStore,
     observer: &mut dyn Observer,
@@ -38,14 +38,14 @@ pub fn run_all(
     let total = cells.len();
     for (index, cell) in cells.iter().enumerate() {
         observer.cell_started(index, total, cell);
-        let result = match registry.program(&cell.approach, &cell.build_profile) {
+        let result = match runners.program(&cell.approach, &cell.build_profile) {
             Some(program) => run_cell(program, cell, exec),
             // resolve() guarantees a program per approach; a gap here is still reported, not a panic.
             None => failed_result(
                 cell,
                 std::path::Path::new(""),
                 &now_rfc3339(),
-                match registry.unavailable(&cell.approach) {
+                match runners.unavailable(&cell.approach) {
                     Some(reason) => format!("{} is not available here: {reason}", cell.approach),
                     None => format!(
                         "no runner for approach `{}` with build profile `{}` (a profile with runner features, e.g. \

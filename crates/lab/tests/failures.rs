@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use quicklite_lab::{
-    BenchOptions, CellResult, ExecOptions, ExportFormat, ResultStore, RunnerRegistry, RunnerSetup,
-    Silent, build_matrix, read_csv, run_all,
+    BenchOptions, CellResult, ExecOptions, ExportFormat, ResultStore, RunnerSetup, Runners, Silent,
+    build_matrix, read_csv, run_all,
 };
 
 fn mock_runner() -> PathBuf {
@@ -24,13 +24,12 @@ fn options(approaches: &[&str]) -> BenchOptions {
     }
 }
 
-fn registry(approaches: &[String]) -> RunnerRegistry {
+fn runners(approaches: &[String]) -> Runners {
     let setup = RunnerSetup {
         programs: vec![mock_runner()],
         ..RunnerSetup::default()
     };
-    RunnerRegistry::resolve(approaches, &setup)
-        .expect("the mock runner provides every approach used here")
+    Runners::resolve(approaches, &setup).expect("the mock runner provides every approach used here")
 }
 
 #[test]
@@ -47,13 +46,13 @@ fn crash_hang_and_garbage_are_recorded_and_the_run_continues() {
     ];
     let options = options(&approaches);
     let cells = build_matrix(&options).unwrap();
-    let registry = registry(&options.approaches);
+    let runners = runners(&options.approaches);
     let exec = ExecOptions {
         timeout: Some(Duration::from_secs(2)),
         db_root: Some(out.path().to_owned()),
     };
     let mut store = ResultStore::create(&out.path().join("run"), "direct-blocking").unwrap();
-    run_all(&cells, &registry, &exec, &mut store, &mut Silent).unwrap();
+    run_all(&cells, &runners, &exec, &mut store, &mut Silent).unwrap();
 
     let results: Vec<CellResult> =
         serde_json::from_slice(&std::fs::read(store.path(ExportFormat::Json)).unwrap()).unwrap();
@@ -105,7 +104,7 @@ fn a_missing_runner_program_is_a_clear_error() {
         programs: vec![PathBuf::from("/nonexistent/runner")],
         ..RunnerSetup::default()
     };
-    let err = RunnerRegistry::resolve(&["quicklite".to_owned()], &setup).unwrap_err();
+    let err = Runners::resolve(&["quicklite".to_owned()], &setup).unwrap_err();
     assert!(err.to_string().contains("cannot start it"), "{err}");
 }
 

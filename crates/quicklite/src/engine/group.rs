@@ -124,7 +124,9 @@ pub(crate) fn commit_group(
     match blocking_work(|| conn.control(COMMIT)) {
         Ok(()) => {
             metrics.commit_us.record_duration(committing.elapsed());
-            metrics.write_txn_us.record_duration(began.elapsed());
+            metrics
+                .write_transaction_us
+                .record_duration(began.elapsed());
             shared.publish_commit();
             metrics.write_batch.record((group.len() - open_from) as u64);
             true
@@ -226,7 +228,9 @@ pub(crate) fn run_alone(
             if ran.is_ok() {
                 shared.publish_commit();
                 metrics.write_batch.record(1);
-                metrics.write_txn_us.record_duration(started.elapsed());
+                metrics
+                    .write_transaction_us
+                    .record_duration(started.elapsed());
             } else {
                 metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
                 shared.changes.undo_to(mark);
@@ -272,7 +276,9 @@ fn commit_alone(conn: &GuardedConnection, shared: &Shared, started: Instant) -> 
         Ok(()) => {
             shared.publish_commit();
             metrics.write_batch.record(1);
-            metrics.write_txn_us.record_duration(started.elapsed());
+            metrics
+                .write_transaction_us
+                .record_duration(started.elapsed());
             None
         }
         Err(e) => {

@@ -301,7 +301,7 @@ impl BatchedReads {
                 total.fetch_add(std::mem::take(count), Ordering::Relaxed);
             }
         }
-        held.wait_us.drain_into(&metrics.read_wait_us);
+        held.wait_us.drain_into(&metrics.read_queue_wait_us);
         // The answers leave with the relay; the next ones need a vector of their own.
         let mut answers = std::mem::replace(&mut held.answers, Vec::with_capacity(REPLY_BATCH));
         self.relays.answer_all(&mut answers);
@@ -328,7 +328,7 @@ impl BatchedReads {
         if let Some(began) = self.began.take() {
             self.shared
                 .metrics
-                .read_txn_us
+                .read_transaction_us
                 .record_duration(began.elapsed());
         }
         if conn.conn().is_autocommit() {

@@ -114,7 +114,10 @@ impl KeptSnapshot {
     /// Ends the open snapshot, if any, and adds the counts to the shared metrics.
     pub(crate) fn end(&mut self, shared: &Shared) {
         if let Some((_, began)) = self.open.take() {
-            shared.metrics.read_txn_us.record_duration(began.elapsed());
+            shared
+                .metrics
+                .read_transaction_us
+                .record_duration(began.elapsed());
             if !self.conn.conn().is_autocommit()
                 && let Err(e) = self.conn.control("COMMIT")
             {

@@ -304,7 +304,7 @@ impl Writer {
         for r in requests {
             self.shared
                 .metrics
-                .write_wait_us
+                .write_queue_wait_us
                 .record_duration(now - r.enqueued);
         }
     }

@@ -1,7 +1,8 @@
 //! Requests as they travel through the queues: a type-erased closure, the thread it came from, and the channel its
 //! answer goes back on.
 
-use std::cell::Cell;
+mod watch;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
@@ -12,6 +13,9 @@ use crate::cost::Site;
 use crate::error::panic_message;
 use crate::reply::{Answer, CallerThread, Relay, Reply};
 use crate::{Error, RequestKind, Result};
+use watch::Watch;
+
+pub(crate) use watch::caller_gone;
 
 /// When a request times out, with the timeout it was given (for the error).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,52 +144,6 @@ pub(crate) trait WriteJob: Reply {
         let failed = self.resolve(group_failure);
         self.reply(None);
         failed
-    }
-}
-
-/// A reply channel, type-erased, and how to ask it whether its caller is still waiting.
-type Watched = (*const (), unsafe fn(*const ()) -> bool);
-
-thread_local! {
-    /// The reply channel of the read running on this thread, if any: SQLite's progress handler asks it
-    /// ([`caller_gone`]).
-    static WATCHED: Cell<Option<Watched>> = const { Cell::new(None) };
-}
-
-/// Whether the caller of the read running on this thread has stopped waiting for it (false when no read runs).
-pub(crate) fn caller_gone() -> bool {
-    WATCHED.with(|watched| {
-        // SAFETY: `Watch` sets the pointer to a reply channel that outlives it and clears it when dropped, on this
-        // thread; the function was made for the channel's type.
-        watched
-            .get()
-            .is_some_and(|(reply, closed)| unsafe { closed(reply) })
-    })
-}
-
-/// Whether the channel behind `reply`, a `oneshot::Sender<Answer<T>>`, has lost its receiver.
-///
-/// # Safety
-/// `reply` must point to a live `oneshot::Sender<Answer<T>>`.
-unsafe fn reply_closed<T>(reply: *const ()) -> bool {
-    // SAFETY: the caller's promise.
-    unsafe { (*reply.cast::<oneshot::Sender<Answer<T>>>()).is_closed() }
-}
-
-/// While it lives, [`caller_gone`] on this thread watches one reply channel, which outlives it.
-struct Watch<'a>(std::marker::PhantomData<&'a ()>);
-
-impl<'a> Watch<'a> {
-    fn set<T>(reply: &'a oneshot::Sender<Answer<T>>) -> Watch<'a> {
-        let reply: *const oneshot::Sender<Answer<T>> = reply;
-        WATCHED.with(|watched| watched.set(Some((reply.cast(), reply_closed::<T>))));
-        Watch(std::marker::PhantomData)
-    }
-}
-
-impl Drop for Watch<'_> {
-    fn drop(&mut self) {
-        WATCHED.with(|watched| watched.set(None));
     }
 }
 
@@ -409,7 +367,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reply::{Answers, RELAY_GRACE, Relays};
 
     /// The result that came on `rx`, if any (dropping any relay with it, which delivers what it carries).
     fn result<T>(rx: &mut oneshot::Receiver<Answer<T>>) -> Option<Result<T>> {
@@ -448,98 +405,6 @@ mod tests {
         match result(&mut rx) {
             Some(Err(Error::Panic { message })) => assert_eq!(message, "boom"),
             other => panic!("unexpected {other:?}"),
-        }
-    }
-
-    /// Answered reads: `callers[i]` is the thread request `i` came from.
-    fn answered(callers: &[usize]) -> (Answers, Vec<oneshot::Receiver<Answer<usize>>>) {
-        let conn = Connection::open_in_memory().unwrap();
-        let mut answers = Answers::new();
-        let mut receivers = Vec::new();
-        for (i, &caller) in callers.iter().enumerate() {
-            let (mut job, rx) = Job::new(move |_: &Connection| Ok(i));
-            assert_eq!(ReadJob::run(job.as_mut(), &conn), Ran::Ok);
-            answers.push((CallerThread::numbered(caller), job));
-            receivers.push(rx);
-        }
-        (answers, receivers)
-    }
-
-    #[test]
-    fn one_caller_per_thread_carries_the_others_answers() {
-        let (mut answers, mut receivers) = answered(&[7, 8, 7, 7, 8]);
-        let mut relays = Relays::default();
-        relays.answer_all(&mut answers);
-        assert!(answers.is_empty());
-        // The last request of each thread leads: 4 for thread 7, 3 for thread 8; the others wait for them.
-        let mut leaders = Vec::new();
-        let mut carried = Vec::new();
-        for (i, rx) in receivers.iter_mut().enumerate() {
-            if let Ok(answer) = rx.try_recv() {
-                assert_eq!(answer.result.unwrap(), i);
-                let relay = answer.relay.expect("a leader carries the others' answers");
-                leaders.push((i, relay.0.lock().unwrap().len()));
-                carried.push(relay);
-            }
-        }
-        assert_eq!(leaders, vec![(3, 2), (4, 1)]);
-        for i in [0, 1, 2] {
-            assert!(
-                result(&mut receivers[i]).is_none(),
-                "{i} waits for its leader"
-            );
-        }
-        // The leaders pass their answers on.
-        drop(carried);
-        for (i, rx) in receivers.iter_mut().enumerate() {
-            if i != 3 && i != 4 {
-                assert_eq!(result(rx).unwrap().unwrap(), i);
-            }
-        }
-        // Already delivered: the issuing side finds nothing left to send.
-        relays.deliver_all();
-        assert!(!relays.pending());
-    }
-
-    #[test]
-    fn a_relay_whose_carrier_stopped_waiting_still_delivers() {
-        let mut relays = Relays::default();
-        let (mut answers, mut receivers) = answered(&[1, 1, 1]);
-        // The leader (the last request) has given up: its receiver is gone before the answers are sent.
-        drop(receivers.pop());
-        relays.answer_all(&mut answers);
-        for (i, rx) in receivers.iter_mut().enumerate() {
-            assert_eq!(result(rx).unwrap().unwrap(), i);
-        }
-
-        // The leader gives up after its answer (and the relay) arrived, without reading it.
-        let (mut answers, mut receivers) = answered(&[1, 1, 1]);
-        relays.answer_all(&mut answers);
-        assert!(result(&mut receivers[0]).is_none(), "waits for the leader");
-        drop(receivers.pop());
-        for (i, rx) in receivers.iter_mut().enumerate() {
-            assert_eq!(result(rx).unwrap().unwrap(), i);
-        }
-    }
-
-    #[test]
-    fn answers_a_carrier_sits_on_are_sent_after_the_grace() {
-        let mut relays = Relays::default();
-        let (mut answers, mut receivers) = answered(&[1, 1, 1]);
-        relays.answer_all(&mut answers);
-        // The leader has its answer and the relay in its channel, but is never polled.
-        let _leader = receivers.pop();
-        assert!(relays.pending());
-        assert!(
-            result(&mut receivers[0]).is_none(),
-            "within the grace, the leader is waited for"
-        );
-        // Past the grace, the next hand-over sends what the relay still carries.
-        std::thread::sleep(RELAY_GRACE * 2);
-        relays.answer_all(&mut Answers::new());
-        assert!(!relays.pending());
-        for (i, rx) in receivers.iter_mut().enumerate() {
-            assert_eq!(result(rx).unwrap().unwrap(), i);
         }
     }
 }

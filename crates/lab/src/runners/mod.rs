@@ -1,4 +1,5 @@
-//! Which program measures which approach, and building those programs.
+//! Which program measures which approach ([`Runners`]), found among the programs given or the lab's own runners
+//! (built by [`build`] when asked).
 //!
 //! The Rust approaches live in four runner programs because cargo allows one `links = "sqlite3"` crate per
 //! workspace: the main workspace's `quicklite-runner` (rusqlite 0.41), and three peer workspaces under `runners/`
@@ -11,14 +12,16 @@
 //! profile's `LIBSQLITE3_FLAGS` into `<target>/lab-profiles/<profile>`; cargo's own caching makes the second run
 //! free.
 
+mod build;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::build_profiles::{self, BuildProfile};
+use crate::build_profiles;
 use crate::catalog;
 use crate::error::{LabError, Result};
+use build::{build, prebuilt, script_runner};
 
 /// A runner program the lab knows how to build.
 #[derive(Debug, Clone, Copy)]
@@ -126,7 +129,7 @@ pub struct RunnerSetup {
 
 /// (Approach, build profile) → runner program.
 #[derive(Debug, Clone, Default)]
-pub struct RunnerRegistry {
+pub struct Runners {
     /// The workspace build's programs, by approach.
     programs: BTreeMap<String, PathBuf>,
     /// Other build profiles' programs, by (approach, profile).
@@ -138,7 +141,7 @@ pub struct RunnerRegistry {
     unavailable: BTreeMap<String, String>,
 }
 
-impl RunnerRegistry {
+impl Runners {
     /// Finds (and, if asked, builds) a runner for every approach in `approaches` under every build profile in
     /// `profiles`. Build output goes to this process's stderr, never to stdout where the summary goes.
     pub fn resolve_profiles(
@@ -151,7 +154,7 @@ impl RunnerRegistry {
             workspace_build |= build_profiles::find(name)?.is_workspace_build();
         }
         // The workspace's own runners are built (or looked for) only when a profile uses them.
-        let mut registry = if workspace_build {
+        let mut runners = if workspace_build {
             Self::resolve(approaches, setup)?
         } else {
             Self::resolve(&[], setup)?
@@ -163,7 +166,7 @@ impl RunnerRegistry {
             }
             let missing: Vec<String> = approaches
                 .iter()
-                .filter(|a| !registry.given.contains_key(*a))
+                .filter(|a| !runners.given.contains_key(*a))
                 .cloned()
                 .collect();
             if missing.is_empty() {
@@ -195,13 +198,13 @@ impl RunnerRegistry {
                     prebuilt(&root, spec, Some(&profile))?
                 };
                 for approach in wanted {
-                    registry
+                    runners
                         .profiled
                         .insert((approach.clone(), profile.name.clone()), program.clone());
                 }
             }
         }
-        Ok(registry)
+        Ok(runners)
     }
 
     /// Finds (and, if asked, builds) a runner for every approach in `approaches`, for the workspace's own build
@@ -382,208 +385,6 @@ pub fn find_repo_root() -> Result<PathBuf> {
     Err(LabError::RepoRootNotFound { cwd, compiled })
 }
 
-fn cargo() -> PathBuf {
-    // Under `cargo run`, CARGO names the cargo that is running us: use the same toolchain.
-    std::env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from)
-}
-
-fn manifest(root: &Path, spec: &RunnerSpec) -> Result<PathBuf> {
-    let path = root.join(spec.manifest.unwrap_or("Cargo.toml"));
-    if !path.is_file() {
-        return Err(LabError::Runner {
-            runner: spec.bin.to_owned(),
-            reason: format!("its workspace {} is missing", path.display()),
-        });
-    }
-    Ok(path)
-}
-
-/// The target directory cargo uses for the workspace at `root` (`CARGO_TARGET_DIR`, relative to the root, or
-/// `<workspace>/target`).
-fn target_root(root: &Path, manifest: &Path) -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => root.join(dir),
-        None => manifest.parent().unwrap_or(root).join("target"),
-    }
-}
-
-/// The main workspace's target directory, under which the build profiles' directories live.
-fn workspace_target(root: &Path) -> PathBuf {
-    target_root(root, &root.join("Cargo.toml"))
-}
-
-/// The `cargo build --release` command for one runner, with a build profile's flags and target directory.
-fn build_command(
-    root: &Path,
-    manifest: &Path,
-    spec: &RunnerSpec,
-    profile: Option<(&BuildProfile, &str)>,
-) -> Command {
-    let mut command = Command::new(cargo());
-    if let Some((profile, flags)) = profile {
-        // An environment variable wins over `.cargo/config.toml`'s [env] (cargo does not override one that is
-        // set, even to nothing), so `default` builds with rusqlite's flags untouched. Every profile except the
-        // workspace's own gets a target directory of its own under the workspace's, shared by the runner
-        // workspaces: switching profiles then never rebuilds another profile's SQLite.
-        command.env("LIBSQLITE3_FLAGS", flags).env(
-            "CARGO_TARGET_DIR",
-            profile.target_dir(&workspace_target(root)),
-        );
-    }
-    command
-        // Cargo reads `.cargo/config.toml` from the working directory upwards, not from the manifest: building
-        // from the runner's own workspace directory gives it the same configuration as `cd runners/x && cargo build`.
-        .current_dir(manifest.parent().unwrap_or(root))
-        .args([
-            "build",
-            "--release",
-            "--message-format=json-render-diagnostics",
-        ])
-        .arg("--manifest-path")
-        .arg(manifest);
-    if spec.manifest.is_none() {
-        // The main workspace has many packages; build only the runner's.
-        command.args(["-p", spec.bin]);
-    }
-    if let Some((profile, _)) = profile
-        && !profile.features.is_empty()
-    {
-        command.arg("--features").arg(profile.features.join(","));
-    }
-    command
-        .args(["--bin", spec.bin])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        // Human-readable compiler output goes straight to our stderr.
-        .stderr(Stdio::inherit());
-    command
-}
-
-/// `cargo build --release` for one runner (with a build profile's flags, if given); returns the executable cargo
-/// reports.
-fn build(
-    root: &Path,
-    spec: &RunnerSpec,
-    profile: Option<(&BuildProfile, &str)>,
-) -> Result<PathBuf> {
-    let fail = |reason: String| LabError::Runner {
-        runner: spec.bin.to_owned(),
-        reason,
-    };
-    let manifest = manifest(root, spec)?;
-    match profile {
-        Some((profile, flags)) => eprintln!(
-            "Building {} (release, build profile {}: LIBSQLITE3_FLAGS=\"{flags}\") …",
-            spec.bin, profile.name
-        ),
-        None => eprintln!("Building {} (release) …", spec.bin),
-    }
-    let mut command = build_command(root, &manifest, spec, profile);
-    let mut child = command
-        .spawn()
-        .map_err(|e| fail(format!("cannot start cargo: {e}")))?;
-    let mut executable = None;
-    if let Some(stdout) = child.stdout.take() {
-        for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
-            if let Some(path) = artifact_executable(&line, spec.bin) {
-                executable = Some(path);
-            }
-        }
-    }
-    let status = child
-        .wait()
-        .map_err(|e| fail(format!("waiting for cargo: {e}")))?;
-    if !status.success() {
-        return Err(fail(format!(
-            "`cargo build --release` failed ({status}); its output is above"
-        )));
-    }
-    executable.ok_or_else(|| fail("cargo built no executable by that name".to_owned()))
-}
-
-/// A runner in another language: built by its script when `build` is set (its output goes to our stderr), then
-/// asked for its approaches. The error is the reason its cells will fail with.
-fn script_runner(
-    root: &Path,
-    spec: &RunnerSpec,
-    script: Script,
-    build: bool,
-) -> std::result::Result<(PathBuf, Vec<String>), String> {
-    let dir = root.join(script.dir);
-    let program = dir.join(script.program);
-    let build_script = format!("{}/build.sh", script.dir);
-    if build {
-        eprintln!("Building {} (bash {build_script}) …", spec.bin);
-        let output = Command::new("bash")
-            .arg(&build_script)
-            .current_dir(root)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot start bash {build_script}: {e}"))?;
-        // Everything the script printed goes to stderr: stdout is the summary's.
-        eprint!("{}", String::from_utf8_lossy(&output.stdout));
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        eprint!("{stderr}");
-        if !output.status.success() {
-            let last = stderr
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("no message");
-            return Err(format!(
-                "`bash {build_script}` failed ({}): {}",
-                output.status,
-                last.trim()
-            ));
-        }
-    }
-    if !program.is_file() {
-        return Err(format!(
-            "not built at {} (run `bash {build_script}`, or drop --no-build)",
-            program.display()
-        ));
-    }
-    let provided = query_approaches(&program).map_err(|e| e.to_string())?;
-    Ok((program, provided))
-}
-
-/// The `executable` of a `compiler-artifact` message for `bin`, if `line` is one.
-fn artifact_executable(line: &str, bin: &str) -> Option<PathBuf> {
-    let message: serde_json::Value = serde_json::from_str(line).ok()?;
-    if message.get("reason")?.as_str()? != "compiler-artifact" {
-        return None;
-    }
-    if message.get("target")?.get("name")?.as_str()? != bin {
-        return None;
-    }
-    message.get("executable")?.as_str().map(PathBuf::from)
-}
-
-/// Where the last `cargo build --release` put a runner (honouring `CARGO_TARGET_DIR`), for the workspace build
-/// or a build profile.
-fn prebuilt(root: &Path, spec: &RunnerSpec, profile: Option<&BuildProfile>) -> Result<PathBuf> {
-    let manifest = manifest(root, spec)?;
-    let target = match profile {
-        Some(profile) => profile.target_dir(&workspace_target(root)),
-        None => target_root(root, &manifest),
-    };
-    let path = target.join("release").join(spec.bin);
-    if !path.is_file() {
-        let how = match spec.manifest {
-            Some(m) => format!("cargo build --release --manifest-path {m}"),
-            None => format!("cargo build --release -p {}", spec.bin),
-        };
-        return Err(LabError::Runner {
-            runner: spec.bin.to_owned(),
-            reason: format!(
-                "not built at {} (run `{how}`, or drop --no-build)",
-                path.display()
-            ),
-        });
-    }
-    Ok(path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -607,67 +408,6 @@ mod tests {
     }
 
     #[test]
-    fn a_profile_build_sets_its_flags_and_its_own_target_directory() {
-        let root = Path::new("/repo");
-        let peer = &RUNNERS[1];
-        let profile = build_profiles::find("default").unwrap();
-        let manifest = root.join(peer.manifest.unwrap());
-        let command = build_command(root, &manifest, peer, Some((&profile, "")));
-        let envs: BTreeMap<String, String> = command
-            .get_envs()
-            .map(|(k, v)| {
-                (
-                    k.to_string_lossy().into_owned(),
-                    v.map(|v| v.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
-                )
-            })
-            .collect();
-        assert_eq!(envs.get("LIBSQLITE3_FLAGS").map(String::as_str), Some(""));
-        let target = PathBuf::from(&envs["CARGO_TARGET_DIR"]);
-        assert!(
-            target.ends_with("lab-profiles/default"),
-            "{}",
-            target.display()
-        );
-        let args: Vec<String> = command
-            .get_args()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(
-            args,
-            [
-                "build",
-                "--release",
-                "--message-format=json-render-diagnostics",
-                "--manifest-path",
-                "/repo/runners/rusqlite040/Cargo.toml",
-                "--bin",
-                "runner-rusqlite040"
-            ]
-        );
-        assert_eq!(
-            command.get_current_dir(),
-            Some(Path::new("/repo/runners/rusqlite040"))
-        );
-
-        // The workspace's own build: no flag, no target directory of its own, only the runner's package.
-        let main = &RUNNERS[0];
-        let command = build_command(root, &root.join("Cargo.toml"), main, None);
-        assert_eq!(command.get_envs().count(), 0);
-        let args: Vec<String> = command
-            .get_args()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        assert!(args.ends_with(&[
-            "-p".to_owned(),
-            "quicklite-runner".to_owned(),
-            "--bin".to_owned(),
-            "quicklite-runner".to_owned()
-        ]));
-    }
-
-    #[test]
     fn a_run_of_another_profile_alone_looks_only_for_that_profile_s_runners() {
         let root = tempfile::tempdir().unwrap();
         std::fs::write(root.path().join("Cargo.toml"), "").unwrap();
@@ -682,17 +422,14 @@ mod tests {
             repo_root: Some(root.path().to_owned()),
             ..RunnerSetup::default()
         };
-        let outcome = RunnerRegistry::resolve_profiles(
-            &["quicklite".to_owned()],
-            &["default".to_owned()],
-            &setup,
-        );
+        let outcome =
+            Runners::resolve_profiles(&["quicklite".to_owned()], &["default".to_owned()], &setup);
         // Not the workspace build's target/release: the default profile's own directory, found (when
         // CARGO_TARGET_DIR points at a target where it was built) or named as missing.
         let looked_at = match outcome {
-            Ok(registry) => {
-                assert_eq!(registry.program("quicklite", "tuned"), None);
-                registry
+            Ok(runners) => {
+                assert_eq!(runners.program("quicklite", "tuned"), None);
+                runners
                     .program("quicklite", "default")
                     .unwrap()
                     .display()
@@ -739,21 +476,21 @@ mod tests {
         let wanted: Vec<String> = ["go-mattn", "node-better-sqlite3", "node-sqlite"]
             .map(str::to_owned)
             .to_vec();
-        let registry = RunnerRegistry::resolve(&wanted, &setup).unwrap();
-        assert_eq!(registry.program("go-mattn", "tuned"), None);
-        let reason = registry.unavailable("go-mattn").unwrap();
+        let runners = Runners::resolve(&wanted, &setup).unwrap();
+        assert_eq!(runners.program("go-mattn", "tuned"), None);
+        let reason = runners.unavailable("go-mattn").unwrap();
         assert!(
             reason.contains("bash runners/go/build.sh` failed")
                 && reason.contains("go is not installed"),
             "{reason}"
         );
         assert_eq!(
-            registry.program("node-better-sqlite3", "tuned"),
+            runners.program("node-better-sqlite3", "tuned"),
             Some(node.join("runner-node").as_path())
         );
-        assert!(registry.program("node-better-sqlite3", "default").is_none());
+        assert!(runners.program("node-better-sqlite3", "default").is_none());
         assert_eq!(
-            registry.unavailable("node-sqlite"),
+            runners.unavailable("node-sqlite"),
             Some(
                 "runner-node does not provide it on this machine (it provides: node-better-sqlite3)"
             )
@@ -764,7 +501,7 @@ mod tests {
             .mode();
         assert_ne!(mode & 0o111, 0);
         // Without a build, a missing program says how to build it.
-        let unbuilt = RunnerRegistry::resolve(
+        let unbuilt = Runners::resolve(
             &wanted[..1],
             &RunnerSetup {
                 build: false,
@@ -781,17 +518,6 @@ mod tests {
     }
 
     #[test]
-    fn the_executable_comes_from_cargo_s_artifact_message() {
-        let line = r#"{"reason":"compiler-artifact","target":{"name":"runner-sqlx","kind":["bin"]},"executable":"/t/release/runner-sqlx"}"#;
-        assert_eq!(
-            artifact_executable(line, "runner-sqlx"),
-            Some(PathBuf::from("/t/release/runner-sqlx"))
-        );
-        assert_eq!(artifact_executable(line, "quicklite-runner"), None);
-        assert_eq!(artifact_executable("not json", "runner-sqlx"), None);
-    }
-
-    #[test]
     fn a_runner_that_needs_more_than_rust_fails_its_own_cells_not_the_run() {
         // trailbase-sqlite's runner is not built here; any other missing runner stops the run.
         let root = tempfile::tempdir().unwrap();
@@ -803,13 +529,13 @@ mod tests {
             repo_root: Some(root.path().to_owned()),
             ..RunnerSetup::default()
         };
-        let registry = RunnerRegistry::resolve(&["trailbase-sqlite".to_owned()], &setup).unwrap();
-        let reason = registry.unavailable("trailbase-sqlite").unwrap();
+        let runners = Runners::resolve(&["trailbase-sqlite".to_owned()], &setup).unwrap();
+        let reason = runners.unavailable("trailbase-sqlite").unwrap();
         assert!(
             reason.contains("not built at") && reason.contains("install-test-deps"),
             "{reason}"
         );
-        let err = RunnerRegistry::resolve(&["sqlx".to_owned()], &setup).unwrap_err();
+        let err = Runners::resolve(&["sqlx".to_owned()], &setup).unwrap_err();
         assert!(err.to_string().contains("runner-sqlx"), "{err}");
     }
 }
