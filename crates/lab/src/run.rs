@@ -5,7 +5,7 @@ use quicklite_lab_core::{Cell, CellResult};
 use crate::clock::now_rfc3339;
 use crate::error::Result;
 use crate::execute::{ExecOptions, failed_result, run_cell};
-use crate::registry::Runners;
+use crate::runners::Runners;
 use crate::store::ResultStore;
 
 /// Told about progress, so a front end can draw it (the CLI draws progress bars; tests record calls).

@@ -154,7 +154,8 @@ mod tests {
     use std::task::{Wake, Waker};
 
     use super::*;
-    use crate::reply::Answer;
+    use crate::Error;
+    use crate::reply::{Answer, receive};
 
     /// A waker that counts its wake-ups.
     #[derive(Default)]

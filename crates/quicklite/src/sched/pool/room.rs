@@ -91,7 +91,7 @@ impl<D: PooledDatabase> Pool<D> {
     }
 
     /// Whether some open database has nothing queued or running (one could be closed to make room).
-    fn open_actors_idle(&self) -> bool {
+    pub(super) fn open_actors_idle(&self) -> bool {
         lock(&self.open).actors().iter().any(|a| a.is_idle())
     }
 
@@ -113,7 +113,7 @@ impl<D: PooledDatabase> Pool<D> {
     }
 
     /// Tasks waiting for room to open their database.
-    fn waiting_tasks(&self) -> usize {
+    pub(super) fn waiting_tasks(&self) -> usize {
         self.waiting_len.load(Ordering::SeqCst)
     }
 }

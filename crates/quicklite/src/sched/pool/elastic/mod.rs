@@ -4,7 +4,7 @@
 //! and the other databases' writes stop completing, however few of them are slow.
 //!
 //! A supervisor thread sleeps until a write task starts with every write thread busy; from then on it looks every
-//! [`TICK`](rule::TICK). It adds threads (up to as many as are queued, doubling at most, within the cap) when write
+//! [`TICK`]. It adds threads (up to as many as are queued, doubling at most, within the cap) when write
 //! tasks have been queued at [`QUEUED_LOOKS`](rule::QUEUED_LOOKS) looks in a row, no thread is idle, most of the lane's
 //! threads are blocked in an application's closure or in a commit (asleep or waiting for the disk, as the kernel
 //! reports the thread: not running or runnable), and one of them has been so for long — its task has run for [`HELD`]
