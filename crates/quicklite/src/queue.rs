@@ -137,7 +137,7 @@ impl Heartbeat {
 
 /// Creates a queue holding at most `capacity` requests (at least one).
 pub(crate) fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(QueueState {
         queue: Mutex::new(Queue {
             items: VecDeque::new(),
             closed: false,
@@ -163,7 +163,7 @@ pub(crate) fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
     )
 }
 
-struct Shared<T> {
+struct QueueState<T> {
     queue: Mutex<Queue<T>>,
     /// Number of queued requests, kept equal to `queue.items.len()` under the lock: read without it by spinning
     /// consumers (a load, not a lock, so spinning does not slow producers down) and for metrics.
@@ -190,13 +190,13 @@ struct Shared<T> {
 struct Queue<T> {
     items: VecDeque<T>,
     closed: bool,
-    /// Consumers asleep on `Shared::consumers`.
+    /// Consumers asleep on `QueueState::consumers`.
     sleeping: usize,
-    /// Senders waiting on `Shared::room`.
+    /// Senders waiting on `QueueState::room`.
     waiting_senders: usize,
 }
 
-impl<T> Shared<T> {
+impl<T> QueueState<T> {
     fn lock(&self) -> MutexGuard<'_, Queue<T>> {
         // Nothing panics while holding the lock; a poisoned lock still guards a consistent queue.
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
@@ -265,7 +265,7 @@ pub(crate) enum Taken<T> {
 
 /// The producing end; cloning it adds a sender.
 pub(crate) struct Sender<T> {
-    shared: Arc<Shared<T>>,
+    shared: Arc<QueueState<T>>,
 }
 
 impl<T> Clone for Sender<T> {
@@ -350,7 +350,7 @@ impl<T> Sender<T> {
 }
 
 /// Counts a sender waiting for room while it exists (the wait may be cancelled: the sender's future dropped).
-struct Waiting<'a, T>(&'a Shared<T>);
+struct Waiting<'a, T>(&'a QueueState<T>);
 
 impl<T> Drop for Waiting<'_, T> {
     fn drop(&mut self) {
@@ -369,7 +369,7 @@ impl Drop for Spinning<'_> {
 
 /// The consuming end; cloning it adds a receiver.
 pub(crate) struct Receiver<T> {
-    shared: Arc<Shared<T>>,
+    shared: Arc<QueueState<T>>,
 }
 
 impl<T> Clone for Receiver<T> {
@@ -391,7 +391,7 @@ impl<T> Drop for Receiver<T> {
 
 /// A view of a queue's length alone: it neither sends nor takes, so it does not keep the queue open.
 pub(crate) struct Length<T> {
-    shared: Arc<Shared<T>>,
+    shared: Arc<QueueState<T>>,
 }
 
 impl<T> Length<T> {
