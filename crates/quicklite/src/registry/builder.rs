@@ -11,7 +11,7 @@ use crate::registry::{Configure, Registry, RegistryInner};
 use crate::sched::inline::Budget;
 use crate::sched::pool::actor::Actor;
 use crate::sched::pool::elastic::{Lane, supervise};
-use crate::sched::pool::{GiveWay, Pool, Role, run_pool_thread};
+use crate::sched::pool::{GiveWay, Pool, Serves, run_pool_thread};
 use crate::util::{lock, lower_own_priority, spawn};
 use crate::{Builder, Error, Result};
 
@@ -216,7 +216,7 @@ impl RegistryBuilder {
         for i in 0..write_threads {
             let (tasks, lane) = (write_tasks.clone(), lane.clone());
             handles.push(spawn(format!("quicklite-write-{i}"), move || {
-                run_pool_thread(tasks, Role::Write(lane))
+                run_pool_thread(tasks, Serves::Write(lane))
             })?);
         }
         for i in 0..read_threads {
@@ -225,7 +225,7 @@ impl RegistryBuilder {
             let nice = self.read_thread_nice;
             handles.push(spawn(format!("quicklite-read-{i}"), move || {
                 lower_own_priority(nice);
-                run_pool_thread(tasks, Role::Read(give_way))
+                run_pool_thread(tasks, Serves::Read(give_way))
             })?);
         }
         let weak_pool = Arc::downgrade(&inner.pool);
