@@ -29,6 +29,7 @@ mod evict;
 mod places;
 mod roles;
 mod room;
+pub(crate) mod start;
 pub(crate) mod task;
 
 use elastic::Lane;
