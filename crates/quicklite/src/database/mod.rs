@@ -133,15 +133,16 @@ impl Database {
         })
     }
 
-    /// A database served by a registry's pool: queues and state only; its connections open on first use. Its
-    /// connections for reads on callers' threads share `inline_budget` with the registry's other databases.
+    /// A database served by a registry's pool, and the actor that serves it there: queues and state only; its
+    /// connections open on first use. Its connections for reads on callers' threads share `inline_budget` with the
+    /// registry's other databases.
     pub(crate) fn start_pooled(
         name: String,
         path: PathBuf,
         config: Config,
         pool: Arc<Pool<Actor>>,
         inline_budget: &Arc<Budget>,
-    ) -> Database {
+    ) -> (Database, Arc<Actor>) {
         let shared = Arc::new(Shared::new(Changes::new(
             config.subscription_capacity,
             config.change_rowids,
@@ -166,7 +167,7 @@ impl Database {
                 Some(inline_budget.clone()),
             )
         });
-        Database {
+        let db = Database {
             timeout: None,
             inner: Arc::new(Inner {
                 write_tx,
@@ -177,11 +178,12 @@ impl Database {
                 file: path.clone(),
                 path,
                 pragmas,
-                backend: Backend::Pool(actor),
+                backend: Backend::Pool(actor.clone()),
                 inline,
                 _temporary: None,
             }),
-        }
+        };
+        (db, actor)
     }
 
     /// The application's set-up functions and migration.
@@ -192,11 +194,6 @@ impl Database {
     /// The database's SQLCipher key, if it has one.
     pub(crate) fn key(&self) -> Option<&crate::config::Key> {
         self.inner.config.key.as_ref()
-    }
-
-    /// What serves this database.
-    pub(crate) fn backend(&self) -> &Backend {
-        &self.inner.backend
     }
 
     /// Closes the queues: queued requests are still served, new ones fail with [`Error::Closed`].

@@ -9,10 +9,8 @@ use std::time::Duration;
 use crate::registry::housekeeping::housekeeping;
 use crate::registry::{Configure, Registry, RegistryInner};
 use crate::sched::inline::Budget;
-use crate::sched::pool::actor::Actor;
-use crate::sched::pool::elastic::{Lane, supervise};
-use crate::sched::pool::{GiveWay, Pool, Role, run_pool_thread};
-use crate::util::{lock, lower_own_priority, spawn};
+use crate::sched::pool::start::{PoolSize, start_pool};
+use crate::util::{lock, spawn};
 use crate::{Builder, Error, Result};
 
 /// Options of a [`Registry`]. Made by [`Registry::builder`].
@@ -190,13 +188,17 @@ impl RegistryBuilder {
         let read_threads = threads.saturating_sub(write_threads).max(1);
         let threads = write_threads + read_threads;
         let (wake, wakes) = std::sync::mpsc::sync_channel(1);
-        let (lane, stalls) = Lane::new(write_threads, self.max_write_threads);
-        let (pool, write_tasks, read_tasks) = Pool::<Actor>::new(
-            self.max_open,
-            self.max_reader_connections.unwrap_or(usize::MAX),
+        let (pool, mut handles) = start_pool(
+            PoolSize {
+                write_threads,
+                max_write_threads: self.max_write_threads,
+                read_threads,
+                read_thread_nice: self.read_thread_nice,
+                max_open: self.max_open,
+                max_readers: self.max_reader_connections.unwrap_or(usize::MAX),
+            },
             wake,
-            lane.clone(),
-        );
+        )?;
         let inner = Arc::new(RegistryInner {
             dir,
             known: RwLock::new(HashMap::new()),
@@ -212,26 +214,6 @@ impl RegistryBuilder {
             handles: Mutex::new(Vec::new()),
             _temporary: temporary,
         });
-        let mut handles = Vec::with_capacity(threads + 1);
-        for i in 0..write_threads {
-            let (tasks, lane) = (write_tasks.clone(), lane.clone());
-            handles.push(spawn(format!("quicklite-write-{i}"), move || {
-                run_pool_thread(tasks, Role::Write(lane))
-            })?);
-        }
-        for i in 0..read_threads {
-            let tasks = read_tasks.clone();
-            let give_way = GiveWay::new(&write_tasks, &lane);
-            let nice = self.read_thread_nice;
-            handles.push(spawn(format!("quicklite-read-{i}"), move || {
-                lower_own_priority(nice);
-                run_pool_thread(tasks, Role::Read(give_way))
-            })?);
-        }
-        let weak_pool = Arc::downgrade(&inner.pool);
-        handles.push(spawn("quicklite-supervisor", move || {
-            supervise(weak_pool, write_tasks, lane, stalls)
-        })?);
         let tick = (self.idle_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
         let weak = Arc::downgrade(&inner);
         handles.push(spawn("quicklite-registry", move || {

@@ -62,8 +62,7 @@ impl RegistryInner {
         // Tasks waiting for room are resumed as databases go idle; a few more each tick cover a missed chance.
         pool.resume_waiting(RESUMED_PER_TICK);
         // Forget closed databases that only the registry holds; `get` recreates them on demand.
-        write(&self.known)
-            .retain(|_, db| db.handles() > 1 || db.backend().actor().is_none_or(|a| !a.is_quiet()));
+        write(&self.known).retain(|_, known| known.db.handles() > 1 || !known.actor.is_quiet());
         shortest_look
     }
 }

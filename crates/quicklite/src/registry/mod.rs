@@ -51,10 +51,16 @@ pub struct Registry {
     inner: Arc<RegistryInner>,
 }
 
+/// A database the registry knows: the handle it gives out, and the actor that serves it on the pool.
+struct Known {
+    db: Database,
+    actor: Arc<Actor>,
+}
+
 struct RegistryInner {
     /// The directory, canonical.
     dir: PathBuf,
-    known: RwLock<HashMap<String, Database>>,
+    known: RwLock<HashMap<String, Known>>,
     pool: Arc<Pool<Actor>>,
     threads: usize,
     idle_timeout: Duration,
@@ -134,14 +140,17 @@ impl Registry {
     /// and returns a new handle (the old ones stay closed).
     pub async fn get(&self, name: &str) -> Result<Database> {
         validate_name(name)?;
-        if let Some(db) = read(&self.inner.known).get(name).filter(|db| !closed(db)) {
-            return Ok(db.clone());
+        if let Some(known) = read(&self.inner.known)
+            .get(name)
+            .filter(|k| !k.actor.is_closed())
+        {
+            return Ok(known.db.clone());
         }
-        let db = {
+        let (db, actor) = {
             let mut known = write(&self.inner.known);
             // A database closed through a handle ([`Database::close`]) is replaced by a new one.
-            if let Some(db) = known.get(name).filter(|db| !closed(db)) {
-                return Ok(db.clone());
+            if let Some(known) = known.get(name).filter(|k| !k.actor.is_closed()) {
+                return Ok(known.db.clone());
             }
             if self.inner.closed.load(Ordering::Acquire) {
                 return Err(Error::Closed);
@@ -154,19 +163,26 @@ impl Registry {
                 .read_queue_capacity(256);
             let mut config = (self.inner.configure)(builder).into_config()?;
             config.open_flags |= OpenFlags::SQLITE_OPEN_NOFOLLOW;
-            let db = Database::start_pooled(
+            let (db, actor) = Database::start_pooled(
                 name.to_string(),
                 path,
                 config,
                 self.inner.pool.clone(),
                 &self.inner.inline_budget,
             );
-            known.insert(name.to_string(), db.clone());
-            db
+            known.insert(
+                name.to_string(),
+                Known {
+                    db: db.clone(),
+                    actor: actor.clone(),
+                },
+            );
+            (db, actor)
         };
-        if let Err(e) = open_now(&db).await {
+        // The connections open now (a registry's database opens lazily), so that an unusable file is reported here.
+        if let Err(e) = actor.open_now().await.unwrap_or(Err(Error::Closed)) {
             let mut known = write(&self.inner.known);
-            if known.get(name).is_some_and(|d| d.same_as(&db)) {
+            if known.get(name).is_some_and(|k| k.db.same_as(&db)) {
                 known.remove(name);
             }
             return Err(e);
@@ -183,12 +199,10 @@ impl Registry {
     pub fn metrics(&self) -> RegistryMetrics {
         let known = read(&self.inner.known);
         let (mut writes, mut reads) = (0, 0);
-        for db in known.values() {
-            if let Some(actor) = db.backend().actor() {
-                let (w, r) = actor.queued();
-                writes += w;
-                reads += r;
-            }
+        for known in known.values() {
+            let (w, r) = known.actor.queued();
+            writes += w;
+            reads += r;
         }
         let pool = &self.inner.pool;
         let lane = &pool.write_lane;
@@ -216,7 +230,7 @@ impl Registry {
     pub fn database_metrics(&self) -> Vec<(String, MetricsSnapshot)> {
         let mut out: Vec<(String, MetricsSnapshot)> = read(&self.inner.known)
             .iter()
-            .map(|(name, db)| (name.clone(), db.metrics()))
+            .map(|(name, known)| (name.clone(), known.db.metrics()))
             .collect();
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
@@ -226,7 +240,10 @@ impl Registry {
     /// [`Error::Closed`], and so do requests on handles obtained before.
     pub async fn close(&self) -> Result<()> {
         self.inner.closed.store(true, Ordering::Release);
-        let dbs: Vec<Database> = write(&self.inner.known).drain().map(|(_, db)| db).collect();
+        let dbs: Vec<Database> = write(&self.inner.known)
+            .drain()
+            .map(|(_, known)| known.db)
+            .collect();
         for db in &dbs {
             db.close().await?;
         }
@@ -257,13 +274,13 @@ impl Drop for RegistryInner {
         // Without `close`: refuse new requests on every database (handles still held get `Closed`), stop the
         // pool once its run queue is empty, and close what is still open in the background.
         self.closed.store(true, Ordering::Release);
-        for db in self
+        for known in self
             .known
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner)
             .values()
         {
-            db.close_queues();
+            known.db.close_queues();
         }
         self.pool.stop();
         let pool = self.pool.clone();
@@ -279,18 +296,5 @@ impl Drop for RegistryInner {
                 std::thread::sleep(Duration::from_millis(10));
             }
         });
-    }
-}
-
-/// Whether `db` was closed for good through one of its handles.
-fn closed(db: &Database) -> bool {
-    db.backend().actor().is_some_and(|actor| actor.is_closed())
-}
-
-/// Opens `db`'s connections now (a registry's database opens lazily), so that an unusable file is reported here.
-async fn open_now(db: &Database) -> Result<()> {
-    match db.backend().actor() {
-        Some(actor) => actor.open_now().await.map_err(|_| Error::Closed)?,
-        None => Ok(()),
     }
 }

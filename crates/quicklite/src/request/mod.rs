@@ -167,9 +167,9 @@ pub(crate) trait Closure<T>: Send + 'static {
 }
 
 /// A closure that takes `&Connection`.
-pub(crate) struct Shared<F>(F);
+pub(crate) struct RefClosure<F>(F);
 
-impl<F, T> Closure<T> for Shared<F>
+impl<F, T> Closure<T> for RefClosure<F>
 where
     F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
 {
@@ -184,9 +184,9 @@ where
 
 /// A closure that takes `&mut Connection`: queued only as a write that runs alone
 /// ([`WriteKind::Unmanaged`]), which the writer runs with [`WriteJob::run_mut`].
-pub(crate) struct Exclusive<F>(F);
+pub(crate) struct MutClosure<F>(F);
 
-impl<F, T> Closure<T> for Exclusive<F>
+impl<F, T> Closure<T> for MutClosure<F>
 where
     F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
 {
@@ -217,25 +217,25 @@ enum JobState<C, T> {
     Done(Result<T>),
 }
 
-impl<F, T> Job<Shared<F>, T>
+impl<F, T> Job<RefClosure<F>, T>
 where
     F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     T: Send + 'static,
 {
     /// Wraps `f`; the answer arrives on the returned receiver.
     pub(crate) fn new(f: F) -> (Box<Self>, oneshot::Receiver<Answer<T>>) {
-        Job::with(Shared(f))
+        Job::with(RefClosure(f))
     }
 }
 
-impl<F, T> Job<Exclusive<F>, T>
+impl<F, T> Job<MutClosure<F>, T>
 where
     F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     T: Send + 'static,
 {
     /// Wraps `f`, which needs the connection itself; the answer arrives on the returned receiver.
     pub(crate) fn exclusive(f: F) -> (Box<Self>, oneshot::Receiver<Answer<T>>) {
-        Job::with(Exclusive(f))
+        Job::with(MutClosure(f))
     }
 }
 

@@ -8,12 +8,12 @@ use tokio::sync::oneshot;
 use crate::reply::Answer;
 
 /// A reply channel, type-erased, and how to ask it whether its caller is still waiting.
-type Watched = (*const (), unsafe fn(*const ()) -> bool);
+type WatchedReply = (*const (), unsafe fn(*const ()) -> bool);
 
 thread_local! {
     /// The reply channel of the read running on this thread, if any: SQLite's progress handler asks it
     /// ([`caller_gone`]).
-    static WATCHED: Cell<Option<Watched>> = const { Cell::new(None) };
+    static WATCHED: Cell<Option<WatchedReply>> = const { Cell::new(None) };
 }
 
 /// Whether the caller of the read running on this thread has stopped waiting for it (false when no read runs).

@@ -45,12 +45,4 @@ impl Backend {
             }
         }
     }
-
-    /// The pool's actor, for a registry's database.
-    pub(crate) fn actor(&self) -> Option<&Arc<Actor>> {
-        match self {
-            Backend::Pool(actor) => Some(actor),
-            Backend::Threads(_) => None,
-        }
-    }
 }

@@ -29,6 +29,7 @@ mod evict;
 mod places;
 mod roles;
 mod room;
+pub(crate) mod start;
 pub(crate) mod task;
 
 use elastic::Lane;
@@ -214,7 +215,7 @@ impl<D: PooledDatabase> Pool<D> {
 }
 
 /// What a pool thread serves.
-pub(crate) enum Role<D> {
+pub(crate) enum Serves<D> {
     /// Write tasks, each reported to the write lane, whose supervisor adds threads while every one is held.
     Write(Arc<Lane>),
     /// Read tasks, giving way to writes after each one.
@@ -249,21 +250,21 @@ impl<D> GiveWay<D> {
 }
 
 /// The body of a pool thread: runs tasks until the run queue is closed and empty, or it takes a retirement.
-pub(crate) fn run_pool_thread<D: PooledDatabase>(tasks: RunQueue<D>, role: Role<D>) {
-    let slot = match &role {
-        Role::Write(lane) => Some(lane.join()),
-        Role::Read(_) => None,
+pub(crate) fn run_pool_thread<D: PooledDatabase>(tasks: RunQueue<D>, serves: Serves<D>) {
+    let slot = match &serves {
+        Serves::Write(lane) => Some(lane.join()),
+        Serves::Read(_) => None,
     };
     let mut buffer = VecDeque::with_capacity(1);
     while let Some(task) = tasks.next(&mut buffer) {
-        match (task, &role, &slot) {
-            (Task::Write(actor), Role::Write(lane), Some(slot)) => {
+        match (task, &serves, &slot) {
+            (Task::Write(actor), Serves::Write(lane), Some(slot)) => {
                 lane.started(slot);
                 actor.run_write();
                 lane.finished(slot);
             }
             (Task::Write(actor), ..) => actor.run_write(),
-            (Task::Read(actor), Role::Read(give_way), _) => {
+            (Task::Read(actor), Serves::Read(give_way), _) => {
                 actor.run_read();
                 if give_way.due() {
                     std::thread::yield_now();
@@ -273,7 +274,7 @@ pub(crate) fn run_pool_thread<D: PooledDatabase>(tasks: RunQueue<D>, role: Role<
             (Task::Retire, ..) => break,
         }
     }
-    if let (Role::Write(lane), Some(slot)) = (&role, &slot) {
+    if let (Serves::Write(lane), Some(slot)) = (&serves, &slot) {
         lane.leave(slot);
     }
 }

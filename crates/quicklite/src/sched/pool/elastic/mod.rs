@@ -29,7 +29,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::task::PooledDatabase;
-use super::{Pool, Role, RunQueue, run_pool_thread};
+use super::{Pool, RunQueue, Serves, run_pool_thread};
 use crate::util::{lock, spawn, watch_blocking_work};
 use probe::{blocked, own_tid};
 use rule::{BusyAverage, Decision, Look, Seen, TICK, decide};
@@ -242,7 +242,7 @@ pub(crate) fn supervise<D: PooledDatabase>(
                     let index = lane.threads.fetch_add(1, Ordering::SeqCst);
                     let (tasks, lane_for_thread) = (tasks.clone(), lane.clone());
                     match spawn(format!("quicklite-write-{index}"), move || {
-                        run_pool_thread(tasks, Role::Write(lane_for_thread));
+                        run_pool_thread(tasks, Serves::Write(lane_for_thread));
                     }) {
                         Ok(handle) => {
                             started.push(handle);

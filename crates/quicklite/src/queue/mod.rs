@@ -11,133 +11,23 @@
 //! Closing follows `async-channel`: the queue closes when [`Sender::close`] is called, when the last sender or the
 //! last receiver is dropped. Once closed, sends fail and receivers still get what was queued.
 
+#[cfg(all(test, quicklite_loom))]
+mod model;
+mod spin;
+
 use std::collections::VecDeque;
 use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
 use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::sync::{Arc, Condvar, Mutex, MutexGuard};
+use spin::{Heartbeat, Spin};
 
 use tokio::sync::Notify;
 
-/// How long a spinning consumer goes on yielding its CPU once the backoff's own spins (a few microseconds) are
-/// over: longer than one task's round trip (the answer wakes its runtime, which polls it, and it sends the next
-/// request), so that a caller with one request in flight finds its reader still awake (docs/design.md, "Figures
-/// behind the design choices"). The price: a consumer whose queue goes quiet burns up to this much CPU, yielding,
-/// before it sleeps.
-#[cfg(not(quicklite_loom))]
-const SPIN_FOR: Duration = Duration::from_micros(50);
-
-/// How long a consumer spins: crossbeam's backoff, then yielding the CPU until [`SPIN_FOR`] has passed.
-#[cfg(not(quicklite_loom))]
-struct Spin {
-    backoff: crossbeam_utils::Backoff,
-    started: Option<Instant>,
-}
-
-#[cfg(not(quicklite_loom))]
-impl Spin {
-    fn new() -> Spin {
-        Spin {
-            backoff: crossbeam_utils::Backoff::new(),
-            started: None,
-        }
-    }
-
-    /// Waits a little; `false` once the spin is over.
-    fn again(&mut self) -> bool {
-        if self.backoff.is_completed() {
-            let since = *self.started.get_or_insert_with(Instant::now);
-            if since.elapsed() >= SPIN_FOR {
-                return false;
-            }
-        }
-        self.backoff.snooze();
-        true
-    }
-}
-
-/// In a model check, a spin is two yields to the model's scheduler (time does not pass there).
-#[cfg(quicklite_loom)]
-struct Spin(usize);
-
-#[cfg(quicklite_loom)]
-impl Spin {
-    fn new() -> Spin {
-        Spin(2)
-    }
-
-    fn again(&mut self) -> bool {
-        if self.0 == 0 {
-            return false;
-        }
-        self.0 -= 1;
-        loom::thread::yield_now();
-        true
-    }
-}
-
-/// How long the spinning consumer may go without looking at the queue before a push takes it for descheduled and
-/// wakes a sleeping consumer instead: far longer than a look and a yield take while CPUs are to be had (a few
-/// microseconds), far shorter than a time slice.
-#[cfg(not(quicklite_loom))]
-const STALLED_AFTER: Duration = Duration::from_micros(20);
-
-/// When the spinning consumer last looked at the queue. A consumer that yields its CPU while every CPU is busy may
-/// not get it back for a time slice (milliseconds); a push that left the request to it would wait as long, while
-/// a sleeping consumer, once woken, is scheduled ahead of the busy threads.
-#[cfg(not(quicklite_loom))]
-struct Heartbeat {
-    epoch: Instant,
-    /// Microseconds from `epoch` to the last look.
-    at_us: std::sync::atomic::AtomicU64,
-}
-
-#[cfg(not(quicklite_loom))]
-impl Heartbeat {
-    fn new() -> Heartbeat {
-        Heartbeat {
-            epoch: Instant::now(),
-            at_us: std::sync::atomic::AtomicU64::new(0),
-        }
-    }
-
-    fn now_us(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
-    }
-
-    /// The spinning consumer looks.
-    fn beat(&self) {
-        self.at_us.store(self.now_us(), Ordering::Relaxed);
-    }
-
-    /// Whether the spinning consumer has not looked for [`STALLED_AFTER`].
-    fn stalled(&self) -> bool {
-        let at = self.at_us.load(Ordering::Relaxed);
-        self.now_us().saturating_sub(at) > STALLED_AFTER.as_micros() as u64
-    }
-}
-
-/// In a model check, time does not pass: the spinning consumer never stalls.
-#[cfg(quicklite_loom)]
-struct Heartbeat;
-
-#[cfg(quicklite_loom)]
-impl Heartbeat {
-    fn new() -> Heartbeat {
-        Heartbeat
-    }
-
-    fn beat(&self) {}
-
-    fn stalled(&self) -> bool {
-        false
-    }
-}
-
 /// Creates a queue holding at most `capacity` requests (at least one).
 pub(crate) fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(QueueState {
         queue: Mutex::new(Queue {
             items: VecDeque::new(),
             closed: false,
@@ -163,7 +53,7 @@ pub(crate) fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
     )
 }
 
-struct Shared<T> {
+struct QueueState<T> {
     queue: Mutex<Queue<T>>,
     /// Number of queued requests, kept equal to `queue.items.len()` under the lock: read without it by spinning
     /// consumers (a load, not a lock, so spinning does not slow producers down) and for metrics.
@@ -190,13 +80,13 @@ struct Shared<T> {
 struct Queue<T> {
     items: VecDeque<T>,
     closed: bool,
-    /// Consumers asleep on `Shared::consumers`.
+    /// Consumers asleep on `QueueState::consumers`.
     sleeping: usize,
-    /// Senders waiting on `Shared::room`.
+    /// Senders waiting on `QueueState::room`.
     waiting_senders: usize,
 }
 
-impl<T> Shared<T> {
+impl<T> QueueState<T> {
     fn lock(&self) -> MutexGuard<'_, Queue<T>> {
         // Nothing panics while holding the lock; a poisoned lock still guards a consistent queue.
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
@@ -265,7 +155,7 @@ pub(crate) enum Taken<T> {
 
 /// The producing end; cloning it adds a sender.
 pub(crate) struct Sender<T> {
-    shared: Arc<Shared<T>>,
+    shared: Arc<QueueState<T>>,
 }
 
 impl<T> Clone for Sender<T> {
@@ -350,7 +240,7 @@ impl<T> Sender<T> {
 }
 
 /// Counts a sender waiting for room while it exists (the wait may be cancelled: the sender's future dropped).
-struct Waiting<'a, T>(&'a Shared<T>);
+struct Waiting<'a, T>(&'a QueueState<T>);
 
 impl<T> Drop for Waiting<'_, T> {
     fn drop(&mut self) {
@@ -369,7 +259,7 @@ impl Drop for Spinning<'_> {
 
 /// The consuming end; cloning it adds a receiver.
 pub(crate) struct Receiver<T> {
-    shared: Arc<Shared<T>>,
+    shared: Arc<QueueState<T>>,
 }
 
 impl<T> Clone for Receiver<T> {
@@ -391,7 +281,7 @@ impl<T> Drop for Receiver<T> {
 
 /// A view of a queue's length alone: it neither sends nor takes, so it does not keep the queue open.
 pub(crate) struct Length<T> {
-    shared: Arc<Shared<T>>,
+    shared: Arc<QueueState<T>>,
 }
 
 impl<T> Length<T> {
@@ -447,7 +337,7 @@ impl<T> Receiver<T> {
     }
 
     /// Takes up to `max` requests, spinning while the queue is empty (crossbeam's backoff, then yielding the CPU
-    /// until [`SPIN_FOR`] has passed); [`Taken::Empty`] if nothing came. At low load a caller sends
+    /// until [`SPIN_FOR`](spin::SPIN_FOR) has passed); [`Taken::Empty`] if nothing came. At low load a caller sends
     /// its next request right after its answer: a consumer that slept in between would have to be woken (a system
     /// call for the sender, and a context switch) for every request.
     ///
@@ -689,6 +579,8 @@ mod tests {
     #[test]
     #[cfg(not(quicklite_loom))]
     fn a_push_wakes_a_sleeping_consumer_when_the_spinning_one_has_stopped_looking() {
+        use super::spin::STALLED_AFTER;
+
         let (tx, rx) = bounded(4);
         let (woke_tx, woke) = std::sync::mpsc::channel();
         {
@@ -773,73 +665,4 @@ mod tests {
 }
 
 #[cfg(all(test, quicklite_loom))]
-mod model {
-    use super::*;
-
-    /// A consumer that spins, then sleeps, while a producer pushes and closes: whatever the interleaving, the
-    /// consumer gets the request and then hears that the queue is closed (a lost wake-up would leave it asleep,
-    /// which the model reports as a deadlock).
-    #[test]
-    fn model_a_push_racing_a_consumer_going_to_sleep_wakes_it() {
-        loom::model(|| {
-            let (tx, rx) = bounded::<u32>(4);
-            let consumer = loom::thread::spawn(move || {
-                let mut got = VecDeque::new();
-                loop {
-                    let taken = match rx.spin_take(4, &mut got) {
-                        Taken::Empty => rx.take_timeout(4, &mut got, None),
-                        other => other,
-                    };
-                    if let Taken::Closed = taken {
-                        return got;
-                    }
-                }
-            });
-            tx.try_send(7).unwrap();
-            tx.close();
-            assert_eq!(consumer.join().unwrap(), [7]);
-        });
-    }
-
-    /// Two consumers asleep or spinning, one request, then closing: exactly one gets the request and both end.
-    #[test]
-    fn model_two_consumers_share_one_request_and_both_hear_the_close() {
-        loom::model(|| {
-            let (tx, rx) = bounded::<u32>(4);
-            let consumers: Vec<_> = (0..2)
-                .map(|_| {
-                    let rx = rx.clone();
-                    loom::thread::spawn(move || {
-                        let mut got = VecDeque::new();
-                        while !matches!(rx.take_timeout(1, &mut got, None), Taken::Closed) {}
-                        got.len()
-                    })
-                })
-                .collect();
-            drop(rx);
-            tx.try_send(1).unwrap();
-            tx.close();
-            let taken: usize = consumers.into_iter().map(|c| c.join().unwrap()).sum();
-            assert_eq!(taken, 1);
-        });
-    }
-
-    /// A request sent while the queue closes is either taken or refused, never lost.
-    #[test]
-    fn model_a_request_racing_the_close_is_taken_or_refused() {
-        loom::model(|| {
-            let (tx, rx) = bounded::<u32>(4);
-            let closer = {
-                let tx = tx.clone();
-                loom::thread::spawn(move || {
-                    tx.close();
-                })
-            };
-            let sent = tx.try_send(3).is_ok();
-            closer.join().unwrap();
-            let mut got = VecDeque::new();
-            let taken = rx.try_take(4, &mut got).is_ok();
-            assert_eq!(sent, taken, "sent {sent}, taken {taken}");
-        });
-    }
-}
+mod model;
