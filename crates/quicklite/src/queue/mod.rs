@@ -11,8 +11,6 @@
 //! Closing follows `async-channel`: the queue closes when [`Sender::close`] is called, when the last sender or the
 //! last receiver is dropped. Once closed, sends fail and receivers still get what was queued.
 
-#[cfg(all(test, quicklite_loom))]
-mod model;
 mod spin;
 
 use std::collections::VecDeque;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::registry::housekeeping::housekeeping;
 use crate::registry::{Configure, Registry, RegistryInner};
 use crate::sched::inline::Budget;
-use crate::sched::pool::start::{PoolSize, start_pool};
+use crate::sched::pool::start::{PoolSize, StartedPool, start_pool};
 use crate::util::{lock, spawn};
 use crate::{Builder, Error, Result};
 
@@ -188,7 +188,10 @@ impl RegistryBuilder {
         let read_threads = threads.saturating_sub(write_threads).max(1);
         let threads = write_threads + read_threads;
         let (wake, wakes) = std::sync::mpsc::sync_channel(1);
-        let (pool, mut handles) = start_pool(
+        let StartedPool {
+            pool,
+            threads: mut handles,
+        } = start_pool(
             PoolSize {
                 write_threads,
                 max_write_threads: self.max_write_threads,

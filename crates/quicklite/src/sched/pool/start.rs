@@ -27,13 +27,15 @@ pub(crate) struct PoolSize {
     pub(crate) max_readers: usize,
 }
 
-/// Starts a pool of `size`; `wake` asks the registry's housekeeping for a sweep. Returns the pool and its threads,
-/// which end once the pool is stopped ([`Pool::stop`]). If a thread cannot be started, the pool is stopped (the
-/// threads started so far end) and the error returned.
-pub(crate) fn start_pool(
-    size: PoolSize,
-    wake: SyncSender<()>,
-) -> std::io::Result<(Arc<Pool<Actor>>, Vec<JoinHandle<()>>)> {
+/// A pool that runs, and its threads, which end once it is stopped ([`Pool::stop`]).
+pub(crate) struct StartedPool {
+    pub(crate) pool: Arc<Pool<Actor>>,
+    pub(crate) threads: Vec<JoinHandle<()>>,
+}
+
+/// Starts a pool of `size`; `wake` asks the registry's housekeeping for a sweep. If a thread cannot be started,
+/// the pool is stopped (the threads started so far end) and the error returned.
+pub(crate) fn start_pool(size: PoolSize, wake: SyncSender<()>) -> std::io::Result<StartedPool> {
     let (lane, stalls) = Lane::new(size.write_threads, size.max_write_threads);
     let (pool, write_tasks, read_tasks) =
         Pool::<Actor>::new(size.max_open, size.max_readers, wake, lane.clone());
@@ -61,7 +63,10 @@ pub(crate) fn start_pool(
         Ok(())
     })();
     match started {
-        Ok(()) => Ok((pool, handles)),
+        Ok(()) => Ok(StartedPool {
+            pool,
+            threads: handles,
+        }),
         Err(e) => {
             pool.stop();
             Err(e)
