@@ -226,7 +226,11 @@ impl Builder {
     /// call site (its closure's type, and for [`Database::query_row`] and [`Database::query_all`] its SQL) has
     /// recently run within [`Builder::inline_read_max`] runs on the thread that polls it, without a hand-off, on
     /// one of a few read-only connections of the database's own ([`Builder::inline_connections`]), inside a
-    /// snapshot kept from one read to the next while no write commits. The first reads of a call site, and reads
+    /// snapshot kept from one read to the next while no write commits. Right after a commit, which makes SQLite
+    /// throw those connections' page caches away, a standalone database's reads run on its writer's connection
+    /// instead while the writer waits for work (its cache stays warm across its own commits; a write that arrives
+    /// waits for the one read running there, and a statement that writes fails the read with `SQLITE_READONLY`,
+    /// rolled back). The first reads of a call site, and reads
     /// of one that ran long, go to the reader threads as before; so do reads while every such connection is busy.
     /// The guarantees are the reader threads': a read sees every write acknowledged before it was made, and
     /// deadlines, `query_only`, panics, the set-up hook and the metrics behave the same. Such a read yields

@@ -16,7 +16,8 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConnectionRole {
-    /// The read-write connection that runs every write (and, in a registry, reads while no write runs).
+    /// The read-write connection that runs every write, and reads while no write runs: short reads on their
+    /// callers' threads ([`Builder::inline_reads`](crate::Builder::inline_reads)), and in a registry read batches.
     Writer,
     /// A read-only connection serving reads.
     Reader,

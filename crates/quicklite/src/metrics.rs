@@ -133,6 +133,7 @@ pub(crate) struct Metrics {
     pub(crate) rolled_back_groups: AtomicU64,
     pub(crate) reads: AtomicU64,
     pub(crate) inline_reads: AtomicU64,
+    pub(crate) inline_reads_on_writer: AtomicU64,
     pub(crate) read_errors: AtomicU64,
     pub(crate) read_transactions: AtomicU64,
     pub(crate) panics: AtomicU64,
@@ -182,6 +183,9 @@ pub struct MetricsSnapshot {
     pub reads: u64,
     /// Of those, reads run on their callers' threads ([`Builder::inline_reads`](crate::Builder::inline_reads)).
     pub inline_reads: u64,
+    /// Of those, reads run on the writer's connection while the writer waited for writes (a standalone database's):
+    /// the connection whose page cache commits leave warm.
+    pub inline_reads_on_writer: u64,
     /// Read requests that returned an error.
     pub read_errors: u64,
     /// Read transactions begun by the readers (reads / read_transactions = reads per snapshot).
@@ -271,6 +275,7 @@ impl Metrics {
             rolled_back_groups: self.rolled_back_groups.load(Relaxed),
             reads: self.reads.load(Relaxed),
             inline_reads: self.inline_reads.load(Relaxed),
+            inline_reads_on_writer: self.inline_reads_on_writer.load(Relaxed),
             read_errors: self.read_errors.load(Relaxed),
             read_transactions: self.read_transactions.load(Relaxed),
             panics: self.panics.load(Relaxed),

@@ -203,7 +203,7 @@ type HistogramSeries = (
 );
 
 fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
-    let counters: [CounterSeries; 23] = [
+    let counters: [CounterSeries; 24] = [
         ("quicklite_writes", "Write requests run.", |s| s.writes),
         (
             "quicklite_write_errors",
@@ -255,6 +255,12 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
             "quicklite_inline_reads",
             "Reads run on their callers' threads (counted in quicklite_reads too).",
             |s| s.inline_reads,
+        ),
+        (
+            "quicklite_inline_reads_on_writer",
+            "Reads run on callers' threads on the writer's connection, while it waited for writes (counted in \
+             quicklite_inline_reads too).",
+            |s| s.inline_reads_on_writer,
         ),
         (
             "quicklite_abandoned_reads",

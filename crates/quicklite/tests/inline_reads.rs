@@ -22,6 +22,10 @@ enum Mode {
     Panic,
     /// Tries to write.
     Write,
+    /// Tries to create a temporary table.
+    Temp,
+    /// Turns `query_only` on.
+    QueryOnly,
 }
 
 /// A read closure of one type whatever it does, so that every probe is one call site: it returns the thread it ran
@@ -43,6 +47,16 @@ fn probe(
             )?,
             Mode::Panic => panic!("a probe that panics"),
             Mode::Write => conn.execute("UPDATE t SET v = v + 1", [])? as i64,
+            Mode::Temp => {
+                conn.execute_batch(
+                    "CREATE TEMP TABLE scratch (x); INSERT INTO scratch VALUES (1)",
+                )?;
+                0
+            }
+            Mode::QueryOnly => {
+                conn.execute_batch("PRAGMA query_only = ON")?;
+                0
+            }
         };
         Ok((thread, value))
     }
@@ -251,7 +265,11 @@ both_backends! {
         use rusqlite::functions::FunctionFlags;
         let db = with_table(backend, |b| {
             b.on_connection(|c: &mut Connection, role| {
-                let answer = if role == ConnectionRole::Reader { 42 } else { 0 };
+                let answer = match role {
+                    ConnectionRole::Reader => 42,
+                    ConnectionRole::Writer => 7,
+                    _ => 0,
+                };
                 c.create_scalar_function("answer", 0, FunctionFlags::SQLITE_DETERMINISTIC, move |_| Ok(answer))
             })
         })
@@ -262,8 +280,9 @@ both_backends! {
                 .read(|c| Ok((here(), c.query_row("SELECT answer()", [], |r| r.get::<_, i64>(0))?)))
                 .await
                 .unwrap();
-            if thread == here() {
-                assert_eq!(answer, 42, "set up with the reader's role");
+            // The writer's connection, lent while the writer waits, answers 7; a connection for inline reads 42.
+            assert!(answer == 42 || answer == 7, "a connection set up with no role: {answer}");
+            if thread == here() && answer == 42 {
                 break;
             }
             assert!(start.elapsed() < Duration::from_secs(10), "no read ran on its caller's thread in 10 s");
@@ -347,6 +366,145 @@ both_backends! {
             .query_row("SELECT v FROM t", [], |r| r.get(0))
             .unwrap();
         assert_eq!(v, 9);
+    }
+}
+
+/// Writes, then reads with `mode` until one of the reads runs on the writer's connection, lent while the writer
+/// waits for work (a standalone database's: its reads go there when their own connection's cache is cold after a
+/// commit); returns every read's result. On a registry's database, whose writer lends no connection, one write and
+/// one read. Fails after 10 s.
+async fn until_on_writer(
+    db: &Database,
+    backend: Backend,
+    mode: Mode,
+) -> Vec<quicklite::Result<(ThreadId, i64)>> {
+    let before = db.metrics().inline_reads_on_writer;
+    let start = Instant::now();
+    let mut results = Vec::new();
+    loop {
+        db.execute("UPDATE t SET v = v", ()).await.unwrap();
+        results.push(db.read(probe(mode)).await);
+        if backend == Backend::Registry {
+            assert_eq!(db.metrics().inline_reads_on_writer, 0);
+            return results;
+        }
+        if db.metrics().inline_reads_on_writer > before {
+            return results;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no read ran on the writer's connection in 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn a_read_after_a_commit_may_run_on_the_writers_connection_and_sees_the_commit(backend) {
+        let db = with_table(backend, |b| b).await;
+        until_inline(&db).await;
+        for i in 1..=20_i64 {
+            db.execute("UPDATE t SET v = ?1", (i,)).await.unwrap();
+            let (_, v) = db.read(probe(Mode::Point)).await.unwrap();
+            assert_eq!(v, i, "read {i} saw an older snapshot");
+        }
+        for result in until_on_writer(&db, backend, Mode::Point).await {
+            assert_eq!(result.unwrap(), (here(), 20));
+        }
+        db.execute("UPDATE t SET v = 21", ()).await.unwrap();
+        let (_, v) = db.read(probe(Mode::Point)).await.unwrap();
+        assert_eq!(v, 21, "the writer took its connection back and wrote");
+    }
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn a_read_on_the_writers_connection_cannot_write(backend) {
+        let db = with_table(backend, |b| b).await;
+        until_inline(&db).await;
+        // Nor into a table of its own connection's.
+        for mode in [Mode::Write, Mode::Temp] {
+            for result in until_on_writer(&db, backend, mode).await {
+                match result {
+                    Err(Error::Sqlite(rusqlite::Error::SqliteFailure(e, _))) => {
+                        assert_eq!(e.code, ErrorCode::ReadOnly)
+                    }
+                    other => panic!("expected SQLITE_READONLY, got {:?}", other.map(|(_, v)| v)),
+                }
+            }
+        }
+        // Nor leave `query_only` on for the writes that follow (each round of `until_on_writer` writes).
+        for result in until_on_writer(&db, backend, Mode::QueryOnly).await {
+            result.unwrap();
+        }
+        let (_, v) = db.read(probe(Mode::Point)).await.unwrap();
+        assert_eq!(v, 0, "nothing was written");
+        db.execute("UPDATE t SET v = 5", ()).await.unwrap();
+        let (_, v) = db.read(probe(Mode::Point)).await.unwrap();
+        assert_eq!(v, 5, "the writer writes as before");
+    }
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn a_read_that_writes_then_panics_on_the_writers_connection_leaves_nothing_written(backend) {
+        let db = with_table(backend, |b| b).await;
+        until_inline(&db).await;
+        // One call site: a closure of one type, told by a flag whether to write and panic.
+        let read = |write: bool| {
+            move |c: &Connection| -> rusqlite::Result<(ThreadId, i64)> {
+                if write {
+                    let _ = c.execute("UPDATE t SET v = 99", []);
+                    panic!("wrote, then panicked");
+                }
+                Ok((here(), c.query_row("SELECT v FROM t", [], |r| r.get(0))?))
+            }
+        };
+        let start = Instant::now();
+        while db.read(read(false)).await.unwrap().0 != here() {
+            assert!(start.elapsed() < Duration::from_secs(10), "no read ran on its caller's thread in 10 s");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        loop {
+            db.execute("UPDATE t SET v = v", ()).await.unwrap();
+            let on_writer = db.metrics().inline_reads_on_writer;
+            match db.read(read(true)).await {
+                Err(Error::Panic { message }) => assert_eq!(message, "wrote, then panicked"),
+                other => panic!("expected a panic error, got {:?}", other.map(|(_, v)| v)),
+            }
+            let panicked_on_writer = db.metrics().inline_reads_on_writer > on_writer;
+            let (_, v) = db.read(read(false)).await.unwrap();
+            assert_eq!(v, 0, "a panicking read's write was kept");
+            if backend == Backend::Registry || panicked_on_writer {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "no read ran on the writer's connection in 10 s");
+        }
+        db.execute("UPDATE t SET v = 4", ()).await.unwrap();
+        let (_, v) = db.read(read(false)).await.unwrap();
+        assert_eq!(v, 4);
+    }
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn a_snapshot_kept_on_the_writers_connection_ends_when_idle(backend) {
+        let db = with_table(backend, |b| {
+            b.read_snapshot_max_age(Duration::from_secs(60))
+                .checkpointing(quicklite::Checkpointing::External)
+        })
+        .await;
+        until_inline(&db).await;
+        until_on_writer(&db, backend, Mode::Point).await;
+        // Another connection truncates the WAL: it waits for every snapshot in it to end, and the database's
+        // writer never takes its connection back meanwhile (nothing is written).
+        let other = Connection::open(db.path()).unwrap();
+        other.busy_timeout(Duration::from_secs(5)).unwrap();
+        let (busy, log, copied): (i64, i64, i64) = other
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap();
+        assert_eq!((busy, log, copied), (0, 0, 0), "the WAL was truncated");
     }
 }
 

@@ -21,6 +21,7 @@ use crate::changes::Changes;
 use crate::config::{Config, QueueFull};
 use crate::cost::Site;
 use crate::engine::Shared;
+use crate::engine::seat::WriterSeat;
 use crate::metrics::MetricsSnapshot;
 use crate::queue::{self, Sender, TrySendError};
 use crate::reply::{Answer, Asked, CallerThread, receive};
@@ -110,11 +111,14 @@ impl Database {
         let (write_tx, write_rx) = queue::bounded(config.write_queue_capacity);
         let (read_tx, read_rx) = queue::bounded(config.read_queue_capacity);
         // On failure the senders are dropped: the queues close and the threads already started exit.
-        let started = Threads::start(&path, &config, &shared, write_rx, read_rx).await?;
+        // Reads on callers' threads may take the writer's connection while the writer waits.
+        let seat = config.inline_reads.then(|| Arc::new(WriterSeat::new()));
+        let started =
+            Threads::start(&path, &config, &shared, write_rx, read_rx, seat.clone()).await?;
         let file = started.file.unwrap_or_else(|| path.clone());
         let inline = config
             .inline_reads
-            .then(|| Inline::new(path.clone(), config.clone(), shared.clone(), None));
+            .then(|| Inline::new(path.clone(), config.clone(), shared.clone(), None, seat));
         Ok(Database {
             timeout: None,
             inner: Arc::new(Inner {
@@ -165,6 +169,7 @@ impl Database {
                 config.clone(),
                 shared.clone(),
                 Some(inline_budget.clone()),
+                None,
             )
         });
         let db = Database {

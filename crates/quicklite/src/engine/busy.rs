@@ -66,6 +66,11 @@ impl BusyLimit {
         out
     }
 
+    /// Sets the longest wait for one lock to `limit`.
+    pub(crate) fn set(&self, limit: Duration) {
+        self.inner.wait_ms.store(millis(limit), Ordering::Relaxed);
+    }
+
     fn get(&self) -> Duration {
         Duration::from_millis(self.inner.wait_ms.load(Ordering::Relaxed))
     }

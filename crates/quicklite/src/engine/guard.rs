@@ -26,9 +26,9 @@ pub(crate) const SAVEPOINT: &str = savepoint_name!();
 /// committed. SQLite asks the authorizer when a statement is prepared (and re-prepared after a schema change), so
 /// the handle opens the gate only around its own statements.
 ///
-/// While the writer's connection is lent to reads ([`GuardedConnection::lend_read_only`]), it also keeps
-/// `query_only` on: a read closure's `PRAGMA query_only = OFF` is ignored, as if the connection were read-only
-/// like a reader's.
+/// While the writer's connection is lent to reads ([`GuardedConnection::lend_read_only`],
+/// [`GuardedConnection::set_lent`]), a read closure's `PRAGMA query_only` is ignored: it can neither turn off the
+/// `query_only` a lent connection may run under nor leave it on for the writes that follow.
 #[derive(Clone, Default)]
 pub(crate) struct TxGuard {
     /// True while the handle itself runs (or re-prepares) a transaction-control statement.
@@ -192,6 +192,20 @@ impl GuardedConnection {
             tracing::error!(error = %e, "could not make the writer's connection writable again");
         }
         Some(out)
+    }
+
+    /// Whether the connection is inside a write transaction, on any of its schemas (`temp` too).
+    pub(crate) fn writing(&self) -> bool {
+        // SAFETY: the handle is this open connection's, used on this thread only; a null schema asks about all.
+        let state =
+            unsafe { rusqlite::ffi::sqlite3_txn_state(self.conn.handle(), std::ptr::null()) };
+        state == rusqlite::ffi::SQLITE_TXN_WRITE
+    }
+
+    /// Marks the connection lent to reads, or given back: while it is lent, a read closure's `PRAGMA query_only`
+    /// is ignored.
+    pub(crate) fn set_lent(&self, lent: bool) {
+        self.guard.lent.store(lent, Ordering::Relaxed);
     }
 
     /// The connection without its guard (for a connection that runs no user closure).

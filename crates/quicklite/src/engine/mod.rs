@@ -12,6 +12,7 @@ pub(crate) mod map;
 pub(crate) mod open;
 pub(crate) mod policy;
 pub(crate) mod read;
+pub(crate) mod seat;
 mod shared;
 pub(crate) mod snapshot;
 pub(crate) mod write;

@@ -1,5 +1,6 @@
-//! A read-only connection that keeps its snapshot from one read to the next, for reads run on their callers'
-//! threads.
+//! A connection that keeps its snapshot from one read to the next, for reads run on their callers' threads: a
+//! read-only connection of the database's own, or the writer's connection lent while the writer waits for work
+//! ([`seat`](crate::engine::seat)).
 //!
 //! A read transaction costs more to begin and end than a point read costs to run (docs/design.md), so the
 //! connection keeps one open between reads, for as long as it may serve them: until the commit sequence moves past
@@ -18,12 +19,20 @@ use crate::engine::guard::GuardedConnection;
 use crate::engine::map::ReaderMap;
 use crate::engine::{Shared, open};
 
-/// A read-only connection and the snapshot it keeps.
+/// A connection for reads and the snapshot it keeps.
 pub(crate) struct KeptSnapshot {
     conn: GuardedConnection,
-    map: ReaderMap,
+    /// A reader's map; `None` on the writer's connection, which keeps its own.
+    map: Option<ReaderMap>,
+    /// Whether this is the writer's connection, lent.
+    lent: bool,
     /// The open snapshot: the commit sequence it contains, and when it began; `None` when none is open.
     open: Option<(u64, Instant)>,
+    /// The commit sequence of the last snapshot begun: a snapshot begun while it is still the sequence finds the
+    /// connection's cache as the last one left it.
+    last_seq: u64,
+    /// Whether the last snapshot began after a commit, with the cache thrown away: it is being filled again.
+    refilling: bool,
     /// Reads served since the counts were last added to the shared metrics.
     reads: u64,
     read_errors: u64,
@@ -41,14 +50,41 @@ impl KeptSnapshot {
         let mut conn = open::open_read_only(path, config)?;
         let busy = BusyLimit::new(Duration::ZERO);
         open::instrument(conn.conn_mut(), config, shared, "reader", &busy)?;
+        let commit_seq = shared.commit_seq();
         Ok(KeptSnapshot {
-            map: ReaderMap::new(&conn, shared.commit_seq(), Instant::now()),
+            map: Some(ReaderMap::new(&conn, commit_seq, Instant::now())),
+            ..KeptSnapshot::over(conn, commit_seq)
+        })
+    }
+
+    /// The writer's connection, lent for reads: it is read-write, so each read on it is checked
+    /// ([`KeptSnapshot::undo_write`]).
+    pub(crate) fn lent(conn: GuardedConnection, commit_seq: u64) -> KeptSnapshot {
+        KeptSnapshot {
+            lent: true,
+            ..KeptSnapshot::over(conn, commit_seq)
+        }
+    }
+
+    fn over(conn: GuardedConnection, commit_seq: u64) -> KeptSnapshot {
+        KeptSnapshot {
             conn,
+            map: None,
+            lent: false,
             open: None,
+            last_seq: commit_seq,
+            refilling: false,
             reads: 0,
             read_errors: 0,
             panics: 0,
-        })
+        }
+    }
+
+    /// Whether a read made now, at `commit_seq`, would find this connection's page cache warm: no commit since its
+    /// last snapshot began, and none just before it (SQLite throws a connection's cache away when a read transaction
+    /// begins after another connection committed, and the reads that follow fill it again).
+    pub(crate) fn warm(&self, commit_seq: u64) -> bool {
+        self.last_seq >= commit_seq && !self.refilling
     }
 
     /// Makes sure the open snapshot contains every commit up to `commit_seq` (the sequence loaded now) and is
@@ -67,7 +103,9 @@ impl KeptSnapshot {
             }
             self.end(shared);
         }
-        self.map.before_reads(&self.conn, commit_seq, now);
+        if let Some(map) = &mut self.map {
+            map.before_reads(&self.conn, commit_seq, now);
+        }
         // `BEGIN` is deferred: the snapshot is taken by the first read, here, so that a lock held elsewhere is met
         // before any closure runs (and the read can still go to the threads).
         let begun = self.conn.control("BEGIN").and_then(|()| {
@@ -84,6 +122,8 @@ impl KeptSnapshot {
                     .fetch_add(1, Ordering::Relaxed);
                 // Every commit numbered up to `commit_seq` had returned before the snapshot was taken.
                 self.open = Some((commit_seq, now));
+                self.refilling = commit_seq != self.last_seq;
+                self.last_seq = commit_seq;
                 Ok(true)
             }
             Err(e) => {
@@ -135,6 +175,10 @@ impl KeptSnapshot {
         for (count, total) in [
             (reads, &metrics.reads),
             (reads, &metrics.inline_reads),
+            (
+                if self.lent { reads } else { 0 },
+                &metrics.inline_reads_on_writer,
+            ),
             (std::mem::take(&mut self.read_errors), &metrics.read_errors),
             (std::mem::take(&mut self.panics), &metrics.panics),
         ] {
@@ -142,6 +186,25 @@ impl KeptSnapshot {
                 total.fetch_add(count, Ordering::Relaxed);
             }
         }
+    }
+
+    /// Rolls back what a read wrote on a read-write connection (the writer's, lent), ending the snapshot; returns
+    /// whether there was anything to roll back. A read closure gets a [`Connection`](rusqlite::Connection) and
+    /// could run any statement: on a reader's connection `query_only` refuses writes; on the writer's, a write
+    /// made inside the read's snapshot is undone before anyone can see it, and the read fails.
+    pub(crate) fn undo_write(&mut self, shared: &Shared) -> bool {
+        if !self.conn.writing() {
+            return false;
+        }
+        self.rollback();
+        self.flush(shared);
+        true
+    }
+
+    /// Ends the snapshot and gives the connection back (the writer's, lent).
+    pub(crate) fn into_conn(mut self, shared: &Shared) -> GuardedConnection {
+        self.end(shared);
+        self.conn
     }
 
     /// Rolls back whatever transaction is open, after a failure.

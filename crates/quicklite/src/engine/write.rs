@@ -20,6 +20,7 @@ use crate::engine::external::ExternalCommits;
 use crate::engine::group::{self, Outcomes, ROLLBACK};
 use crate::engine::guard::GuardedConnection;
 use crate::engine::policy::Mode;
+use crate::engine::seat::WriterSeat;
 use crate::engine::{Shared, open};
 use crate::inbox::Inbox;
 use crate::queue::Receiver;
@@ -43,7 +44,12 @@ pub(crate) enum Close {
 
 /// A database's writer.
 pub(crate) struct Writer {
-    conn: GuardedConnection,
+    conn: Own,
+    /// Where the connection is lent to reads while the writer waits for work, if it is.
+    seat: Option<Arc<WriterSeat>>,
+    /// The connection's wait for locks held elsewhere: none while it is lent (a read on a caller's thread must not
+    /// sleep there).
+    busy: BusyLimit,
     inbox: Inbox<WriteRequest>,
     shared: Arc<Shared>,
     config: Config,
@@ -57,6 +63,27 @@ pub(crate) struct Writer {
     /// What happened to each write of a group, and the decided answers (kept to reuse their allocations).
     outcomes: Outcomes,
     answers: Answers,
+}
+
+/// The writer's connection: here, or lent to reads while the writer waits ([`Writer::lend_to_reads`]).
+struct Own(Option<GuardedConnection>);
+
+impl std::ops::Deref for Own {
+    type Target = GuardedConnection;
+
+    fn deref(&self) -> &GuardedConnection {
+        self.0
+            .as_ref()
+            .expect("the writer uses its connection only while it holds it")
+    }
+}
+
+impl std::ops::DerefMut for Own {
+    fn deref_mut(&mut self) -> &mut GuardedConnection {
+        self.0
+            .as_mut()
+            .expect("the writer uses its connection only while it holds it")
+    }
 }
 
 /// A writer just opened, with what its connection reported.
@@ -124,12 +151,14 @@ impl Writer {
             .path()
             .filter(|p| !p.is_empty())
             .map(PathBuf::from);
-        let checkpoints = Checkpoints::new(config, conn.conn(), shared, busy);
+        let checkpoints = Checkpoints::new(config, conn.conn(), shared, busy.clone());
         let external = config
             .external_commits
             .map(|every| ExternalCommits::new(every, &conn, shared));
         let writer = Writer {
-            conn,
+            conn: Own(Some(conn)),
+            seat: None,
+            busy,
             inbox: Inbox::new(rx, config.write_batch_max),
             shared: shared.clone(),
             checkpoints,
@@ -145,6 +174,33 @@ impl Writer {
             pragmas,
             file,
         })
+    }
+
+    /// Has the writer lend its connection to reads at `seat` whenever it waits for work
+    /// ([`Writer::lend_to_reads`]).
+    pub(crate) fn lend_when_idle(&mut self, seat: Arc<WriterSeat>) {
+        self.seat = Some(seat);
+    }
+
+    /// Leaves the connection at the seat for reads on callers' threads, if the writer lends it; the writer takes it
+    /// back ([`Writer::take_back`]) before it uses it again.
+    pub(crate) fn lend_to_reads(&mut self) {
+        if let Some(seat) = &self.seat
+            && let Some(conn) = self.conn.0.take()
+        {
+            self.busy.set(Duration::ZERO);
+            seat.lend(conn, self.shared.commit_seq());
+        }
+    }
+
+    /// Takes the connection back from the seat, once the read running on it ends.
+    pub(crate) fn take_back(&mut self) {
+        if let Some(seat) = &self.seat
+            && self.conn.0.is_none()
+        {
+            self.conn.0 = seat.take_back(&self.shared);
+            self.busy.set(self.config.busy_timeout);
+        }
     }
 
     /// The writer's queue and the requests it took from it.
@@ -338,6 +394,7 @@ impl Writer {
 
     /// Ends the writer: rolls back anything open and closes the connection (see [`Close`]).
     pub(crate) fn shut_down(mut self, close: Close) {
+        self.take_back();
         // A checkpoint thread ends (its checkpoint, if one runs) and closes its connection first.
         self.checkpoints.stop_handing_off();
         if !self.conn.conn().is_autocommit() {
@@ -357,7 +414,7 @@ impl Writer {
             {
                 tracing::debug!(error = %e, "could not skip the checkpoint at close");
             }
-            match self.conn.close() {
+            match self.conn.0.take().map_or(Ok(()), GuardedConnection::close) {
                 Ok(()) if frames >= WAL_KEPT_AT_CLOSE => {
                     // Checkpointed by SQLite as the last connection closed.
                     self.shared.metrics.wal_frames.store(0, Ordering::Relaxed);
@@ -382,7 +439,7 @@ impl Writer {
             // checkpoints when the last connection closes, unless checkpoints are external.)
             self.truncate_wal();
         }
-        if let Err(e) = self.conn.close() {
+        if let Some(Err(e)) = self.conn.0.take().map(GuardedConnection::close) {
             tracing::warn!(error = %e, "closing the writer connection failed");
         }
     }

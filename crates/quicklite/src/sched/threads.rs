@@ -14,6 +14,7 @@ use crate::config::Config;
 use crate::engine::Shared;
 use crate::engine::checkpoint::{Checkpointer, PassiveCheckpoints};
 use crate::engine::read::Reader;
+use crate::engine::seat::WriterSeat;
 use crate::engine::write::{Close, Writer};
 use crate::queue::{Receiver, Taken};
 use crate::reply::RELAY_GRACE;
@@ -56,13 +57,15 @@ impl Drop for AliveGuard {
 impl Threads {
     /// Opens the writer, then the readers, each on a thread of its own. The writer opens first: it creates the
     /// file, switches it to WAL and reads the PRAGMAs back; only then can the read-only connections open it. The
-    /// threads end once their queues are closed (by the handle) and drained.
+    /// threads end once their queues are closed (by the handle) and drained. With a `seat`, the writer lends its
+    /// connection there to reads on callers' threads whenever it waits for work.
     pub(crate) async fn start(
         path: &Path,
         config: &Config,
         shared: &Arc<Shared>,
         write_rx: Receiver<WriteRequest>,
         read_rx: Receiver<ReadRequest>,
+        seat: Option<Arc<WriterSeat>>,
     ) -> Result<Started> {
         let (count, alive) = watch::channel(0_usize);
         let count = Arc::new(count);
@@ -74,8 +77,11 @@ impl Threads {
         handles.push(spawn("quicklite-writer", move || {
             let _alive = guard;
             match Writer::open(&path_, &config_, &shared_, write_rx, true) {
-                Ok(opened) => {
+                Ok(mut opened) => {
                     let _ = ready.send(Ok((opened.pragmas, opened.file)));
+                    if let Some(seat) = seat {
+                        opened.writer.lend_when_idle(seat);
+                    }
                     serve_writes(opened.writer, &path_, &config_, &shared_);
                 }
                 Err(e) => {
@@ -170,6 +176,17 @@ fn serve_writes(mut writer: Writer, path: &Path, config: &Config, shared: &Arc<S
 /// carrying answers for others [`RELAY_GRACE`] to pass them on; when the WAL should be truncated after an idle
 /// spell, truncates it once idle that long; and, if it looks for commits from outside, looks whenever a look is due.
 fn next_write(writer: &mut Writer) -> Option<WriteRequest> {
+    writer.lend_to_reads();
+    let next = wait_for_write(writer);
+    writer.take_back();
+    match next {
+        Taken::Got(_) => writer.inbox().pop_taken(),
+        Taken::Closed | Taken::Empty => None,
+    }
+}
+
+/// [`next_write`]'s wait, while the connection is lent to reads (taken back for the writer's own work meanwhile).
+fn wait_for_write(writer: &mut Writer) -> Taken<usize> {
     let mut next = writer.inbox().spin();
     if matches!(next, Taken::Empty) && writer.relays().pending() {
         next = writer.inbox().wait(Some(RELAY_GRACE));
@@ -189,17 +206,16 @@ fn next_write(writer: &mut Writer) -> Option<WriteRequest> {
             .inbox()
             .wait(wake.map(|at| at.saturating_duration_since(Instant::now())));
         if matches!(next, Taken::Empty) {
+            writer.take_back();
             if truncate_at.is_some_and(|at| Instant::now() >= at) {
                 writer.truncate_wal();
                 truncate_at = None;
             }
             writer.look_outside_if_due();
+            writer.lend_to_reads();
         }
     }
-    match next {
-        Taken::Got(_) => writer.inbox().pop_taken(),
-        Taken::Closed | Taken::Empty => None,
-    }
+    next
 }
 
 /// A reader thread: serves requests until the queue is closed and drained.

@@ -9,7 +9,10 @@
 //! key's derivation and the PRAGMAs are no work for an async worker).
 //!
 //! A thread takes the connection its number points at, or the next one free; a connection is held only while one
-//! read runs on it, so no thread ever waits for another here. Before it runs, a read yields once to the runtime
+//! read runs on it, so no thread ever waits for another here. Where that connection's page cache is cold — the
+//! database was written since its last snapshot began, and SQLite threw the cache away — a standalone database's
+//! read takes the writer's connection instead if the writer is waiting for work ([`WriterSeat`]): the one
+//! connection whose cache commits leave warm. Before it runs, a read yields once to the runtime
 //! ([`take_turn`]): a task reading in a loop then takes its turn with the others like a task awaiting a reader
 //! thread's answer, and the runtime's timers and woken tasks never wait behind a run of reads (docs/design.md has
 //! the measurements behind the choice). An idle connection's snapshot is ended by the
@@ -31,6 +34,7 @@ use rusqlite::Connection;
 use crate::config::Config;
 use crate::cost::{Known, Site};
 use crate::engine::Shared;
+use crate::engine::seat::{Lent, WriterSeat};
 use crate::engine::snapshot::KeptSnapshot;
 use crate::error::panic_message;
 use crate::request::Deadline;
@@ -179,6 +183,9 @@ struct Held {
     snapshot: KeptSnapshot,
     /// When a read last ended on it.
     last_used: Instant,
+    /// The commit sequence at which a read found the writer's connection lent but in use by another thread: until
+    /// the next commit this connection serves its thread's reads, cold or not, rather than contend for it.
+    seat_taken_at: Option<u64>,
     _permit: Option<Permit>,
 }
 
@@ -191,6 +198,8 @@ pub(crate) struct Inline {
     places: Box<[CachePadded<Mutex<Place>>]>,
     /// Shared with other databases, for a registry's.
     budget: Option<Arc<Budget>>,
+    /// Where the writer lends its connection while it waits for work, if it does (a standalone database's).
+    seat: Option<Arc<WriterSeat>>,
     /// Set once the database closes: no read runs here afterwards.
     closed: AtomicBool,
     /// Whether the janitor looks after this set.
@@ -220,12 +229,14 @@ pub(crate) async fn take_turn() {
 }
 
 impl Inline {
-    /// The set for the database at `path`; `budget` bounds its connections together with other databases'.
+    /// The set for the database at `path`; `budget` bounds its connections together with other databases'; reads
+    /// may also take the writer's connection at `seat` while the writer waits.
     pub(crate) fn new(
         path: PathBuf,
         config: Config,
         shared: Arc<Shared>,
         budget: Option<Arc<Budget>>,
+        seat: Option<Arc<WriterSeat>>,
     ) -> Arc<Inline> {
         let places = (0..config.inline_connections.max(1))
             .map(|_| CachePadded::new(Mutex::new(Place::Empty)))
@@ -236,6 +247,7 @@ impl Inline {
             shared,
             places,
             budget,
+            seat,
             closed: AtomicBool::new(false),
             watched: AtomicBool::new(false),
         })
@@ -249,6 +261,11 @@ impl Inline {
 
     /// Runs `f` here, in a snapshot that contains every write acknowledged before this call, if a connection is
     /// free and a snapshot can be had; otherwise gives `f` back, not run, for the reader threads.
+    ///
+    /// The connection: one of the set's whose page cache is warm (no commit since its last snapshot, nor just
+    /// before it), else the writer's while the writer waits for work ([`WriterSeat`]), whose cache every commit
+    /// leaves warm, else any of the set's that is free. A thread that found the writer's connection in use by
+    /// another stays on its own until the next commit, so that two threads do not contend for it at every read.
     pub(crate) fn run<T, F>(
         self: &Arc<Self>,
         site: Site,
@@ -258,41 +275,85 @@ impl Inline {
     where
         F: FnOnce(&Connection) -> rusqlite::Result<T>,
     {
-        let Some(mut place) = self.free_connection() else {
+        // Read-your-writes: one load; a snapshot older than the last commit ends before this read.
+        let commit_seq = self.shared.commit_seq();
+        let mut place = self.free_connection();
+        let stay = matches!(place.as_deref(), Some(Place::Open(held))
+            if held.snapshot.warm(commit_seq) || held.seat_taken_at == Some(commit_seq));
+        if !stay && let Some(seat) = &self.seat {
+            if let Some(mut lent) = seat.borrow() {
+                drop(place);
+                let Lent {
+                    snapshot,
+                    last_used,
+                } = &mut *lent;
+                let out = self.read_on(snapshot, last_used, site, deadline, commit_seq, f);
+                drop(lent);
+                self.watch();
+                return out;
+            }
+            if seat.lent()
+                && let Some(Place::Open(held)) = place.as_deref_mut()
+            {
+                held.seat_taken_at = Some(commit_seq);
+            }
+        }
+        let Some(mut place) = place else {
             return Err(f);
         };
         let Place::Open(held) = &mut *place else {
             return Err(f);
         };
+        let Held {
+            snapshot,
+            last_used,
+            ..
+        } = &mut **held;
+        let out = self.read_on(snapshot, last_used, site, deadline, commit_seq, f);
+        drop(place);
+        self.watch();
+        out
+    }
+
+    /// Runs `f` on `snapshot`'s connection (see [`Inline::run`]).
+    fn read_on<T, F>(
+        &self,
+        snapshot: &mut KeptSnapshot,
+        last_used: &mut Instant,
+        site: Site,
+        deadline: Option<Deadline>,
+        commit_seq: u64,
+        f: F,
+    ) -> std::result::Result<Result<T>, F>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T>,
+    {
         let now = Instant::now();
         if let Some(deadline) = deadline
             && deadline.passed(now)
         {
             // Counted as the reader threads count a read answered past its deadline without running.
-            held.snapshot.count(true, false);
+            snapshot.count(true, false);
             return Ok(Err(deadline.error(RequestKind::Read, false)));
         }
-        // Read-your-writes: one load; a snapshot older than the last commit ends before this read.
-        let commit_seq = self.shared.commit_seq();
         let max_age = self.config.read_snapshot_max_age;
-        match held
-            .snapshot
-            .current(&self.shared, commit_seq, now, max_age)
-        {
+        match snapshot.current(&self.shared, commit_seq, now, max_age) {
             Ok(true) => janitor::snapshot_begun(),
             Ok(false) => {}
             Err(_) => return Err(f),
         }
-        let conn = held.snapshot.conn();
+        let conn = snapshot.conn();
         let outcome = conn.run_until(deadline.map(|d| d.at), || {
             catch_unwind(AssertUnwindSafe(|| f(conn.conn())))
         });
         let ended = Instant::now();
         let took = ended - now;
-        held.last_used = ended;
+        *last_used = ended;
+        // Only the writer's connection, lent, lets a read write: undone here, before anyone can see it.
+        let wrote = snapshot.undo_write(&self.shared);
         if self.shared.checkpoint_waits() {
             // A snapshot kept now would hold the checkpoint back for as long as this thread keeps reading.
-            held.snapshot.end(&self.shared);
+            snapshot.end(&self.shared);
         }
         // A panic's time is the panic hook's as much as the read's: it says nothing of what the site costs. Of the
         // others, a sample: threads writing one site's entry on every read would pass its cache line back and forth.
@@ -306,12 +367,22 @@ impl Inline {
                 .record(site, took, self.config.inline_read_max, true);
         }
         let result = match outcome {
+            Ok(Ok(_)) | Ok(Err(_)) if wrote => {
+                snapshot.count(true, false);
+                Err(Error::from_closure(rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
+                    Some(
+                        "attempt to write a readonly database: a read ran a statement that writes"
+                            .into(),
+                    ),
+                )))
+            }
             Ok(Ok(value)) => {
-                held.snapshot.count(false, false);
+                snapshot.count(false, false);
                 Ok(value)
             }
             Ok(Err(e)) => {
-                held.snapshot.count(true, false);
+                snapshot.count(true, false);
                 match deadline {
                     // Failed past its deadline: interrupted (or failing anyway, too late to tell).
                     Some(deadline) if deadline.passed(ended) => {
@@ -322,15 +393,13 @@ impl Inline {
             }
             Err(payload) => {
                 // The closure may have left a statement half-stepped: begin afresh next time.
-                held.snapshot.count(true, true);
-                held.snapshot.end(&self.shared);
+                snapshot.count(true, true);
+                snapshot.end(&self.shared);
                 Err(Error::Panic {
                     message: panic_message(payload.as_ref()),
                 })
             }
         };
-        drop(place);
-        self.watch();
         Ok(result)
     }
 
@@ -385,6 +454,7 @@ impl Inline {
                 Ok(snapshot) => Place::Open(Box::new(Held {
                     snapshot,
                     last_used: Instant::now(),
+                    seat_taken_at: None,
                     _permit: permit,
                 })),
                 Err(e) => {
@@ -436,19 +506,29 @@ impl Inline {
             }
             holding = holding.or(Holding::of(&place));
         }
+        if let Some(seat) = &self.seat
+            && seat.sweep(&self.shared, now, idle, self.config.read_snapshot_max_age)
+        {
+            holding.busy();
+        }
         holding
     }
 
     /// What the set holds now (a place in use counts as a connection with a snapshot).
     fn holding(&self) -> Holding {
-        self.places
+        let mut holding = self
+            .places
             .iter()
             .fold(Holding::default(), |holding, place| {
                 holding.or(match try_lock(place) {
                     Some(place) => Holding::of(&place),
                     None => Holding::BUSY,
                 })
-            })
+            });
+        if self.seat.as_ref().is_some_and(|seat| seat.keeps_snapshot()) {
+            holding.busy();
+        }
+        holding
     }
 
     /// Adds the reads counted on idle connections to the shared metrics (a connection in use adds its own later).
@@ -459,6 +539,9 @@ impl Inline {
             {
                 held.snapshot.flush(&self.shared);
             }
+        }
+        if let Some(seat) = &self.seat {
+            seat.flush(&self.shared);
         }
     }
 

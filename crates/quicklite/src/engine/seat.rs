@@ -1,0 +1,156 @@
+//! The writer's connection, lent to reads on callers' threads while the writer waits for work.
+//!
+//! SQLite throws a connection's page cache and memory map away when a read transaction begins after another
+//! connection committed (`pagerBeginReadTransaction` → `pager_reset`); the connection that committed keeps its own.
+//! So beside a writer every read connection refills its cache after each commit, and the one connection whose cache
+//! stays warm is the writer's. While a standalone database's writer thread waits for work it leaves its connection
+//! here; a short read on a caller's thread whose own connection would begin its snapshot after a commit takes it
+//! instead ([`sched::inline`](crate::sched::inline)), and keeps a snapshot on it between reads like any connection
+//! for such reads. When work comes, the writer takes it back ([`WriterSeat::take_back`]): it says so first, so that
+//! no read starts there meanwhile, then waits for the read running there, if any (a short one), and ends the
+//! snapshot.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::CachePadded;
+
+use crate::engine::Shared;
+use crate::engine::guard::GuardedConnection;
+use crate::engine::snapshot::KeptSnapshot;
+use crate::util::lock;
+
+/// Where a writer leaves its connection while it waits for work.
+#[derive(Default)]
+pub(crate) struct WriterSeat {
+    /// The connection, while it is lent; written at every read that takes it.
+    lent: CachePadded<Mutex<Option<Lent>>>,
+    /// Set while the writer holds its connection, or is taking it back: no read starts on it. Read by every read
+    /// that could take the connection, written twice per idle spell of the writer.
+    held: CachePadded<AtomicBool>,
+}
+
+impl std::fmt::Debug for WriterSeat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriterSeat")
+            .field("held", &self.held.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The writer's connection, lent, and when a read last ended on it.
+pub(crate) struct Lent {
+    pub(crate) snapshot: KeptSnapshot,
+    pub(crate) last_used: Instant,
+}
+
+/// The lent connection, taken by one read.
+pub(crate) struct Borrowed<'a>(MutexGuard<'a, Option<Lent>>);
+
+impl Deref for Borrowed<'_> {
+    type Target = Lent;
+
+    fn deref(&self) -> &Lent {
+        self.0
+            .as_ref()
+            .expect("a borrowed seat holds the connection")
+    }
+}
+
+impl DerefMut for Borrowed<'_> {
+    fn deref_mut(&mut self) -> &mut Lent {
+        self.0
+            .as_mut()
+            .expect("a borrowed seat holds the connection")
+    }
+}
+
+impl WriterSeat {
+    /// A seat whose writer holds its connection.
+    pub(crate) fn new() -> WriterSeat {
+        let seat = WriterSeat::default();
+        seat.held.store(true, Ordering::Relaxed);
+        seat
+    }
+
+    /// Leaves `conn` here for reads, until [`WriterSeat::take_back`]; `commit_seq` is the commit sequence now.
+    pub(crate) fn lend(&self, conn: GuardedConnection, commit_seq: u64) {
+        conn.set_lent(true);
+        *lock(&self.lent) = Some(Lent {
+            snapshot: KeptSnapshot::lent(conn, commit_seq),
+            last_used: Instant::now(),
+        });
+        self.held.store(false, Ordering::Release);
+    }
+
+    /// Takes the connection back, once the read running on it (if any) ends, with its snapshot ended. `None` if
+    /// it was not lent.
+    pub(crate) fn take_back(&self, shared: &Shared) -> Option<GuardedConnection> {
+        self.held.store(true, Ordering::Relaxed);
+        let lent = lock(&self.lent).take()?;
+        let conn = lent.snapshot.into_conn(shared);
+        conn.set_lent(false);
+        Some(conn)
+    }
+
+    /// Whether the connection is lent now (a read may be running on it).
+    pub(crate) fn lent(&self) -> bool {
+        !self.held.load(Ordering::Relaxed)
+    }
+
+    /// The connection, if it is lent and no read is running on it.
+    pub(crate) fn borrow(&self) -> Option<Borrowed<'_>> {
+        if self.held.load(Ordering::Acquire) {
+            return None;
+        }
+        let lent = match self.lent.try_lock() {
+            Ok(lent) => lent,
+            // A read panicked with it: its state is whole (the read's transaction is rolled back after a panic).
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        lent.is_some().then(|| Borrowed(lent))
+    }
+
+    /// Whether a snapshot may be kept on the lent connection now (one in use may).
+    pub(crate) fn keeps_snapshot(&self) -> bool {
+        match self.borrow() {
+            Some(lent) => lent.snapshot.began().is_some(),
+            None => !self.held.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Adds the reads counted on the lent connection to the shared metrics, unless a read is running there.
+    pub(crate) fn flush(&self, shared: &Shared) {
+        if let Some(mut lent) = self.borrow() {
+            lent.snapshot.flush(shared);
+        }
+    }
+
+    /// Ends the snapshot kept on the lent connection if it has stood unused for `idle` or is older than `max_age`
+    /// (for the janitor); returns whether one may still be kept.
+    pub(crate) fn sweep(
+        &self,
+        shared: &Shared,
+        now: Instant,
+        idle: Duration,
+        max_age: Duration,
+    ) -> bool {
+        let Some(mut lent) = self.borrow() else {
+            // Not lent (the writer ended the snapshot), or in use (the read's end counts as use).
+            return !self.held.load(Ordering::Relaxed);
+        };
+        let old = lent
+            .snapshot
+            .began()
+            .is_some_and(|began| now.saturating_duration_since(began) >= max_age);
+        if now.saturating_duration_since(lent.last_used) >= idle || old {
+            lent.snapshot.end(shared);
+        } else {
+            lent.snapshot.flush(shared);
+        }
+        lent.snapshot.began().is_some()
+    }
+}
