@@ -385,3 +385,36 @@ async fn a_registry_database_looked_after_stays_open_when_idle() {
     drop((watched, unwatched));
     registry.close().await.unwrap();
 }
+
+/// A registry's housekeeping wakes the writer of every open database that looks for commits from outside; one
+/// closed meanwhile (evicted by a neighbour) is not opened again for that: nothing waits for it, and its subscribers
+/// are told of commits from outside when it next opens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_closed_to_make_room_is_not_reopened_to_look_for_commits_from_outside() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = quicklite::Registry::builder(dir.path())
+        .max_open(1)
+        .configure(|b| b.notice_external_commits(Duration::from_millis(1)))
+        .open()
+        .await
+        .unwrap();
+    let (watched, neighbour) = (
+        registry.get("watched").await.unwrap(),
+        registry.get("neighbour").await.unwrap(),
+    );
+    let _changes = watched.subscribe();
+    for round in 0..500 {
+        watched.write(|_| Ok(())).await.unwrap();
+        // Opens the neighbour, closing the watched database to make room, while housekeeping ticks every
+        // millisecond for the watched database's looks.
+        neighbour.write(|_| Ok(())).await.unwrap();
+        let opens = registry.metrics().opens;
+        tokio::time::sleep(Duration::from_millis(3)).await;
+        assert_eq!(
+            registry.metrics().opens,
+            opens,
+            "round {round}: a database was opened with nothing to do"
+        );
+    }
+    registry.close().await.unwrap();
+}

@@ -32,6 +32,13 @@ enum ReadsOn {
 }
 
 impl Actor {
+    /// Whether requests wait for the database: queued, taken from the queue by a writer closed since, or waiting
+    /// for it to open.
+    fn has_work(&self) -> bool {
+        let unserved = !lock(&self.unserved).is_empty();
+        unserved || !self.write_rx.is_empty() || !self.read_rx.is_empty() || self.has_open_waiters()
+    }
+
     /// Where this read task serves its batch: an idle reader connection; else the writer's connection if it is
     /// free (then already served); else a new reader connection if the registry's budget allows; else nowhere.
     ///
@@ -141,10 +148,18 @@ impl PooledDatabase for Actor {
         self.last_used_ms.load(Ordering::Relaxed)
     }
 
-    /// A write task: one group on the writer connection, opening it first if needed.
+    /// A write task: one group on the writer connection, opening it first if needed — and only if there is work for
+    /// it: housekeeping wakes the writer of an open database (to look for commits from outside, to truncate the WAL),
+    /// and one closed meanwhile has nothing to open for (its subscribers are told of commits from outside when it
+    /// opens again).
     fn run_write(self: &Arc<Self>) {
         let more = {
             let mut slot = lock(&self.writer);
+            if slot.is_none() && !self.has_work() {
+                drop(slot);
+                self.release_write();
+                return;
+            }
             match self.ensure_writer(&mut slot) {
                 Ok(Opened::Yes) => {}
                 Ok(Opened::Deferred) => {
