@@ -13,20 +13,20 @@
 //! request that arrives meanwhile waits in its queue and reopens the database when the roles are released.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::mpsc::SyncSender;
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::Error;
 use crate::queue::{self, Length, Receiver, Sender, Taken, TrySendError};
-use crate::util::lock;
 
 pub(crate) mod actor;
 mod checkpoints;
 pub(crate) mod elastic;
 mod evict;
 mod places;
+pub(crate) mod ranked;
 mod roles;
 mod room;
 pub(crate) mod start;
@@ -35,6 +35,7 @@ pub(crate) mod task;
 use elastic::Lane;
 use evict::OpenSet;
 use places::Places;
+use ranked::{Rank, Ranked};
 use task::{PooledDatabase, Task};
 
 /// A registry's pool: its run queues and threads' shared state, the open databases, the waiting room and the
@@ -47,7 +48,7 @@ pub(crate) struct Pool<D> {
     /// write that waits for a core ([`GiveWay`]).
     reads: Sender<Task<D>>,
     /// Databases with open connections.
-    pub(crate) open: Mutex<OpenSet<D>>,
+    pub(crate) open: Ranked<OpenSet<D>>,
     /// Places under the cap on open databases, taken by databases open or opening: a database reserves its place
     /// ([`Pool::reserve_open`]) before it opens.
     open_places: Places,
@@ -61,7 +62,7 @@ pub(crate) struct Pool<D> {
     /// Tasks of databases that could not open because every open one was busy, oldest first. They leave the run
     /// queues, so that the tasks of open databases (whose ending makes room) are not stuck behind them, and come
     /// back when a task ends or a database closes ([`Pool::resume_waiting`]).
-    waiting: Mutex<VecDeque<Task<D>>>,
+    waiting: Ranked<VecDeque<Task<D>>>,
     /// `waiting.len()`, readable without the lock.
     waiting_len: AtomicUsize,
     /// Places under the cap on reader connections open at once, over all databases (each holds two file
@@ -129,14 +130,14 @@ impl<D: PooledDatabase> Pool<D> {
         let shared = Arc::new(Pool {
             writes,
             reads,
-            open: Mutex::new(OpenSet::default()),
+            open: Ranked::new(Rank::PoolOpen, OpenSet::default()),
             open_places: Places::new(max_open),
             wake,
             opens: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             idle_closes: AtomicU64::new(0),
             draws: AtomicU64::new(0),
-            waiting: Mutex::new(VecDeque::new()),
+            waiting: Ranked::new(Rank::PoolWaiting, VecDeque::new()),
             waiting_len: AtomicUsize::new(0),
             reader_places: Places::new(max_readers),
             write_lane,
@@ -173,11 +174,11 @@ impl<D: PooledDatabase> Pool<D> {
 
     /// The databases open now.
     pub(crate) fn open_actors(&self) -> Vec<Arc<D>> {
-        lock(&self.open).actors().to_vec()
+        self.open.lock().actors().to_vec()
     }
 
     pub(crate) fn open_count(&self) -> usize {
-        lock(&self.open).actors().len()
+        self.open.lock().actors().len()
     }
 
     /// Tasks waiting for a pool thread, or for room to open their database.

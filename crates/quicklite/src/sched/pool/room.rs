@@ -7,7 +7,6 @@ use std::sync::atomic::Ordering;
 use crate::sched::pool::Pool;
 use crate::sched::pool::evict::{DRAWS, SAMPLED, close_one};
 use crate::sched::pool::task::{PooledDatabase, Task};
-use crate::util::lock;
 
 impl<D: PooledDatabase> Pool<D> {
     /// Reserves a place under `max_open` for `opening`, closing another database first when the cap is reached;
@@ -55,7 +54,7 @@ impl<D: PooledDatabase> Pool<D> {
             let mut closed = false;
             for _ in 0..DRAWS {
                 let seed = self.draws.fetch_add(1, Ordering::Relaxed);
-                let mut sampled = lock(&self.open).sample(SAMPLED, seed);
+                let mut sampled = self.open.lock().sample(SAMPLED, seed);
                 sampled.retain(|a| a.name() != opening);
                 closed = close_one(&mut sampled);
                 if closed {
@@ -79,7 +78,7 @@ impl<D: PooledDatabase> Pool<D> {
     /// Sets `task` aside until room is made for its database to open.
     pub(crate) fn wait_for_room(&self, task: Task<D>) {
         {
-            let mut waiting = lock(&self.waiting);
+            let mut waiting = self.waiting.lock();
             waiting.push_back(task);
             self.waiting_len.store(waiting.len(), Ordering::SeqCst);
         }
@@ -92,7 +91,7 @@ impl<D: PooledDatabase> Pool<D> {
 
     /// Whether some open database has nothing queued or running (one could be closed to make room).
     pub(super) fn open_actors_idle(&self) -> bool {
-        lock(&self.open).actors().iter().any(|a| a.is_idle())
+        self.open.lock().actors().iter().any(|a| a.is_idle())
     }
 
     /// Puts up to `n` tasks waiting for room back on their run queues, oldest first.
@@ -101,7 +100,7 @@ impl<D: PooledDatabase> Pool<D> {
             return;
         }
         let resumed: Vec<Task<D>> = {
-            let mut waiting = lock(&self.waiting);
+            let mut waiting = self.waiting.lock();
             let k = n.min(waiting.len());
             let resumed = waiting.drain(..k).collect();
             self.waiting_len.store(waiting.len(), Ordering::SeqCst);

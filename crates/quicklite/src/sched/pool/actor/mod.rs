@@ -14,6 +14,10 @@
 //! 3. the database's `readers`, `unserved` and `open_waiters`, each taken alone;
 //! 4. the pool's open set (`Pool::open`), then its waiting room, then its run queues.
 //!
+//! Debug builds check it: these locks are [`Ranked`], and taking one while holding one of the same rank or a later
+//! one panics (a `try_lock` never waits, so it is allowed anywhere). The run queues' lock is not ranked: the queue
+//! takes it inside its own calls and takes none of these meanwhile.
+//!
 //! Roles are not locks: they are taken with one atomic operation that fails rather than waits ([`Roles`]).
 
 mod turns;
@@ -21,7 +25,7 @@ mod turns;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::{Notify, oneshot};
@@ -35,9 +39,10 @@ use crate::queue;
 use crate::request::{ReadRequest, WriteRequest};
 use crate::sched::pool::Pool;
 use crate::sched::pool::checkpoints::CheckpointsBeside;
+use crate::sched::pool::ranked::{Rank, Ranked};
 use crate::sched::pool::roles::Roles;
 use crate::sched::pool::task::{PooledDatabase, Task};
-use crate::util::{companion, lock};
+use crate::util::companion;
 use crate::{Error, Result};
 
 /// The writer of an open database, with the reads it serves on its connection while the database has no reader
@@ -59,14 +64,14 @@ pub(crate) struct Actor {
     /// Filled once, when the writer first opens.
     pragmas: Arc<OnceLock<BTreeMap<String, String>>>,
     /// The writer, while the database is open.
-    writer: Mutex<Option<OpenWriter>>,
+    writer: Ranked<Option<OpenWriter>>,
     /// Requests a writer took from the queue and had not served when the database was closed with its write task
     /// queued ([`Actor::try_close_queued`]): the next writer serves them first.
-    unserved: Mutex<VecDeque<WriteRequest>>,
+    unserved: Ranked<VecDeque<WriteRequest>>,
     /// Callers waiting for the database to open ([`Actor::open_now`]); `None` once it is closed for good.
-    open_waiters: Mutex<Option<Vec<oneshot::Sender<Result<()>>>>>,
+    open_waiters: Ranked<Option<Vec<oneshot::Sender<Result<()>>>>>,
     /// Open reader connections not serving a task right now.
-    readers: Mutex<Vec<Reader>>,
+    readers: Ranked<Vec<Reader>>,
     /// Reader connections open (idle or serving), for the write task: with none, it serves queued reads too.
     reader_connections: AtomicUsize,
     /// Read batches served on the writer's connection since it opened.
@@ -109,10 +114,10 @@ impl Actor {
             write_rx,
             read_rx,
             pragmas,
-            writer: Mutex::new(None),
-            unserved: Mutex::new(VecDeque::new()),
-            open_waiters: Mutex::new(Some(Vec::new())),
-            readers: Mutex::new(Vec::new()),
+            writer: Ranked::new(Rank::Writer, None),
+            unserved: Ranked::new(Rank::ActorState, VecDeque::new()),
+            open_waiters: Ranked::new(Rank::ActorState, Some(Vec::new())),
+            readers: Ranked::new(Rank::ActorState, Vec::new()),
             reader_connections: AtomicUsize::new(0),
             writer_reads: AtomicU32::new(0),
             roles: Roles::default(),
@@ -143,7 +148,7 @@ impl Actor {
     /// whether the database could be opened.
     pub(crate) fn open_now(self: &Arc<Self>) -> oneshot::Receiver<Result<()>> {
         let (tx, rx) = oneshot::channel();
-        match lock(&self.open_waiters).as_mut() {
+        match self.open_waiters.lock().as_mut() {
             Some(waiters) => waiters.push(tx),
             None => {
                 let _ = tx.send(Err(Error::Closed));
@@ -156,7 +161,7 @@ impl Actor {
 
     /// Answers the callers waiting for the database to open.
     fn answer_open_waiters(&self, result: impl Fn() -> Result<()>) {
-        let waiters = match lock(&self.open_waiters).as_mut() {
+        let waiters = match self.open_waiters.lock().as_mut() {
             Some(waiters) if !waiters.is_empty() => std::mem::take(waiters),
             _ => return,
         };
@@ -166,7 +171,8 @@ impl Actor {
     }
 
     fn has_open_waiters(&self) -> bool {
-        lock(&self.open_waiters)
+        self.open_waiters
+            .lock()
             .as_ref()
             .is_some_and(|w| !w.is_empty())
     }
@@ -178,7 +184,7 @@ impl Actor {
 
     /// Whether the database was closed for good ([`Actor::close`]).
     pub(crate) fn is_closed(&self) -> bool {
-        lock(&self.open_waiters).is_none()
+        self.open_waiters.lock().is_none()
     }
 
     /// Closed, with nothing queued or scheduled: safe to forget.
@@ -196,7 +202,7 @@ impl Actor {
     /// Queued write and read requests.
     pub(crate) fn queued(&self) -> (usize, usize) {
         (
-            self.write_rx.len() + lock(&self.unserved).len(),
+            self.write_rx.len() + self.unserved.lock().len(),
             self.read_rx.len(),
         )
     }
@@ -238,17 +244,17 @@ impl Actor {
 
     /// Closes the connections (the caller holds both roles and the writer's slot): readers first, then the writer.
     fn close_connections(&self, slot: &mut Option<OpenWriter>, close: Close) {
-        let readers = std::mem::take(&mut *lock(&self.readers));
+        let readers = std::mem::take(&mut *self.readers.lock());
         let closed = readers.len();
         drop(readers);
         self.reader_connections.store(0, Ordering::SeqCst);
         self.pool.release_readers(closed);
         if let Some(OpenWriter { mut writer, .. }) = slot.take() {
-            lock(&self.unserved).extend(writer.inbox().take_unserved());
+            self.unserved.lock().extend(writer.inbox().take_unserved());
             writer.shut_down(close);
         }
         if self.open.swap(false, Ordering::AcqRel) {
-            lock(&self.pool.open).remove(&self.name);
+            self.pool.open.lock().remove(&self.name);
             self.pool.release_open();
             self.pool.resume_waiting(1);
         }
@@ -267,12 +273,12 @@ impl Actor {
             let opening = self.has_open_waiters();
             if writes == 0 && reads == 0 && !opening && self.roles.take_all() {
                 // Both roles stay taken: the queues are closed, nothing may run any more.
-                let mut slot = lock(&self.writer);
+                let mut slot = self.writer.lock();
                 self.open_to_fold_the_wal(&mut slot);
                 self.close_connections(&mut slot, Close::ForGood);
                 drop(slot);
                 // Callers asking to open from now on hear that the database is closed.
-                lock(&self.open_waiters).take();
+                self.open_waiters.lock().take();
                 self.task_ended.notify_waiters();
                 return;
             }

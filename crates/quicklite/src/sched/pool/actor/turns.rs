@@ -1,14 +1,14 @@
 //! A pooled database's turns on the pool: a write task, a read task, and opening the connections they need.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, MutexGuard};
 
 use crate::engine::read::Reader;
 use crate::engine::write::Close;
 use crate::sched::pool::actor::{Actor, OpenWriter};
+use crate::sched::pool::ranked::{Rank, RankedGuard};
 use crate::sched::pool::task::{PooledDatabase, Task};
-use crate::util::lock;
 use crate::{Error, Result};
 
 /// Read batches a database serves on its writer's connection, per open, before it opens a reader connection
@@ -35,7 +35,7 @@ impl Actor {
     /// Whether requests wait for the database: queued, taken from the queue by a writer closed since, or waiting
     /// for it to open.
     fn has_work(&self) -> bool {
-        let unserved = !lock(&self.unserved).is_empty();
+        let unserved = !self.unserved.lock().is_empty();
         unserved || !self.write_rx.is_empty() || !self.read_rx.is_empty() || self.has_open_waiters()
     }
 
@@ -48,7 +48,7 @@ impl Actor {
     /// for a read or two (most of them when thousands are opened and closed in turn) never pays for a second
     /// connection.
     fn reads_on(self: &Arc<Self>) -> Result<ReadsOn> {
-        if let Some(reader) = lock(&self.readers).pop() {
+        if let Some(reader) = self.readers.lock().pop() {
             return Ok(ReadsOn::Reader(Box::new(reader)));
         }
         let frequent = self.writer_reads.load(Ordering::Relaxed) >= READS_ON_WRITER;
@@ -81,7 +81,7 @@ impl Actor {
     /// waits for the batch to end. Reads that find the writer's connection in use (a database written and read at
     /// once) open a reader connection, which then serves its later reads.
     fn read_on_writer(&self) -> bool {
-        let Ok(mut slot) = self.writer.try_lock() else {
+        let Some(mut slot) = self.writer.try_lock() else {
             return false;
         };
         match slot.as_mut() {
@@ -97,7 +97,7 @@ impl Actor {
     /// databases and none can be closed now, in which case opening waits ([`Opened::Deferred`]).
     fn ensure_writer(
         self: &Arc<Self>,
-        slot: &mut MutexGuard<'_, Option<OpenWriter>>,
+        slot: &mut RankedGuard<'_, Option<OpenWriter>>,
     ) -> Result<Opened> {
         if slot.is_some() {
             self.answer_open_waiters(|| Ok(()));
@@ -122,13 +122,13 @@ impl Actor {
         }
         open.writer
             .inbox()
-            .serve_first(std::mem::take(&mut *lock(&self.unserved)));
+            .serve_first(std::mem::take(&mut *self.unserved.lock()));
         **slot = Some(open);
         self.writer_reads.store(0, Ordering::Relaxed);
         self.open.store(true, Ordering::Release);
         self.pool.opens.fetch_add(1, Ordering::Relaxed);
         self.touch();
-        lock(&self.pool.open).insert(self.clone());
+        self.pool.open.lock().insert(self.clone());
         self.answer_open_waiters(|| Ok(()));
         Ok(Opened::Yes)
     }
@@ -154,7 +154,7 @@ impl PooledDatabase for Actor {
     /// opens again).
     fn run_write(self: &Arc<Self>) {
         let more = {
-            let mut slot = lock(&self.writer);
+            let mut slot = self.writer.lock();
             if slot.is_none() && !self.has_work() {
                 drop(slot);
                 self.release_write();
@@ -214,7 +214,7 @@ impl PooledDatabase for Actor {
         let opened = if self.is_open() {
             Ok(Opened::Yes)
         } else {
-            let mut slot = lock(&self.writer);
+            let mut slot = self.writer.lock();
             self.ensure_writer(&mut slot)
         };
         if let Ok(Opened::Deferred) = opened {
@@ -226,7 +226,7 @@ impl PooledDatabase for Actor {
                 // Kept until the database closes: SQLite keeps the descriptor of a connection closed while another
                 // is open on the same file (POSIX locks would be lost with it), so closing it alone frees nothing.
                 reader.serve_turn();
-                lock(&self.readers).push(*reader);
+                self.readers.lock().push(*reader);
             }
             Ok(ReadsOn::Writer) => {}
             Ok(ReadsOn::NothingFree) => {
@@ -265,7 +265,7 @@ impl PooledDatabase for Actor {
             tracing::warn!(database = %self.name, %error, "could not open a registry database");
         }
         self.answer_open_waiters(|| Err(error.duplicate()));
-        let mut writes = std::mem::take(&mut *lock(&self.unserved));
+        let mut writes = std::mem::take(&mut *self.unserved.lock());
         loop {
             for r in writes.drain(..) {
                 r.job.answer(Some(error.duplicate()));
@@ -296,7 +296,8 @@ impl PooledDatabase for Actor {
             }
             return false;
         }
-        self.close_connections(&mut lock(&self.writer), Close::ToReopen);
+        // Taken by housekeeping, or by a database opening at the cap that holds its own slot (lock order, rank 2).
+        self.close_connections(&mut self.writer.lock_at(Rank::OtherWriter), Close::ToReopen);
         self.roles.reopen_reads();
         if !self.read_rx.is_empty() {
             self.wake_reader();
@@ -313,7 +314,7 @@ impl PooledDatabase for Actor {
             return false;
         }
         // Held by a running write task, or by reads on the writer's connection.
-        let Ok(mut slot) = self.writer.try_lock() else {
+        let Some(mut slot) = self.writer.try_lock() else {
             return false;
         };
         if slot.is_none() || !self.roles.shut_reads() {
