@@ -23,7 +23,6 @@ use crate::engine::snapshot::KeptSnapshot;
 use crate::util::lock;
 
 /// Where a writer leaves its connection while it waits for work.
-#[derive(Default)]
 pub(crate) struct WriterSeat {
     /// The connection, while it is lent; written at every read that takes it.
     lent: CachePadded<Mutex<Option<Lent>>>,
@@ -70,9 +69,10 @@ impl DerefMut for Borrowed<'_> {
 impl WriterSeat {
     /// A seat whose writer holds its connection.
     pub(crate) fn new() -> WriterSeat {
-        let seat = WriterSeat::default();
-        seat.held.store(true, Ordering::Relaxed);
-        seat
+        WriterSeat {
+            lent: CachePadded::new(Mutex::new(None)),
+            held: CachePadded::new(AtomicBool::new(true)),
+        }
     }
 
     /// Leaves `conn` here for reads, until [`WriterSeat::take_back`]; `commit_seq` is the commit sequence now.

@@ -193,7 +193,8 @@ impl KeptSnapshot {
     /// could run any statement: on a reader's connection `query_only` refuses writes; on the writer's, a write
     /// made inside the read's snapshot is undone before anyone can see it, and the read fails.
     pub(crate) fn undo_write(&mut self, shared: &Shared) -> bool {
-        if !self.conn.writing() {
+        // A read-only connection cannot have written: no call into SQLite for it.
+        if !self.lent || !self.conn.writing() {
             return false;
         }
         self.rollback();

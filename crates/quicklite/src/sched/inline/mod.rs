@@ -367,7 +367,7 @@ impl Inline {
                 .record(site, took, self.config.inline_read_max, true);
         }
         let result = match outcome {
-            Ok(Ok(_)) | Ok(Err(_)) if wrote => {
+            Ok(_) if wrote => {
                 snapshot.count(true, false);
                 Err(Error::from_closure(rusqlite::Error::SqliteFailure(
                     rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
