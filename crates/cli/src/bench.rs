@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use quicklite_lab::workload_file::WorkloadFile;
 use quicklite_lab::{
     BenchOptions, ExecOptions, ExportFormat, ResultStore, RunnerSetup, Runners, build_matrix,
     catalog, now_compact, run_all,
@@ -209,6 +210,17 @@ fn options(args: &BenchArgs) -> anyhow::Result<BenchOptions> {
             o.workloads
                 .retain(|w| quicklite_lab::Workload::parse(w).is_ok_and(|w| w.runs_open_loop()));
         }
+    }
+    // After the rate: every custom workload runs open loop too.
+    for path in &args.workload_file {
+        let workload = crate::workload_check::check(&WorkloadFile::read(path)?)?;
+        if args.workloads.is_none() && o.custom.is_empty() {
+            o.workloads.clear();
+        }
+        if !o.workloads.contains(&workload.name) {
+            o.workloads.push(workload.name.clone());
+        }
+        o.custom.push(workload);
     }
     if let Some(v) = args.seed {
         o.seed = v;

@@ -54,6 +54,12 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub workloads: Option<Vec<String>>,
 
+    /// Workload files: each the user's schema, seed data and weighted transactions of SQL (TOML; see the lab's
+    /// manual), checked against SQLite before anything runs and measured like a built-in workload by every
+    /// approach that runs arbitrary SQL. Without --workloads, only the files' workloads run.
+    #[arg(long, value_delimiter = ',', value_name = "FILES")]
+    pub workload_file: Vec<PathBuf>,
+
     /// Approaches to compare [default: all].
     #[arg(short, long, value_delimiter = ',', value_name = "NAMES")]
     pub approaches: Option<Vec<String>>,

@@ -10,6 +10,7 @@ mod doctor;
 mod postgres;
 mod progress;
 mod report;
+mod workload_check;
 
 use std::process::ExitCode;
 

@@ -174,3 +174,57 @@ fn report_on_a_malformed_csv_names_the_record_and_writes_nothing() {
     assert_eq!(files.len(), 1, "only the CSV itself");
     assert!(Path::new(&csv).exists());
 }
+
+/// Writes a workload file with `replace` applied to a good one, and checks that `bench` refuses it with `message`
+/// (its line named) before anything runs.
+fn rejects_workload_file(replace: (&str, &str), message: &str) {
+    const GOOD: &str = r#"schema = "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)"
+
+[[seed]]
+table = "t"
+rows = 100
+columns = { id = { sequence = 1 }, name = { text = 8 } }
+
+[[transaction]]
+name = "read"
+weight = 3
+params = { id = { uniform = [1, 100] } }
+sql = "SELECT name FROM t WHERE id = :id"
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    std::fs::write(&file, GOOD.replace(replace.0, replace.1)).unwrap();
+    assert_ne!(
+        GOOD.replace(replace.0, replace.1),
+        GOOD,
+        "{replace:?} changes nothing"
+    );
+    rejects(&["--workload-file", file.to_str().unwrap()], message);
+}
+
+#[test]
+fn a_bad_workload_file_is_refused_at_its_line_before_anything_runs() {
+    rejects_workload_file(
+        ("weight = 3", "wieght = 3"),
+        "bad.toml:10: unknown field `wieght`",
+    );
+    rejects_workload_file(
+        ("WHERE id = :id", "WHER id = :id"),
+        "bad.toml:12: transaction `read` fails: near \"id\": syntax error",
+    );
+    rejects_workload_file(
+        ("WHERE id = :id", "WHERE id = :key"),
+        "bad.toml:12: parameter `:key` of transaction `read` never gets a value",
+    );
+    rejects_workload_file(
+        ("weight = 3", "weight = 0"),
+        "bad.toml:10: transaction `read` has a weight of 0",
+    );
+    rejects_workload_file(
+        (
+            "name = { text = 8 }",
+            "name = { text = 8 }, nmae = { text = 3 }",
+        ),
+        "bad.toml:4: cannot seed table `t`: table t has no column named nmae",
+    );
+}

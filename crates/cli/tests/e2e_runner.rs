@@ -104,3 +104,83 @@ fn two_real_approaches_end_to_end() {
         .collect();
     assert_eq!(left, vec![std::ffi::OsString::from("run")]);
 }
+
+/// The two example workload files run end to end on the main runner's approaches and the ceiling: every cell
+/// measured, the shop's writes counted, each transaction's figures under its name in the JSON, and the tables
+/// in the Markdown summary.
+#[test]
+fn the_example_workload_files_run_through_every_format() {
+    let Some(runner) = debug_runner() else {
+        let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+        assert!(
+            !ci,
+            "quicklite-runner is not built; run `cargo build -p quicklite-runner` first"
+        );
+        eprintln!("\n*** SKIPPED: build quicklite-runner to run this test ***\n");
+        return;
+    };
+    let examples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/workloads");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    Command::cargo_bin("quicklite")
+        .unwrap()
+        .arg("bench")
+        .arg("--workload-file")
+        .arg(examples.join("shop.toml"))
+        .arg("--workload-file")
+        .arg(examples.join("point-read-file.toml"))
+        .args([
+            "--approaches",
+            "ceiling,direct-blocking,quicklite",
+            "--concurrency",
+            "8",
+            "--duration",
+            "0.3",
+            "--warmup",
+            "0.1",
+            "--repeat",
+            "1",
+            "--no-build",
+            "--runner",
+        ])
+        .arg(&runner)
+        .arg("--output")
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("shop").and(predicate::str::contains("point-read-file")));
+    let json: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(json.len(), 6, "2 workloads × 3 approaches");
+    for result in &json {
+        assert!(result["failure"].is_null(), "{result}");
+        assert_eq!(result["errors"], 0, "{result}");
+        assert!(result["reads"]["ops"].as_u64() > Some(0), "{result}");
+        let names: Vec<&str> = result["operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|op| op["name"].as_str().unwrap())
+            .collect();
+        if result["cell"]["workload"] == "shop" {
+            assert!(result["writes"]["ops"].as_u64() > Some(0), "{result}");
+            assert_eq!(
+                names,
+                [
+                    "product page",
+                    "category listing",
+                    "order history",
+                    "checkout"
+                ]
+            );
+        } else {
+            assert_eq!(result["writes"]["ops"], 0, "{result}");
+            assert_eq!(names, ["point read"]);
+        }
+    }
+    let markdown = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        markdown.contains("shop") && markdown.contains("point-read-file"),
+        "{markdown}"
+    );
+}

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use crate::custom::Bound;
 use crate::data::{Block, NewItem, NewJob};
 use crate::orm::OrmOp;
 
@@ -89,6 +90,23 @@ pub trait Approach: Send + Sync + 'static {
         async {
             Err(anyhow::anyhow!(
                 "this approach does not implement the throughput workload"
+            ))
+        }
+    }
+
+    /// A custom workload's transaction ([`crate::CustomWorkload`]): each of `statements` in order with its values
+    /// bound to SQLite parameters `1..=n`, every column of every row it returns read — in one read transaction when
+    /// `writes` is false; otherwise in one write transaction, committed before it returns, all or nothing. By
+    /// default, an error: the approach cannot run arbitrary SQL.
+    fn custom(
+        &self,
+        writes: bool,
+        statements: Vec<Bound>,
+    ) -> impl Future<Output = Result<()>> + Send {
+        let _ = (writes, statements);
+        async {
+            Err(anyhow::anyhow!(
+                "this approach does not run custom workloads"
             ))
         }
     }

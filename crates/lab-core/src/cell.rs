@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::custom::CustomWorkload;
+
 /// One measured combination of workload, approach and knobs.
 ///
 /// The orchestrator serializes a `Cell` to JSON and writes it to a fresh runner process's standard input;
@@ -77,6 +79,10 @@ pub struct Cell {
     /// `postgres://` URL; `None` for every other approach. Not part of the record: the server lives only for the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub postgres_url: Option<String>,
+    /// The custom workload the cell runs (`--workload-file`), whose name is [`Cell::workload`]; `None` for a built-in
+    /// workload, and then not written, so runners that know no custom workload never see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom: Option<CustomWorkload>,
 }
 
 /// The build profile of the workspace's own builds (its `.cargo/config.toml` flags).

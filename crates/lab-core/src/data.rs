@@ -3,6 +3,8 @@
 //! Everything is generated from `Cell::seed` by [`Rng`], so two runs (or two runners in different
 //! languages) of the same cell see the same database and the same operations.
 
+use std::borrow::Cow;
+
 use crate::rng::Rng;
 use crate::sql;
 
@@ -13,7 +15,7 @@ pub const LEDGER_SEED_BLOCKS: i64 = 1_000;
 /// Transactions per ledger block.
 pub const TRANSACTIONS_PER_BLOCK: i64 = 4;
 /// Length of an item's `payload` text, so a row is about the size of a small web-app record.
-const PAYLOAD_LEN: usize = 100;
+pub const ITEM_PAYLOAD_LEN: usize = 100;
 
 /// A bound parameter value; runners convert it into their driver's value type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,8 +31,8 @@ pub enum Param {
 /// One statement to execute with its parameters (numbered `?1`, `?2`, … in order).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Statement {
-    /// SQL text, one of the constants in [`crate::sql`].
-    pub sql: &'static str,
+    /// SQL text: one of the constants in [`crate::sql`], or a custom workload's.
+    pub sql: Cow<'static, str>,
     /// Parameters in order.
     pub params: Vec<Param>,
 }
@@ -52,7 +54,7 @@ impl NewItem {
         Self {
             name: format!("item-{}", rng.text(12)),
             value: rng.between(0, 1_000_000),
-            payload: rng.text(PAYLOAD_LEN),
+            payload: rng.text(ITEM_PAYLOAD_LEN),
         }
     }
 }
@@ -61,12 +63,12 @@ impl NewItem {
 pub fn item_seed(rows: u64, seed: u64) -> impl Iterator<Item = Statement> {
     let mut rng = Rng::derive(seed, u64::MAX);
     (1..=rows as i64).map(move |id| Statement {
-        sql: sql::SEED_ITEM,
+        sql: Cow::Borrowed(sql::SEED_ITEM),
         params: vec![
             Param::Int(id),
             Param::Text(format!("item-{id}")),
             Param::Int(rng.between(0, 1_000_000)),
-            Param::Text(rng.text(PAYLOAD_LEN)),
+            Param::Text(rng.text(ITEM_PAYLOAD_LEN)),
         ],
     })
 }
@@ -90,7 +92,7 @@ pub const JOB_PAYLOAD_LEN: usize = 100;
 pub fn job_seed(rows: u64, seed: u64) -> impl Iterator<Item = Statement> {
     let mut rng = Rng::derive(seed, u64::MAX - 1);
     (1..=rows as i64).map(move |id| Statement {
-        sql: sql::SEED_JOB,
+        sql: Cow::Borrowed(sql::SEED_JOB),
         params: vec![
             Param::Int(id),
             Param::Text(rng.text(JOB_PAYLOAD_LEN)),
@@ -148,7 +150,7 @@ impl LedgerGenerator {
             None => Param::Blob(Vec::new()),
         };
         let mut statements = vec![Statement {
-            sql: sql::INSERT_BLOCK,
+            sql: Cow::Borrowed(sql::INSERT_BLOCK),
             params: vec![
                 Param::Int(idx),
                 Param::Blob(hash),
@@ -161,7 +163,7 @@ impl LedgerGenerator {
             let from = self.rng.between(1, LEDGER_ACCOUNTS);
             let to = self.rng.between(1, LEDGER_ACCOUNTS);
             statements.push(Statement {
-                sql: sql::INSERT_TRANSACTION,
+                sql: Cow::Borrowed(sql::INSERT_TRANSACTION),
                 params: vec![
                     Param::Int(idx),
                     Param::Int(tx_index),
@@ -173,7 +175,7 @@ impl LedgerGenerator {
             });
             for account in [from, to] {
                 statements.push(Statement {
-                    sql: sql::UPSERT_BALANCE,
+                    sql: Cow::Borrowed(sql::UPSERT_BALANCE),
                     params: vec![
                         Param::Int(account),
                         Param::Int(idx),

@@ -41,6 +41,7 @@
 mod alloc;
 mod approach;
 mod cell;
+mod custom;
 mod data;
 mod driver;
 pub mod http_load;
@@ -69,9 +70,12 @@ mod workload;
 pub use alloc::{AllocCount, CountingAllocator, allocations, start_counting, uncounted};
 pub use approach::Approach;
 pub use cell::{Cell, DEFAULT_BUILD_PROFILE, DEFAULT_WRITE_PPM, MultiDb, PPM, WriteMode};
+pub use custom::{
+    Bound, CustomStatement, CustomWorkload, SeedColumn, SeedTable, Transaction, Values,
+};
 pub use data::{
-    Block, JOB_PAYLOAD_LEN, LEDGER_ACCOUNTS, LEDGER_SEED_BLOCKS, LedgerGenerator, NewItem, NewJob,
-    Param, Statement, TRANSACTIONS_PER_BLOCK,
+    Block, ITEM_PAYLOAD_LEN, JOB_PAYLOAD_LEN, LEDGER_ACCOUNTS, LEDGER_SEED_BLOCKS, LedgerGenerator,
+    NewItem, NewJob, Param, Statement, TRANSACTIONS_PER_BLOCK, item_seed,
 };
 pub use driver::{
     CEILING_WORKLOADS, CeilingConnection, CeilingWrite, DRAIN_GRACE, QUEUE_PROBE_CYCLES, drive,

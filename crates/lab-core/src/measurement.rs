@@ -51,15 +51,17 @@ pub struct Measurement {
 }
 
 impl Measurement {
-    /// Operations the window completed, in the workload's own unit: the queue's cycles (its named `cycle`), the
-    /// ORM suite's operations (its named operations), otherwise reads plus writes (`throughput`'s transactions,
-    /// `http`'s requests).
+    /// Operations the window completed, in the workload's own unit: the queue's cycles (its named `cycle`), reads
+    /// plus writes where the workload counts them (`throughput`'s transactions, `http`'s requests, a custom
+    /// workload's transactions, also named one by one), otherwise the ORM suite's named operations.
     pub fn operations_completed(&self) -> u64 {
         if let Some(cycle) = self.operations.iter().find(|op| op.name == "cycle") {
             return cycle.stats.ops;
         }
-        let named: u64 = self.operations.iter().map(|op| op.stats.ops).sum();
-        self.reads.ops + self.writes.ops + named
+        match self.reads.ops + self.writes.ops {
+            0 => self.operations.iter().map(|op| op.stats.ops).sum(),
+            counted => counted,
+        }
     }
 
     /// The window's CPU time over its operations, in microseconds; `None` when none completed.
@@ -181,6 +183,15 @@ mod tests {
             ..Measurement::default()
         };
         assert_eq!(orm.cpu_per_op_us_of_window(), Some(1_000.0));
+        // A custom workload's transactions are its reads and writes, named too: counted once.
+        let custom = Measurement {
+            reads: ops(300),
+            writes: ops(100),
+            operations: vec![named("page", 300), named("order", 100)],
+            cpu_secs: 0.4,
+            ..Measurement::default()
+        };
+        assert_eq!(custom.cpu_per_op_us_of_window(), Some(1_000.0));
         // No operation, no figure: a cell whose every operation failed costs nothing per operation it never did.
         let failed = Measurement {
             cpu_secs: 0.5,

@@ -7,6 +7,8 @@
 //! ([`crate::Approach::orm`]). The seed's two threading operations ([`ORM_THREADING`]) run several of those calls
 //! at once.
 
+use std::borrow::Cow;
+
 use crate::data::{Param, Statement};
 use crate::sql;
 
@@ -140,7 +142,7 @@ pub fn orm_entry_name(name: &str, txn: bool) -> String {
 /// The rows seeded into the `orm` database.
 pub fn orm_seed() -> impl Iterator<Item = Statement> {
     let artists = (1..=ORM_ARTISTS).map(|id| Statement {
-        sql: sql::ORM_SEED_ARTIST,
+        sql: Cow::Borrowed(sql::ORM_SEED_ARTIST),
         params: vec![
             Param::Int(id),
             Param::Text(format!("artist-{}", id % 50)),
@@ -148,7 +150,7 @@ pub fn orm_seed() -> impl Iterator<Item = Statement> {
         ],
     });
     let albums = (1..=ORM_ARTISTS * ORM_ALBUMS_PER_ARTIST).map(|id| Statement {
-        sql: sql::ORM_SEED_ALBUM,
+        sql: Cow::Borrowed(sql::ORM_SEED_ALBUM),
         params: vec![
             Param::Int(id),
             Param::Int((id - 1) / ORM_ALBUMS_PER_ARTIST + 1),
@@ -157,7 +159,7 @@ pub fn orm_seed() -> impl Iterator<Item = Statement> {
     });
     let tracks =
         (1..=ORM_ARTISTS * ORM_ALBUMS_PER_ARTIST * ORM_TRACKS_PER_ALBUM).map(|id| Statement {
-            sql: sql::ORM_SEED_TRACK,
+            sql: Cow::Borrowed(sql::ORM_SEED_TRACK),
             params: vec![
                 Param::Int(id),
                 Param::Int((id - 1) / ORM_TRACKS_PER_ALBUM + 1),

@@ -253,3 +253,81 @@ pub fn assert_throughput_measured(result: &Value, rows_in_file: u64) {
         "{rows_in_file} rows for {transactions} transactions"
     );
 }
+
+/// A tiny custom cell ([`tiny_cell`]'s settings): a shop's `orders` table of 200 rows with an index, a read
+/// transaction of two statements (an order by id, then a range of a customer's orders) and a write transaction of
+/// two (an insert, then an update of the same customer's newest order), 3 to 1.
+pub fn tiny_custom_cell(approach: &str, dir: &Path) -> Value {
+    let mut cell = tiny_cell(approach, "tiny-shop", dir);
+    cell["custom"] = json!({
+        "name": "tiny-shop",
+        "schema": [
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer INTEGER NOT NULL, note TEXT NOT NULL, total INTEGER NOT NULL)",
+            "CREATE INDEX orders_by_customer ON orders (customer, id)",
+        ],
+        "seed": [{
+            "table": "orders",
+            "rows": 200,
+            "columns": [
+                {"name": "id", "values": {"kind": "sequence", "start": 1}},
+                {"name": "customer", "values": {"kind": "zipf", "min": 1, "max": 20, "exponent": 1.0}},
+                {"name": "note", "values": {"kind": "text", "min_len": 5, "max_len": 20}},
+                {"name": "total", "values": {"kind": "uniform", "min": 100, "max": 10000}},
+            ],
+        }],
+        "transactions": [
+            {
+                "name": "order page",
+                "weight": 3,
+                "writes": false,
+                "params": [
+                    {"kind": "uniform", "min": 1, "max": 200},
+                    {"kind": "zipf", "min": 1, "max": 20, "exponent": 1.0},
+                ],
+                "statements": [
+                    {"sql": "SELECT * FROM orders WHERE id = :id", "binds": [0]},
+                    {"sql": "SELECT id, total FROM orders WHERE customer = :customer ORDER BY id DESC LIMIT 5", "binds": [1]},
+                ],
+            },
+            {
+                "name": "place order",
+                "weight": 1,
+                "writes": true,
+                "params": [
+                    {"kind": "sequence", "start": 1000},
+                    {"kind": "zipf", "min": 1, "max": 20, "exponent": 1.0},
+                    {"kind": "choice", "options": ["gift", "express"]},
+                ],
+                "statements": [
+                    {"sql": "INSERT INTO orders (id, customer, note, total) VALUES (:id, :customer, :note, 0)", "binds": [0, 1, 2]},
+                    {"sql": "UPDATE orders SET total = total + 1 WHERE id = (SELECT max(id) FROM orders WHERE customer = :customer)", "binds": [1]},
+                ],
+            },
+        ],
+    });
+    cell
+}
+
+/// Checks a result of [`tiny_custom_cell`]: measured as any cell ([`assert_measured`]), writes counted too, and each
+/// transaction's own figures, in the workload's order, adding up to the reads and the writes.
+pub fn assert_custom_measured(result: &Value) {
+    assert_measured(result);
+    let (reads, writes) = (
+        result["reads"]["ops"].as_u64().unwrap(),
+        result["writes"]["ops"].as_u64().unwrap(),
+    );
+    assert!(writes > 0, "{result:#}");
+    let operations = result["operations"].as_array().unwrap();
+    let names: Vec<&str> = operations
+        .iter()
+        .map(|op| op["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["order page", "place order"], "{result:#}");
+    assert_eq!(operations[0]["stats"]["ops"], reads, "{result:#}");
+    assert_eq!(operations[1]["stats"]["ops"], writes, "{result:#}");
+}
+
+/// The rows of `tiny-shop`'s `orders` table, and those a [`tiny_custom_cell`]'s writes inserted (ids from 1000).
+pub fn custom_orders_sql() -> &'static str {
+    "SELECT count(*), count(*) FILTER (WHERE id >= 1000) FROM orders"
+}

@@ -8,6 +8,7 @@ use anyhow::{Result, bail};
 
 use crate::approach::Approach;
 use crate::cell::{Cell, MultiDb, WriteMode};
+use crate::custom::{CustomStatement, CustomWorkload, SeedColumn, SeedTable, Transaction, Values};
 use crate::data::{self, Block, NewItem, NewJob};
 use crate::driver::drive;
 use crate::measurement::Measurement;
@@ -43,6 +44,7 @@ pub(crate) fn sample_cell(workload: &str, approach: &str) -> Cell {
         repetition: 0,
         build_profile: "tuned".into(),
         postgres_url: None,
+        custom: None,
     }
 }
 
@@ -63,6 +65,8 @@ pub(crate) struct Fake {
     pub(crate) orm_calls: Mutex<BTreeMap<(&'static str, bool), u64>>,
     /// Count one row fewer than there are (`throughput`'s check).
     pub(crate) loses_a_row: bool,
+    /// The custom transactions seen: whether each wrote, and its statements' SQL.
+    pub(crate) custom: Mutex<BTreeSet<(bool, String)>>,
 }
 
 impl Fake {
@@ -169,6 +173,12 @@ impl Approach for Fake {
         Ok(rows - u64::from(self.loses_a_row))
     }
 
+    async fn custom(&self, writes: bool, statements: Vec<crate::custom::Bound>) -> Result<()> {
+        let sql: Vec<&str> = statements.iter().map(|s| &*s.sql).collect();
+        self.custom.lock().unwrap().insert((writes, sql.join("; ")));
+        Ok(())
+    }
+
     async fn ack(&self, id: i64, owner: i64) -> Result<()> {
         let mut jobs = self.jobs.lock().unwrap();
         match jobs.get(&id) {
@@ -207,4 +217,56 @@ pub(crate) async fn run(cell: &Cell, fake: Fake) -> (Measurement, Arc<Fake>) {
     let fake = Arc::new(fake);
     let m = drive(cell, fake.clone()).await.unwrap();
     (m, fake)
+}
+
+/// A small workload: a table of 50 rows, a read of one row and an insert.
+pub(crate) fn sample_custom() -> CustomWorkload {
+    CustomWorkload {
+        name: "shop".to_owned(),
+        schema: vec!["CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)".to_owned()],
+        seed: vec![SeedTable {
+            table: "t".to_owned(),
+            rows: 50,
+            columns: vec![
+                SeedColumn {
+                    name: "id".to_owned(),
+                    values: Values::Sequence { start: 1 },
+                },
+                SeedColumn {
+                    name: "name".to_owned(),
+                    values: Values::Text {
+                        min_len: 4,
+                        max_len: 8,
+                    },
+                },
+            ],
+        }],
+        transactions: vec![
+            Transaction {
+                name: "read".to_owned(),
+                weight: 3,
+                writes: false,
+                params: vec![Values::Uniform { min: 1, max: 50 }],
+                statements: vec![CustomStatement {
+                    sql: "SELECT * FROM t WHERE id = :id".to_owned(),
+                    binds: vec![0],
+                }],
+            },
+            Transaction {
+                name: "add".to_owned(),
+                weight: 1,
+                writes: true,
+                params: vec![
+                    Values::Sequence { start: 1_000 },
+                    Values::Choice {
+                        options: vec!["a".into()],
+                    },
+                ],
+                statements: vec![CustomStatement {
+                    sql: "INSERT INTO t (id, name) VALUES (:id, :name)".to_owned(),
+                    binds: vec![0, 1],
+                }],
+            },
+        ],
+    }
 }

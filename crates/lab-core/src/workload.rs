@@ -10,6 +10,7 @@ use std::str::FromStr;
 use anyhow::{Context, Result, bail};
 
 use crate::cell::{Cell, DEFAULT_WRITE_PPM, MultiDb, PPM, WriteMode};
+use crate::custom::CustomWorkload;
 use crate::data::{self, Statement};
 use crate::rng::Rng;
 use crate::sql;
@@ -49,6 +50,9 @@ pub enum Workload {
     /// commit, a `PASSIVE` checkpoint every second from another connection, and the table's row count checked
     /// against the acknowledged transactions at the end.
     Throughput,
+    /// A workload from the user's file (`--workload-file`), carried in [`Cell::custom`]: its own schema, seed
+    /// rows and weighted transactions, each a read or a write.
+    Custom,
 }
 
 impl Workload {
@@ -70,7 +74,7 @@ impl Workload {
 
     /// Whether the workload can be driven open loop, at a fixed rate of requests ([`Workload::OPEN_LOOP`]).
     pub fn runs_open_loop(self) -> bool {
-        Self::OPEN_LOOP.contains(&self)
+        Self::OPEN_LOOP.contains(&self) || self == Self::Custom
     }
 
     /// The name used in cells, results and on the command line.
@@ -85,6 +89,7 @@ impl Workload {
             Self::Http => "http",
             Self::Orm => "orm",
             Self::Throughput => "throughput",
+            Self::Custom => "custom",
         }
     }
 
@@ -104,7 +109,13 @@ impl Workload {
 
     /// The workload of `cell`, checked against the cell's settings (e.g. `multi-db` needs `multi_db`).
     pub fn of_cell(cell: &Cell) -> Result<Self> {
-        let workload = Self::parse(&cell.workload)?;
+        let workload = match &cell.custom {
+            Some(custom) => {
+                check_custom(cell, custom)?;
+                Self::Custom
+            }
+            None => Self::parse(&cell.workload)?,
+        };
         match workload {
             Self::MultiDb => {
                 let m = multi_db_settings(cell)?;
@@ -154,6 +165,7 @@ impl Workload {
             Self::MultiDb => format!("ledger-{db:04}"),
             Self::Queue => "queue".to_string(),
             Self::Orm => "orm".to_string(),
+            Self::Custom => "custom".to_string(),
             _ => "items".to_string(),
         }
     }
@@ -169,6 +181,8 @@ impl Workload {
             Self::MultiDb => sql::LEDGER_SCHEMA,
             Self::Queue => sql::QUEUE_SCHEMA,
             Self::Orm => sql::ORM_SCHEMA,
+            // Its schema comes first among its seed rows.
+            Self::Custom => "",
             _ => sql::ITEMS_SCHEMA,
         }
     }
@@ -182,6 +196,10 @@ impl Workload {
             // The backlog: claims search an index over `rows` waiting jobs, not an empty table.
             Self::Queue => Box::new(data::job_seed(cell.rows, cell.seed)),
             Self::Orm => Box::new(crate::orm::orm_seed()),
+            Self::Custom => match &cell.custom {
+                Some(custom) => Box::new(custom.seed_statements(cell.seed)),
+                None => Box::new(std::iter::empty()),
+            },
             _ => Box::new(data::item_seed(cell.rows, cell.seed)),
         }
     }
@@ -233,6 +251,24 @@ impl FromStr for Workload {
     fn from_str(s: &str) -> Result<Self> {
         Self::parse(s)
     }
+}
+
+/// Refuses a custom workload that names another, or that has nothing to draw.
+fn check_custom(cell: &Cell, custom: &CustomWorkload) -> Result<()> {
+    if cell.workload != custom.name {
+        bail!(
+            "the cell's workload `{}` is not its custom workload `{}`",
+            cell.workload,
+            custom.name
+        );
+    }
+    if custom.transactions.iter().all(|t| t.weight == 0) {
+        bail!(
+            "the custom workload `{}` has no transaction with a weight",
+            custom.name
+        );
+    }
+    Ok(())
 }
 
 /// Refuses a rate for a workload without an open-loop driver, and a rate of zero.

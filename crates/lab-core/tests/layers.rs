@@ -51,6 +51,7 @@ const MODULES: &[(&str, Layer)] = &[
     ("orm", Vocabulary),                  // the `orm` suite's operations and seed
     ("result", Vocabulary),               // what a runner reports for one cell
     ("workload", Vocabulary),             // the workloads: names, schema, seed data
+    ("custom", Vocabulary),               // custom workloads: the user's schema, rows and transactions
     ("http_load", Instruments),           // the `http` load generator, in a process of its own
     ("stats", Instruments),               // counters and histograms of the client tasks
     ("timekeeper", Instruments),          // the window's OS thread and its samples of the process
@@ -72,6 +73,7 @@ const MODULES: &[(&str, Layer)] = &[
     ("driver::throughput", Workloads),    // `throughput`: transactions of many rows, checked at the end
     ("driver::ceiling", Workloads),       // the ceiling: the same statements on plain threads
     ("driver::queue", Workloads),         // `queue`: publish, claim, ack cycles and the allocation probe
+    ("driver::custom", Workloads),        // custom workloads: weighted transactions, each timed by name
     ("driver", Driver),                   // `drive`: a cell to its workload's driver
     ("runner_main", Runner),              // the whole `main` of a runner
     ("runner_testing", Runner),           // the runners' end-to-end checks

@@ -59,6 +59,16 @@ pub enum LabError {
         /// What went wrong, with the record number.
         message: String,
     },
+    /// A workload file (`--workload-file`) that cannot be run: its shape, a value, or its SQL.
+    #[error("{}:{line}: {message}", path.display())]
+    WorkloadFile {
+        /// The file.
+        path: PathBuf,
+        /// The line at fault, from 1.
+        line: usize,
+        /// What is wrong there.
+        message: String,
+    },
     /// Serializing results failed (a bug rather than a user error).
     #[error("serializing results: {0}")]
     Serialize(String),

@@ -30,6 +30,7 @@ fn cell(workload: &str, approach: &str) -> Cell {
         repetition: 0,
         build_profile: "tuned".to_owned(),
         postgres_url: None,
+        custom: None,
     }
 }
 

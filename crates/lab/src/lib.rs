@@ -50,6 +50,7 @@ mod runners;
 pub mod seeds;
 mod store;
 mod summary;
+pub mod workload_file;
 
 pub use atomic::write_atomically;
 pub use clock::{now_compact, now_rfc3339};
@@ -66,3 +67,4 @@ pub use run::{Observer, Silent, cell_label, run_all};
 pub use runners::{RunnerSetup, Runners, find_repo_root, query_approaches};
 pub use store::ResultStore;
 pub use summary::{Baseline, Failure, Row, Summary, Table, orm_suite_us, throughput};
+pub use workload_file::WorkloadFile;

@@ -1,6 +1,8 @@
 //! The matrix: every cell a run will measure, built from [`BenchOptions`] and validated before anything runs.
 
-use quicklite_lab_core::{Cell, DEFAULT_WRITE_PPM, MultiDb, PPM, Workload, WriteMode};
+use quicklite_lab_core::{
+    Cell, CustomWorkload, DEFAULT_WRITE_PPM, MultiDb, PPM, Workload, WriteMode,
+};
 
 use crate::catalog::{self, MULTI_DB};
 use crate::error::{LabError, Result};
@@ -29,7 +31,7 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
                 {
                     for approach in approaches
                         .iter()
-                        .filter(|a| catalog::supports(workload, a) && takes_rate(base, a))
+                        .filter(|a| supports(options, workload, a) && takes_rate(base, a))
                     {
                         // A server-backed approach has no SQLite knobs: one cell, at the first values.
                         let sqlite_knobs_vary = memstatus != first_memstatus
@@ -66,7 +68,7 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
             }
         }
         for variant in variants_for(workload, &approaches, &options.variants)
-            .filter(|v| catalog::supports(workload, &v.approach))
+            .filter(|v| supports(options, workload, &v.approach))
         {
             if let Some(base) = scenarios
                 .first()
@@ -130,6 +132,7 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
         repetition: 0,
         build_profile: String::new(),
         postgres_url: None,
+        custom: custom(options, workload).cloned(),
     };
     // multi-db's load is set by databases × readers, not by a concurrency level (seed 004), so it gets one
     // entry on that axis: the number of tasks it runs, for the record.
@@ -210,6 +213,19 @@ fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
     out
 }
 
+/// Whether `approach` implements `workload`, built in or one of the run's custom workloads.
+fn supports(options: &BenchOptions, workload: &str, approach: &str) -> bool {
+    if custom(options, workload).is_some() {
+        return catalog::CUSTOM_APPROACHES.contains(&approach);
+    }
+    catalog::supports(workload, approach)
+}
+
+/// The run's custom workload named `name`, if it is one.
+fn custom<'o>(options: &'o BenchOptions, name: &str) -> Option<&'o CustomWorkload> {
+    options.custom.iter().find(|c| c.name == name)
+}
+
 /// Whether `approach` has a cell at `base`'s load: the ceiling runs flat out only, so it has none at a rate.
 fn takes_rate(base: &Cell, approach: &str) -> bool {
     base.rate.is_none() || approach != catalog::CEILING
@@ -256,11 +272,20 @@ fn apply(base: &Cell, variant: &Variant, options: &BenchOptions) -> Cell {
 pub fn validate(options: &BenchOptions) -> Result<()> {
     non_empty("--workloads", &options.workloads)?;
     for name in &options.workloads {
-        if !catalog::WORKLOADS.contains(&name.as_str()) {
+        if !catalog::WORKLOADS.contains(&name.as_str()) && custom(options, name).is_none() {
+            let customs: Vec<&str> = options.custom.iter().map(|c| c.name.as_str()).collect();
             return Err(LabError::UnknownWorkload {
                 name: name.clone(),
-                valid: catalog::list(catalog::WORKLOADS),
+                valid: catalog::list(&[catalog::WORKLOADS, &customs].concat()),
             });
+        }
+    }
+    for (k, workload) in options.custom.iter().enumerate() {
+        if options.custom[..k].iter().any(|c| c.name == workload.name) {
+            return Err(invalid(
+                "--workload-file",
+                format!("two workload files name their workload `{}`", workload.name),
+            ));
         }
     }
     non_empty("--approaches", &options.approaches)?;
@@ -992,6 +1017,79 @@ mod tests {
         };
         let err = build_matrix(&options).unwrap_err().to_string();
         assert!(err.contains("at least one request per second"), "{err}");
+    }
+
+    /// A custom workload as the command line gives it after checking its file.
+    fn custom_workload(name: &str) -> CustomWorkload {
+        CustomWorkload {
+            name: name.to_owned(),
+            schema: vec!["CREATE TABLE t (x)".to_owned()],
+            seed: Vec::new(),
+            transactions: vec![quicklite_lab_core::Transaction {
+                name: "read".to_owned(),
+                weight: 1,
+                writes: false,
+                params: Vec::new(),
+                statements: vec![quicklite_lab_core::CustomStatement {
+                    sql: "SELECT x FROM t".to_owned(),
+                    binds: Vec::new(),
+                }],
+            }],
+        }
+    }
+
+    #[test]
+    fn custom_workloads_run_on_the_approaches_that_take_any_sql_and_carry_their_file() {
+        let options = BenchOptions {
+            workloads: vec!["shop".to_owned(), "point-read".to_owned()],
+            custom: vec![custom_workload("shop")],
+            concurrency: vec![1, 64],
+            rates: vec![None, Some(1_000)],
+            ..once()
+        };
+        let cells = build_matrix(&options).unwrap();
+        let shop: Vec<&Cell> = cells.iter().filter(|c| c.workload == "shop").collect();
+        assert!(
+            shop.iter()
+                .all(|c| c.custom.as_ref() == Some(&options.custom[0]))
+        );
+        assert!(
+            cells
+                .iter()
+                .filter(|c| c.workload == "point-read")
+                .all(|c| c.custom.is_none())
+        );
+        let approaches: Vec<&str> =
+            dedup(&shop.iter().map(|c| c.approach.as_str()).collect::<Vec<_>>());
+        assert!(approaches.contains(&"quicklite") && approaches.contains(&"ceiling"));
+        assert!(approaches.contains(&"sqlx") && approaches.contains(&"tokio-rusqlite"));
+        for other in ["go-mattn", "node-better-sqlite3", "postgres"] {
+            assert!(!approaches.contains(&other), "{other}");
+        }
+        // Two concurrencies, closed loop and one rate (the ceiling closed loop only).
+        let quicklite = shop.iter().filter(|c| c.approach == "quicklite").count();
+        assert_eq!(quicklite, 4);
+    }
+
+    #[test]
+    fn custom_workload_names_must_be_known_and_distinct() {
+        let unknown = BenchOptions {
+            workloads: vec!["shop".to_owned()],
+            custom: vec![custom_workload("forum")],
+            ..once()
+        };
+        let err = build_matrix(&unknown).unwrap_err().to_string();
+        assert!(
+            err.contains("unknown workload `shop`") && err.contains("forum"),
+            "{err}"
+        );
+        let twice = BenchOptions {
+            workloads: vec!["shop".to_owned()],
+            custom: vec![custom_workload("shop"), custom_workload("shop")],
+            ..once()
+        };
+        let err = build_matrix(&twice).unwrap_err().to_string();
+        assert!(err.contains("two workload files"), "{err}");
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! What a `bench` run measures: the lists of knobs whose product is the matrix.
 
+use quicklite_lab_core::CustomWorkload;
+
 use crate::catalog;
 
 /// The knobs of a benchmark run. Every list is one axis of the matrix; [`crate::build_matrix`] takes their
@@ -8,8 +10,12 @@ use crate::catalog;
 /// [`BenchOptions::default`] is the full run; [`BenchOptions::quick`] is the few-minute run the README uses.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchOptions {
-    /// Workloads to run. By default, all of [`catalog::WORKLOADS`].
+    /// Workloads to run: built-in ([`catalog::WORKLOADS`], all of them by default) and the names of
+    /// [`BenchOptions::custom`].
     pub workloads: Vec<String>,
+    /// Custom workloads from the user's files (`--workload-file`), checked; each runs where
+    /// [`BenchOptions::workloads`] names it. By default, none.
+    pub custom: Vec<CustomWorkload>,
     /// Approaches to compare. By default, every approach: [`catalog::APPROACHES`], then the Go and Node drivers
     /// ([`catalog::GO_APPROACHES`], [`catalog::NODE_APPROACHES`]) on the workloads they implement.
     pub approaches: Vec<String>,
@@ -104,6 +110,7 @@ impl Default for BenchOptions {
     fn default() -> Self {
         Self {
             workloads: owned(catalog::WORKLOADS),
+            custom: Vec::new(),
             approaches: owned(
                 &[
                     catalog::APPROACHES,

@@ -459,6 +459,8 @@ impl From<CsvRow> for CellResult {
                 },
                 // The server lived only for the run; it is not part of the record.
                 postgres_url: None,
+                // The workload file is not part of the record: its name is.
+                custom: None,
             },
             failure,
             reads: OpStats {

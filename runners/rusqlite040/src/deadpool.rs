@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use deadpool_sqlite::{Config, Hook, HookError, Pool, Runtime};
 use quicklite_lab_core::{
-    Approach, Block, Cell, Environment, Knobs, MutexMode, NewItem, NewJob, OrmOp, Workload,
+    Approach, Block, Bound, Cell, Environment, Knobs, MutexMode, NewItem, NewJob, OrmOp, Workload,
 };
 use rusqlite::Connection;
 
@@ -140,6 +140,10 @@ impl Approach for DeadpoolSqlite {
 
     async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
         interact(self.pool(0)?, move |c| ops::orm(c, op, key, txn)).await
+    }
+
+    async fn custom(&self, writes: bool, statements: Vec<Bound>) -> Result<()> {
+        interact(self.pool(0)?, move |c| ops::custom(c, writes, &statements)).await
     }
 
     fn open_databases(&self) -> Option<u64> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use quicklite_lab_core::{
-    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload, process,
+    Approach, Block, Bound, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload, process,
 };
 use tokio_rusqlite::Connection;
 
@@ -187,6 +187,14 @@ impl Approach for TokioRusqlite {
             .db(0)?
             .writer
             .call(move |c| ops::orm(c, op, key, txn))
+            .await?)
+    }
+
+    async fn custom(&self, writes: bool, statements: Vec<Bound>) -> Result<()> {
+        let db = self.db(0)?;
+        let conn = if writes { &db.writer } else { &db.reader };
+        Ok(conn
+            .call(move |c| ops::custom(c, writes, &statements))
             .await?)
     }
 

@@ -2,10 +2,10 @@
 
 use quicklite_lab_core::LEDGER_SEED_BLOCKS;
 use quicklite_lab_core::runner_testing::{
-    assert_completion, assert_measured, assert_orm_measured, assert_queue_backlog,
-    assert_queue_measured, assert_throughput_measured, assert_write_completion, crate_version,
-    ledger_files, ledger_files_of, queue_jobs_sql, run_runner, tiny_cell, tiny_paced_cell,
-    tiny_throughput_cell,
+    assert_completion, assert_custom_measured, assert_measured, assert_orm_measured,
+    assert_queue_backlog, assert_queue_measured, assert_throughput_measured,
+    assert_write_completion, crate_version, custom_orders_sql, ledger_files, ledger_files_of,
+    queue_jobs_sql, run_runner, tiny_cell, tiny_custom_cell, tiny_paced_cell, tiny_throughput_cell,
 };
 use serde_json::{Value, json};
 
@@ -56,6 +56,31 @@ fn tokio_rusqlite_queue() {
 fn tokio_rusqlite_orm() {
     let dir = tempfile::tempdir().unwrap();
     assert_orm_measured(&run(&tiny_cell("tokio-rusqlite", "orm", dir.path())));
+}
+
+/// Runs a custom workload on `approach`: seeded from the cell, each transaction timed as a read or a write and by
+/// name, and the writes in the file afterwards.
+fn assert_custom_runs(approach: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_custom_cell(approach, dir.path()));
+    assert_custom_measured(&result);
+    assert!(crate_version(&result, "rusqlite").starts_with("0.40"));
+    let conn = rusqlite::Connection::open(dir.path().join("custom.db")).unwrap();
+    let (rows, inserted): (i64, i64) = conn
+        .query_row(custom_orders_sql(), [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
+    assert!(inserted > 0, "{approach}: nothing inserted");
+    assert_eq!(rows, 200 + inserted, "{approach}");
+}
+
+#[test]
+fn tokio_rusqlite_custom() {
+    assert_custom_runs("tokio-rusqlite");
+}
+
+#[test]
+fn deadpool_sqlite_custom() {
+    assert_custom_runs("deadpool-sqlite");
 }
 
 #[test]

@@ -6,6 +6,7 @@
 
 mod ffi;
 mod pool;
+mod positional;
 mod seed;
 
 use std::process::ExitCode;

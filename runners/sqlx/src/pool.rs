@@ -2,28 +2,36 @@
 //! worker thread), connect options set from the cell's profile.
 //!
 //! For `multi-db` each database gets its own pool; the writer shares it with the readers, as an application
-//! using sqlx would.
+//! using sqlx would. A custom workload's statements run through `sqlx::query` with their parameters written as sqlx
+//! binds them ([`crate::positional`]).
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use quicklite_lab_core::{
-    Approach, Block, Cell, Environment, Knobs, MutexMode, NewItem, Param, Profile,
+    Approach, Block, Bound, Cell, Environment, Knobs, MutexMode, NewItem, Param, Profile,
     REPORTED_PRAGMAS, Workload, sql,
 };
 use sqlx::query::Query;
 use sqlx::sqlite::{
-    SqliteArguments, SqliteConnectOptions, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteArguments, SqliteConnectOptions, SqliteConnection, SqlitePool, SqlitePoolOptions,
+    SqliteRow,
 };
-use sqlx::{AssertSqlSafe, Row, Sqlite};
+use sqlx::{AssertSqlSafe, Row, SqlSafeStr, Sqlite};
 
 use crate::ffi;
+use crate::positional::positional;
 
 /// One pool per database.
 pub struct SqlxPool {
     /// Indexed by database.
     pools: Vec<SqlitePool>,
+    /// A custom workload's statements, each in the parameter form sqlx binds ([`positional`]), by their SQL as
+    /// written: rewritten once, before the warm-up.
+    custom_sql: HashMap<String, Arc<str>>,
 }
 
 /// sqlx connect options for `path` carrying the cell's knobs.
@@ -52,8 +60,8 @@ pub fn connect_options(path: &Path, knobs: &Knobs) -> SqliteConnectOptions {
     options
 }
 
-/// A sqlx query for one lab-core statement, parameters bound in order.
-pub fn bound(sql: &'static str, params: &[Param]) -> Query<'static, Sqlite, SqliteArguments> {
+/// A sqlx query for one lab-core statement, parameters bound in order (to SQLite parameters `1..=n`).
+pub fn bound(sql: impl SqlSafeStr, params: &[Param]) -> Query<'static, Sqlite, SqliteArguments> {
     params.iter().fold(sqlx::query(sql), |q, p| match p {
         Param::Int(v) => q.bind(*v),
         Param::Text(v) => q.bind(v.clone()),
@@ -87,13 +95,44 @@ impl SqlxPool {
             pools.push(pool);
         }
         describe(&pools[0], env).await?;
-        Ok(Self { pools })
+        let custom_sql = cell
+            .custom
+            .iter()
+            .flat_map(|custom| &custom.transactions)
+            .flat_map(|transaction| &transaction.statements)
+            .map(|statement| (statement.sql.clone(), Arc::from(positional(&statement.sql))))
+            .collect();
+        Ok(Self { pools, custom_sql })
     }
 
     fn pool(&self, db: usize) -> Result<&SqlitePool> {
         self.pools
             .get(db)
             .with_context(|| format!("no database {db}"))
+    }
+
+    /// A custom transaction's statements in order on `conn`, inside whatever transaction the caller holds: each
+    /// statement's values bound to its parameters `1..=n`, every column of every row it returns read.
+    async fn custom_statements(
+        &self,
+        conn: &mut SqliteConnection,
+        statements: Vec<Bound>,
+    ) -> Result<()> {
+        for statement in statements {
+            let sql = match self.custom_sql.get(&*statement.sql) {
+                Some(sql) => sql.clone(),
+                None => Arc::from(positional(&statement.sql)),
+            };
+            let rows = bound(AssertSqlSafe(sql), &statement.params)
+                .fetch_all(&mut *conn)
+                .await?;
+            for row in &rows {
+                for column in 0..row.len() {
+                    row.try_get_raw(column)?;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -174,8 +213,8 @@ impl Approach for SqlxPool {
 
     async fn paced_write(&self, db: usize, block: Block, delay: Duration) -> Result<()> {
         let mut tx = self.pool(db)?.begin_with("BEGIN IMMEDIATE").await?;
-        for statement in &block.statements {
-            bound(statement.sql, &statement.params)
+        for statement in block.statements {
+            bound(AssertSqlSafe(statement.sql), &statement.params)
                 .execute(&mut *tx)
                 .await?;
         }
@@ -188,6 +227,26 @@ impl Approach for SqlxPool {
                 .await?;
         }
         tx.commit().await?;
+        Ok(())
+    }
+
+    async fn custom(&self, writes: bool, statements: Vec<Bound>) -> Result<()> {
+        let pool = self.pool(0)?;
+        if writes {
+            // As the multi-db writer: the write lock taken up front, so a transaction that reads before it writes
+            // waits for the lock (busy timeout) instead of failing to upgrade a stale snapshot.
+            let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+            self.custom_statements(&mut tx, statements).await?;
+            tx.commit().await?;
+        } else if statements.len() > 1 {
+            // One snapshot for all the statements.
+            let mut tx = pool.begin().await?;
+            self.custom_statements(&mut tx, statements).await?;
+            tx.commit().await?;
+        } else {
+            self.custom_statements(&mut *pool.acquire().await?, statements)
+                .await?;
+        }
         Ok(())
     }
 

@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result};
 use quicklite_lab_core::{Cell, Knobs, Workload};
-use sqlx::{Connection, SqliteConnection};
+use sqlx::{AssertSqlSafe, Connection, SqliteConnection};
 
 use crate::pool::{bound, connect_options};
 
@@ -19,7 +19,7 @@ pub async fn seed_databases(cell: &Cell, workload: Workload, knobs: &Knobs) -> R
     sqlx::raw_sql(workload.schema()).execute(&mut conn).await?;
     let mut tx = conn.begin().await?;
     for statement in workload.seed_rows(cell) {
-        bound(statement.sql, &statement.params)
+        bound(AssertSqlSafe(statement.sql), &statement.params)
             .execute(&mut *tx)
             .await?;
     }

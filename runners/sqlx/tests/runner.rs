@@ -2,7 +2,8 @@
 
 use quicklite_lab_core::LEDGER_SEED_BLOCKS;
 use quicklite_lab_core::runner_testing::{
-    assert_measured, assert_write_completion, crate_version, ledger_files, run_runner, tiny_cell,
+    assert_custom_measured, assert_measured, assert_write_completion, crate_version,
+    custom_orders_sql, ledger_files, run_runner, tiny_cell, tiny_custom_cell,
 };
 use serde_json::{Value, json};
 use sqlx::Connection;
@@ -57,6 +58,29 @@ fn sqlx_multi_db_sleeps_inside_the_write() {
             path.display()
         );
     }
+}
+
+/// A custom workload runs on sqlx: seeded from the cell, each transaction timed as a read or a write and by name,
+/// and the writes in the file afterwards.
+#[test]
+fn sqlx_custom() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_custom_cell("sqlx", dir.path()));
+    assert_custom_measured(&result);
+    assert!(crate_version(&result, "sqlx").starts_with("0.9"));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let (rows, inserted): (i64, i64) = runtime.block_on(async {
+        let url = format!("sqlite://{}", dir.path().join("custom.db").display());
+        let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        sqlx::query_as(custom_orders_sql())
+            .fetch_one(&mut conn)
+            .await
+            .unwrap()
+    });
+    assert!(inserted > 0, "nothing inserted");
+    assert_eq!(rows, 200 + inserted);
 }
 
 #[test]

@@ -2,7 +2,8 @@
 
 use quicklite_lab_core::LEDGER_SEED_BLOCKS;
 use quicklite_lab_core::runner_testing::{
-    assert_measured, assert_write_completion, crate_version, ledger_files, run_runner, tiny_cell,
+    assert_custom_measured, assert_measured, assert_write_completion, crate_version,
+    custom_orders_sql, ledger_files, run_runner, tiny_cell, tiny_custom_cell,
 };
 use serde_json::{Value, json};
 
@@ -104,6 +105,22 @@ fn trailbase_sqlite_multi_db_has_a_connection_per_database() {
             path.display()
         );
     }
+}
+
+/// A custom workload runs on trailbase-sqlite: seeded from the cell, each transaction timed as a read or a write and
+/// by name, and the writes in the file afterwards.
+#[test]
+fn trailbase_sqlite_custom() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_custom_cell("trailbase-sqlite", dir.path()));
+    assert_custom_measured(&result);
+    assert_clean(&result);
+    let conn = rusqlite::Connection::open(dir.path().join("custom.db")).unwrap();
+    let (rows, inserted): (i64, i64) = conn
+        .query_row(custom_orders_sql(), [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
+    assert!(inserted > 0, "nothing inserted");
+    assert_eq!(rows, 200 + inserted);
 }
 
 #[test]

@@ -14,11 +14,13 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use super::client_loop::store;
+use super::client_loop::{store, store_transaction};
+use super::custom::transactions;
 use super::queue::{QUEUE_OPERATIONS, now_ms, operations};
 use super::window::{Window, WindowedRun};
 use crate::alloc;
 use crate::cell::Cell;
+use crate::custom::{Bound, Drawer, leaked_names};
 use crate::data::{self, NewItem, NewJob};
 use crate::measurement::Measurement;
 use crate::rng::Rng;
@@ -60,15 +62,23 @@ pub trait CeilingConnection: Send + 'static {
     /// [`crate::sql::CLAIM`] for each of `owners` (at `now_ms`) in one write transaction (a lone claim may run on
     /// its own), committed before it returns: the ids claimed, in order; an error if the queue ran dry.
     fn claims(&mut self, owners: &[i64], now_ms: i64) -> Result<Vec<i64>>;
+
+    /// A custom workload's `transactions` ([`crate::Approach::custom`]), every one in one read transaction when
+    /// `writes` is false, in one write transaction committed before it returns otherwise. By default, an error.
+    fn custom(&mut self, writes: bool, transactions: &[Vec<Bound>]) -> Result<()> {
+        let _ = (writes, transactions);
+        bail!("this ceiling does not run custom workloads")
+    }
 }
 
 /// The workloads the ceiling is defined for: single-row operations on one database.
-pub const CEILING_WORKLOADS: [Workload; 5] = [
+pub const CEILING_WORKLOADS: [Workload; 6] = [
     Workload::PointRead,
     Workload::Insert,
     Workload::Mixed,
     Workload::WriteRead,
     Workload::Queue,
+    Workload::Custom,
 ];
 
 /// Runs `cell` as the ceiling: `open` gives each thread its connection (all opened before the warm-up begins).
@@ -94,6 +104,10 @@ where
     for _ in 0..threads {
         connections.push(open()?);
     }
+    let names = match &cell.custom {
+        Some(custom) => leaked_names(custom),
+        None => Vec::new(),
+    };
     let run = WindowedRun::begin(cell)?;
     let writing = Arc::new(Mutex::new(()));
     for (thread, conn) in connections.into_iter().enumerate() {
@@ -101,6 +115,13 @@ where
         let thread_named = std::thread::Builder::new().name(format!("lab-ceiling-{thread}"));
         let started = if workload == Workload::Queue {
             let plan = QueuePlan::new(cell, thread, batch);
+            thread_named.spawn(move || plan.run(conn, window, &stats, &writing))
+        } else if let Some(custom) = &cell.custom {
+            let plan = CustomPlan {
+                drawer: Drawer::new(custom, &names, thread as u64, threads as u64),
+                batch,
+                rng: Rng::derive(cell.seed, thread as u64),
+            };
             thread_named.spawn(move || plan.run(conn, window, &stats, &writing))
         } else {
             let plan = Plan {
@@ -118,7 +139,87 @@ where
     if workload == Workload::Queue {
         measurement.operations = operations(&total, measurement.wall_secs, &Default::default());
     }
+    if cell.custom.is_some() {
+        measurement.operations = transactions(&total, &names, measurement.wall_secs);
+    }
     Ok(measurement)
+}
+
+/// What one ceiling thread runs for a custom workload: batches of drawn transactions, the batch's writes in one
+/// write transaction and its reads in one read transaction.
+struct CustomPlan {
+    /// This thread's transactions, drawn as a client task draws its own.
+    drawer: Drawer,
+    /// Transactions per batch: the cell's tasks.
+    batch: usize,
+    /// This thread's stream, derived from the cell's seed as a client task's is.
+    rng: Rng,
+}
+
+impl CustomPlan {
+    /// Batches back to back until the window ends.
+    fn run<C: CeilingConnection>(
+        mut self,
+        mut conn: C,
+        window: Window,
+        stats: &StatsSink,
+        writing: &Mutex<()>,
+    ) {
+        // Each side's transactions, and which of the workload's each is.
+        let (mut reads, mut read_names) = (Vec::with_capacity(self.batch), Vec::new());
+        let (mut writes, mut write_names) = (Vec::with_capacity(self.batch), Vec::new());
+        loop {
+            reads.clear();
+            read_names.clear();
+            writes.clear();
+            write_names.clear();
+            for _ in 0..self.batch {
+                let drawn = self.drawer.next(&mut self.rng);
+                let name = self.drawer.names[drawn.index];
+                if drawn.writes {
+                    writes.push(drawn.statements);
+                    write_names.push(name);
+                } else {
+                    reads.push(drawn.statements);
+                    read_names.push(name);
+                }
+            }
+            let started = Instant::now();
+            if started >= window.end {
+                return;
+            }
+            if !writes.is_empty() {
+                let outcome = match writing.lock() {
+                    Ok(_turn) => conn.custom(true, &writes),
+                    Err(_) => Err(anyhow::anyhow!("another ceiling thread panicked")),
+                };
+                let name_of = |op: usize| Some(write_names[op]);
+                finish(
+                    stats,
+                    &window,
+                    OpKind::Write,
+                    writes.len(),
+                    started,
+                    outcome,
+                    name_of,
+                );
+            }
+            if !reads.is_empty() {
+                let started = Instant::now();
+                let outcome = conn.custom(false, &reads);
+                let name_of = |op: usize| Some(read_names[op]);
+                finish(
+                    stats,
+                    &window,
+                    OpKind::Read,
+                    reads.len(),
+                    started,
+                    outcome,
+                    name_of,
+                );
+            }
+        }
+    }
 }
 
 /// What one ceiling thread runs.
@@ -160,6 +261,7 @@ impl Plan {
                     Ok(_turn) => conn.writes(&writes),
                     Err(_) => Err(anyhow::anyhow!("another ceiling thread panicked")),
                 };
+                let unnamed = |_| None;
                 finish(
                     stats,
                     &window,
@@ -167,12 +269,22 @@ impl Plan {
                     writes.len(),
                     started,
                     outcome,
+                    unnamed,
                 );
             }
             if !reads.is_empty() {
                 let started = Instant::now();
                 let outcome = conn.reads(&reads);
-                finish(stats, &window, OpKind::Read, reads.len(), started, outcome);
+                let unnamed = |_| None;
+                finish(
+                    stats,
+                    &window,
+                    OpKind::Read,
+                    reads.len(),
+                    started,
+                    outcome,
+                    unnamed,
+                );
             }
         }
     }
@@ -288,7 +400,8 @@ impl QueuePlan {
     }
 }
 
-/// Records the `count` operations of a transaction that began at `started` and has just ended with `outcome`.
+/// Records the `count` operations of a transaction that began at `started` and has just ended with `outcome`: each
+/// under its kind, and under its name as well when `name_of` gives one (a custom workload's transactions).
 fn finish(
     stats: &StatsSink,
     window: &Window,
@@ -296,6 +409,7 @@ fn finish(
     count: usize,
     started: Instant,
     outcome: Result<()>,
+    name_of: impl Fn(usize) -> Option<&'static str>,
 ) {
     let done = Instant::now();
     if !window.counts(done) {
@@ -303,8 +417,11 @@ fn finish(
     }
     match outcome {
         Ok(()) => {
-            for _ in 0..count {
-                store(stats, kind, done - started, Ok(()));
+            for op in 0..count {
+                match name_of(op) {
+                    Some(name) => store_transaction(stats, kind, name, done - started, Ok(())),
+                    None => store(stats, kind, done - started, Ok(())),
+                }
             }
         }
         Err(e) => store(stats, kind, done - started, Err(e)),

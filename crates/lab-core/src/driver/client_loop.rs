@@ -62,3 +62,23 @@ pub(super) fn store(stats: &StatsSink, kind: OpKind, latency: Duration, outcome:
         })
     });
 }
+
+/// Adds one counted transaction of a custom workload: to its kind's statistics, and to its own by name.
+pub(super) fn store_transaction(
+    stats: &StatsSink,
+    kind: OpKind,
+    name: &'static str,
+    latency: Duration,
+    outcome: Result<()>,
+) {
+    alloc::uncounted(|| {
+        stats.with(|stats| match outcome {
+            Ok(()) => {
+                let nanos = latency.as_nanos() as u64;
+                stats.record(kind, nanos);
+                stats.record_named(name, nanos);
+            }
+            Err(e) => stats.record_error(format!("{name}: {e:#}")),
+        })
+    });
+}

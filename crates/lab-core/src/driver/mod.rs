@@ -8,12 +8,13 @@
 //! The [`ceiling`] runs the same statements with no async hand-off, for reference.
 //!
 //! One file per workload: [`closed_loop`] (`point-read`, `insert`, `mixed`), [`multi_db`], [`queue`], [`orm`],
-//! [`throughput`] and `http`; the ones driven by client tasks share their [`window`] and the way a [`client_loop`]
+//! [`throughput`], `http` and [`custom`]; the ones driven by client tasks share their [`window`] and the way a [`client_loop`]
 //! times an operation.
 
 mod ceiling;
 mod client_loop;
 mod closed_loop;
+mod custom;
 #[cfg(feature = "http")]
 mod http;
 mod multi_db;
@@ -88,6 +89,7 @@ async fn drive_workload<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Me
         Workload::Queue => queue::drive(cell, approach).await,
         Workload::Orm => orm::drive(cell, &*approach).await,
         Workload::Throughput => throughput::drive(cell, approach).await,
+        Workload::Custom => custom::drive(cell, approach).await,
         #[cfg(feature = "http")]
         Workload::Http => http::drive(cell, approach).await,
         #[cfg(not(feature = "http"))]

@@ -65,6 +65,8 @@ impl Exporter for MarkdownExporter {
                 }
                 if table.is_orm {
                     orm_operations(&mut out, table);
+                } else if !table.has_operations {
+                    transactions(&mut out, table);
                 }
             }
             for failure in &table.failures {
@@ -116,11 +118,45 @@ fn seeds(out: &mut String, results: &[CellResult]) {
     out.push('\n');
 }
 
+/// A custom workload per transaction: each one's throughput and p99 latency (rows) for each approach (columns).
+/// Nothing for a workload without named transactions.
+fn transactions(out: &mut String, table: &crate::summary::Table) {
+    if table.rows.iter().all(|r| r.result.operations.is_empty()) {
+        return;
+    }
+    named_operations(
+        out,
+        table,
+        "Per transaction, operations/s and p99 latency",
+        "transaction",
+        |o| {
+            format!(
+                "{}/s · {}",
+                crate::format::ops(o.stats.ops_per_sec),
+                crate::format::latency_us(o.stats.p99_us)
+            )
+        },
+    );
+}
+
 /// The ORM suite per operation: mean time of each operation (rows) for each approach (columns).
 fn orm_operations(out: &mut String, table: &crate::summary::Table) {
-    let _ = writeln!(out, "Mean time per operation:\n");
+    named_operations(out, table, "Mean time per operation", "operation", |o| {
+        crate::format::latency_us(o.stats.avg_us)
+    });
+}
+
+/// A table of the first row's named operations (rows) for each approach (columns), each cell given by `figure`.
+fn named_operations(
+    out: &mut String,
+    table: &crate::summary::Table,
+    title: &str,
+    what: &str,
+    figure: impl Fn(&quicklite_lab_core::NamedOp) -> String,
+) {
+    let _ = writeln!(out, "{title}:\n");
     let labels: Vec<String> = table.rows.iter().map(|r| escape(&r.label)).collect();
-    let _ = writeln!(out, "| operation | {} |", labels.join(" | "));
+    let _ = writeln!(out, "| {what} | {} |", labels.join(" | "));
     let _ = writeln!(out, "|---|{}|", vec!["---:"; labels.len()].join("|"));
     let Some(first) = table.rows.first() else {
         return;
@@ -132,11 +168,11 @@ fn orm_operations(out: &mut String, table: &crate::summary::Table) {
             .map(|r| {
                 r.result
                     .operation(&op.name)
-                    .map(|o| crate::format::latency_us(o.stats.avg_us))
+                    .map(&figure)
                     .unwrap_or_default()
             })
             .collect();
-        let _ = writeln!(out, "| {} | {} |", op.name, cells.join(" | "));
+        let _ = writeln!(out, "| {} | {} |", escape(&op.name), cells.join(" | "));
     }
     out.push('\n');
 }

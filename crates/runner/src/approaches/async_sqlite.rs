@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use async_sqlite::{Pool, PoolBuilder};
 use quicklite_lab_core::{
-    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload,
+    Approach, Block, Bound, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload,
 };
 
 use crate::sqlite::report::SqliteFacts;
@@ -122,6 +122,13 @@ impl Approach for AsyncSqlite {
 
     async fn ack(&self, id: i64, owner: i64) -> Result<()> {
         Ok(self.pool(0)?.conn(move |c| ops::ack(c, id, owner)).await?)
+    }
+
+    async fn custom(&self, writes: bool, statements: Vec<Bound>) -> Result<()> {
+        Ok(self
+            .pool(0)?
+            .conn(move |c| ops::custom(c, writes, &statements))
+            .await?)
     }
 
     async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {

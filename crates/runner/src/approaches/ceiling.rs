@@ -3,7 +3,9 @@
 //! tables' "% of ceiling".
 
 use anyhow::{Context, Result};
-use quicklite_lab_core::{CeilingConnection, CeilingWrite, Cell, Environment, Knobs, Workload};
+use quicklite_lab_core::{
+    Bound, CeilingConnection, CeilingWrite, Cell, Environment, Knobs, Workload,
+};
 use rusqlite::{Connection, TransactionBehavior};
 
 use crate::sqlite::connect;
@@ -63,6 +65,22 @@ impl CeilingConnection for Ceiling {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         for w in writes {
             write(&txn, w)?;
+        }
+        Ok(txn.commit()?)
+    }
+
+    fn custom(&mut self, writes: bool, transactions: &[Vec<Bound>]) -> Result<()> {
+        if let [one] = transactions {
+            return Ok(ops::custom(&self.conn, writes, one)?);
+        }
+        let behavior = if writes {
+            TransactionBehavior::Immediate
+        } else {
+            TransactionBehavior::Deferred
+        };
+        let txn = self.conn.transaction_with_behavior(behavior)?;
+        for statements in transactions {
+            ops::custom_statements(&txn, statements)?;
         }
         Ok(txn.commit()?)
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use quicklite_lab_core::{
-    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload,
+    Approach, Block, Bound, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload,
 };
 
 use super::shared::{SharedConnections, with};
@@ -80,6 +80,15 @@ impl Approach for DirectBlocking {
 
     async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
         with(self.conns.writer(0)?, |c| ops::orm(c, op, key, txn))
+    }
+
+    async fn custom(&self, writes: bool, statements: Vec<Bound>) -> Result<()> {
+        let conn = if writes {
+            self.conns.writer(0)?
+        } else {
+            self.conns.reader(0)?
+        };
+        with(conn, |c| ops::custom(c, writes, &statements))
     }
 
     fn open_databases(&self) -> Option<u64> {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use quicklite_lab_core::{
-    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload,
+    Approach, Block, Bound, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload,
 };
 use rusqlite::Connection;
 
@@ -125,6 +125,11 @@ impl Approach for PerRequest {
 
     async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
         self.once(0, move |c| ops::orm(c, op, key, txn)).await
+    }
+
+    async fn custom(&self, writes: bool, statements: Vec<Bound>) -> Result<()> {
+        self.once(0, move |c| ops::custom(c, writes, &statements))
+            .await
     }
 
     fn open_databases(&self) -> Option<u64> {

@@ -11,8 +11,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use quicklite::{Builder, Database, Registry};
 use quicklite_lab_core::{
-    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Profile, REPORTED_PRAGMAS,
-    Workload, process, sql,
+    Approach, Block, Bound, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Profile,
+    REPORTED_PRAGMAS, Workload, process, sql,
 };
 
 use crate::sqlite::report::crate_versions;
@@ -394,6 +394,20 @@ impl Approach for Quicklite {
             1 => Ok(()),
             n => Err(rusqlite::Error::StatementChangedRows(n).into()),
         }
+    }
+
+    async fn custom(&self, writes: bool, statements: Vec<Bound>) -> Result<()> {
+        // quicklite owns the transactions: a read runs in one reader's snapshot, a write inside the writer's
+        // transaction (all or nothing, as its own savepoint).
+        let db = self.db(0)?;
+        if writes {
+            db.write(move |c| ops::custom_statements(c, &statements))
+                .await?;
+        } else {
+            db.read(move |c| ops::custom_statements(c, &statements))
+                .await?;
+        }
+        Ok(())
     }
 
     async fn orm(&self, op: OrmOp, key: i64, _txn: bool) -> Result<()> {

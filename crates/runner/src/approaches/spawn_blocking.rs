@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use quicklite_lab_core::{
-    Approach, Block, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload,
+    Approach, Block, Bound, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Workload,
 };
 use rusqlite::Connection;
 
@@ -93,6 +93,15 @@ impl Approach for SpawnBlocking {
 
     async fn orm(&self, op: OrmOp, key: i64, txn: bool) -> Result<()> {
         blocking(self.conns.writer(0)?, move |c| ops::orm(c, op, key, txn)).await
+    }
+
+    async fn custom(&self, writes: bool, statements: Vec<Bound>) -> Result<()> {
+        let conn = if writes {
+            self.conns.writer(0)?
+        } else {
+            self.conns.reader(0)?
+        };
+        blocking(conn, move |c| ops::custom(c, writes, &statements)).await
     }
 
     fn open_databases(&self) -> Option<u64> {

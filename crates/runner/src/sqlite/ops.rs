@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use quicklite_lab_core::orm::{ORM_ARTISTS, artist_json};
-use quicklite_lab_core::{Block, NewItem, NewJob, OrmOp, Param, sql};
+use quicklite_lab_core::{Block, Bound, NewItem, NewJob, OrmOp, Param, sql};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
@@ -222,6 +222,55 @@ pub fn count_items(conn: &Connection) -> rusqlite::Result<u64> {
     Ok(rows as u64)
 }
 
+/// A custom workload's transaction on `conn`: a write in `BEGIN IMMEDIATE … COMMIT`, a read of several statements
+/// in one `BEGIN … COMMIT` snapshot (a lone read runs as it is).
+pub fn custom(conn: &Connection, writes: bool, statements: &[Bound]) -> rusqlite::Result<()> {
+    if writes {
+        immediate(conn, |c| custom_statements(c, statements))
+    } else if statements.len() > 1 {
+        deferred(conn, |c| custom_statements(c, statements))
+    } else {
+        custom_statements(conn, statements)
+    }
+}
+
+/// A custom transaction's statements in order, every column of every row read, inside a transaction the caller
+/// manages (quicklite's closures run inside its reader's snapshot or its writer's transaction).
+pub fn custom_statements(conn: &Connection, statements: &[Bound]) -> rusqlite::Result<()> {
+    for statement in statements {
+        let mut stmt = conn.prepare_cached(&statement.sql)?;
+        let columns = stmt.column_count();
+        let mut rows = stmt.query(params_from_iter(
+            statement
+                .params
+                .iter()
+                .map(|p| ToSqlOutput::Borrowed(value_ref(p))),
+        ))?;
+        while let Some(row) = rows.next()? {
+            for column in 0..columns {
+                row.get_ref(column)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `f` in a `BEGIN … COMMIT` transaction (one read snapshot), rolled back if it fails.
+fn deferred(
+    conn: &Connection,
+    f: impl FnOnce(&Connection) -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
+    conn.execute_batch("BEGIN")?;
+    match f(conn) {
+        Ok(()) => conn.execute_batch("COMMIT"),
+        Err(e) => {
+            // The transaction is being abandoned; its own error is the one worth reporting.
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
 /// Runs `f` in a `BEGIN IMMEDIATE … COMMIT` transaction, rolled back if it fails.
 fn immediate(
     conn: &Connection,
@@ -242,7 +291,7 @@ fn immediate(
 /// transaction the caller manages (quicklite's write closure runs inside the writer's transaction).
 pub fn append_block(conn: &Connection, block: &Block, delay: Duration) -> rusqlite::Result<()> {
     for statement in &block.statements {
-        execute(conn, statement.sql, &statement.params)?;
+        execute(conn, &statement.sql, &statement.params)?;
     }
     if !delay.is_zero() {
         std::thread::sleep(delay);
@@ -322,7 +371,7 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(sql::ORM_SCHEMA).unwrap();
         for statement in quicklite_lab_core::orm::orm_seed() {
-            execute(&conn, statement.sql, &statement.params).unwrap();
+            execute(&conn, &statement.sql, &statement.params).unwrap();
         }
         let count = |table: &str| -> i64 {
             conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))

@@ -29,7 +29,7 @@ fn seed_one(conn: &Connection, cell: &Cell, workload: Workload) -> rusqlite::Res
     conn.execute_batch(workload.schema())?;
     conn.execute_batch("BEGIN")?;
     for statement in workload.seed_rows(cell) {
-        ops::execute(conn, statement.sql, &statement.params)?;
+        ops::execute(conn, &statement.sql, &statement.params)?;
     }
     conn.execute_batch("COMMIT")
 }

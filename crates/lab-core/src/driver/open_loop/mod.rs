@@ -1,5 +1,5 @@
 //! Open-loop load ([`Cell::rate`]): requests sent on a fixed schedule whatever the answers do, as wrk2 and k6's
-//! constant-arrival-rate executor send them, for `point-read`, `insert` and `mixed`.
+//! constant-arrival-rate executor send them, for `point-read`, `insert`, `mixed` and custom workloads.
 //!
 //! A closed-loop client waits for each answer before it sends the next request, so a slow answer delays the
 //! requests behind it and they are never timed at all (coordinated omission). Here request `k` is due at
@@ -25,9 +25,11 @@ use self::arrivals::Arrivals;
 use self::dispatcher::{Dispatcher, Sent, SystemClock};
 use self::in_flight::InFlight;
 use self::request::{Draw, serve};
+use super::custom::transactions;
 use super::window::WindowedRun;
 use crate::approach::Approach;
 use crate::cell::Cell;
+use crate::custom::{Drawer, leaked_names};
 use crate::measurement::Measurement;
 use crate::result::OpenLoop;
 use crate::rng::Rng;
@@ -37,7 +39,7 @@ use crate::workload::Workload;
 /// How long after the window the driver waits for requests still in flight before counting them unfinished.
 pub const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
-/// Runs a `point-read`, `insert` or `mixed` cell open loop at `rate` requests per second.
+/// Runs a `point-read`, `insert`, `mixed` or custom cell open loop at `rate` requests per second.
 pub(super) async fn drive<A: Approach>(
     cell: &Cell,
     workload: Workload,
@@ -54,10 +56,16 @@ pub(super) async fn drive<A: Approach>(
     let due = dispatcher
         .arrivals
         .due_between(run.window.measure_start, run.window.end);
+    let names = match &cell.custom {
+        Some(custom) => leaked_names(custom),
+        None => Vec::new(),
+    };
     let draw = Draw {
         workload,
         rows: cell.rows.max(1) as i64,
         write_ppm: cell.write_ppm,
+        // One stream of requests: one drawer, as for one client task.
+        custom: cell.custom.as_ref().map(|c| Drawer::new(c, &names, 0, 1)),
     };
     let rng = Rng::derive(cell.seed, 0);
     let sent = spawn_dispatcher(dispatcher, draw, rng, approach.clone(), run.stats.clone())?
@@ -66,6 +74,9 @@ pub(super) async fn drive<A: Approach>(
     drain(&in_flight, DRAIN_GRACE).await;
     let (mut measurement, total) = run.finish(&*approach).await?;
     measurement.open_loop = Some(figures(due, &sent, &total, measurement.wall_secs));
+    if cell.custom.is_some() {
+        measurement.operations = transactions(&total, &names, measurement.wall_secs);
+    }
     Ok(measurement)
 }
 
@@ -73,7 +84,7 @@ pub(super) async fn drive<A: Approach>(
 /// when the window has closed.
 fn spawn_dispatcher<A: Approach>(
     dispatcher: Dispatcher,
-    draw: Draw,
+    mut draw: Draw,
     mut rng: Rng,
     approach: Arc<A>,
     stats: Arc<StatsSink>,

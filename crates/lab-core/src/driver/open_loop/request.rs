@@ -9,8 +9,9 @@ use anyhow::Result;
 use super::dispatcher::Due;
 use super::in_flight::Permit;
 use crate::approach::Approach;
+use crate::custom::{Bound, Drawer};
 use crate::data::NewItem;
-use crate::driver::client_loop::store;
+use crate::driver::client_loop::{store, store_transaction};
 use crate::rng::Rng;
 use crate::stats::{OpKind, StatsSink};
 use crate::workload::{Workload, mixed_draws_write};
@@ -29,22 +30,41 @@ pub(super) enum Operation {
         /// What is added to its value.
         delta: i64,
     },
+    /// A custom workload's transaction.
+    Custom {
+        /// Its name, for its own statistics.
+        name: &'static str,
+        /// Whether it writes.
+        writes: bool,
+        /// Its statements with their values.
+        statements: Vec<Bound>,
+    },
 }
 
 /// What an operation is drawn from: the workload and its settings.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub(super) struct Draw {
-    /// `point-read`, `insert` or `mixed`.
+    /// `point-read`, `insert`, `mixed` or a custom workload.
     pub(super) workload: Workload,
     /// Rows of the seeded table, to pick an id among.
     pub(super) rows: i64,
     /// `mixed`'s share of writes, in parts per million.
     pub(super) write_ppm: u32,
+    /// A custom workload's transactions, drawn as one client task draws them.
+    pub(super) custom: Option<Drawer>,
 }
 
 impl Draw {
     /// The next request's operation, drawn as a closed-loop client draws it.
-    pub(super) fn next(&self, rng: &mut Rng) -> Operation {
+    pub(super) fn next(&mut self, rng: &mut Rng) -> Operation {
+        if let Some(drawer) = &mut self.custom {
+            let drawn = drawer.next(rng);
+            return Operation::Custom {
+                name: drawer.names[drawn.index],
+                writes: drawn.writes,
+                statements: drawn.statements,
+            };
+        }
         match self.workload {
             Workload::Insert => Operation::Insert(NewItem::random(rng)),
             Workload::Mixed if mixed_draws_write(rng, self.write_ppm) => Operation::Update {
@@ -60,8 +80,10 @@ impl Operation {
     /// The histogram the operation is recorded in.
     pub(super) fn kind(&self) -> OpKind {
         match self {
-            Self::PointRead(_) => OpKind::Read,
-            Self::Insert(_) | Self::Update { .. } => OpKind::Write,
+            Self::PointRead(_) | Self::Custom { writes: false, .. } => OpKind::Read,
+            Self::Insert(_) | Self::Update { .. } | Self::Custom { writes: true, .. } => {
+                OpKind::Write
+            }
         }
     }
 
@@ -71,6 +93,9 @@ impl Operation {
             Self::PointRead(id) => approach.point_read(id).await,
             Self::Insert(item) => approach.insert(item).await,
             Self::Update { id, delta } => approach.update(id, delta).await,
+            Self::Custom {
+                writes, statements, ..
+            } => approach.custom(writes, statements).await,
         }
     }
 }
@@ -85,10 +110,17 @@ pub(super) async fn serve<A: Approach>(
     stats: Arc<StatsSink>,
 ) {
     let kind = operation.kind();
+    let name = match &operation {
+        Operation::Custom { name, .. } => Some(*name),
+        _ => None,
+    };
     let outcome = operation.run(&*approach).await;
     let latency = Instant::now().saturating_duration_since(due.at);
     if due.counted {
-        store(&stats, kind, latency, outcome);
+        match name {
+            Some(name) => store_transaction(&stats, kind, name, latency, outcome),
+            None => store(&stats, kind, latency, outcome),
+        }
     }
     // Recorded before the permit goes: a driver that sees nothing in flight sees every outcome.
     drop(permit);
@@ -105,6 +137,7 @@ mod tests {
             workload,
             rows: 10,
             write_ppm,
+            custom: None,
         };
         for _ in 0..100 {
             match draw(Workload::PointRead, 0).next(&mut rng) {
