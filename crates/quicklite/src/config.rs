@@ -120,7 +120,8 @@ impl AppHooks {
 /// What a request does when its queue is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum QueueFull {
-    /// Wait (asynchronously) for room. Memory stays bounded; callers slow down to the database's pace.
+    /// Wait (asynchronously) for room. Memory stays bounded; callers slow down to the database's pace. Waiting
+    /// callers get room in the order they came.
     #[default]
     Wait,
     /// Fail at once with [`Error::Overloaded`], so a service can shed load (e.g. answer 503) instead of queueing.

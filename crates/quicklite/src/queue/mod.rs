@@ -8,6 +8,9 @@
 //! a take of `n` requests is one, and sleeping consumers are counted under the lock so a push only signals when
 //! somebody sleeps.
 //!
+//! Senders that find the queue full wait in line ([`Sender::send`]): room made while some wait is handed to the
+//! longest waiting, under the same lock, as tokio's bounded channel hands out its permits in order.
+//!
 //! Closing follows `async-channel`: the queue closes when [`Sender::close`] is called, when the last sender or the
 //! last receiver is dropped. Once closed, sends fail and receivers still get what was queued.
 
@@ -15,13 +18,12 @@ mod spin;
 
 use std::collections::VecDeque;
 use std::sync::PoisonError;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::sync::{Arc, Condvar, Mutex, MutexGuard};
 use spin::{Heartbeat, Spin};
-
-use tokio::sync::Notify;
 
 /// Creates a queue holding at most `capacity` requests (at least one).
 pub(crate) fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
@@ -30,7 +32,9 @@ pub(crate) fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
             items: VecDeque::new(),
             closed: false,
             sleeping: 0,
-            waiting_senders: 0,
+            line: VecDeque::new(),
+            granted: 0,
+            next_ticket: 0,
         }),
         len: AtomicUsize::new(0),
         closed: AtomicBool::new(false),
@@ -39,7 +43,6 @@ pub(crate) fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
         burst: AtomicUsize::new(0),
         capacity: capacity.max(1),
         consumers: Condvar::new(),
-        room: Notify::new(),
         senders: AtomicUsize::new(1),
         receivers: AtomicUsize::new(1),
     });
@@ -68,9 +71,6 @@ struct QueueState<T> {
     capacity: usize,
     /// Where consumers sleep; signalled by a push when `queue.sleeping > 0`, and by closing.
     consumers: Condvar,
-    /// Where senders wait for room; signalled once per taken request while `queue.waiting_senders > 0`, and by
-    /// closing.
-    room: Notify,
     senders: AtomicUsize,
     receivers: AtomicUsize,
 }
@@ -80,8 +80,21 @@ struct Queue<T> {
     closed: bool,
     /// Consumers asleep on `QueueState::consumers`.
     sleeping: usize,
-    /// Senders waiting on `QueueState::room`.
-    waiting_senders: usize,
+    /// Senders waiting for room, longest waiting first, by ticket ([`Sender::send`]).
+    line: VecDeque<InLine>,
+    /// Room set aside for the first `granted` senders of `line`, woken and not yet come for it: a sender new to the
+    /// queue finds it taken. `items.len() + granted` never exceeds the capacity, and senders wait beyond the
+    /// first `granted` only while it equals the capacity.
+    granted: usize,
+    /// The ticket of the next sender to join `line`: tickets grow along the line.
+    next_ticket: u64,
+}
+
+/// A sender waiting in line for room.
+struct InLine {
+    ticket: u64,
+    /// Wakes the sender when it is granted room, or when the queue closes.
+    waker: Waker,
 }
 
 impl<T> QueueState<T> {
@@ -91,20 +104,51 @@ impl<T> QueueState<T> {
     }
 
     fn close(&self) -> bool {
-        let was_open = {
+        let line = {
             let mut queue = self.lock();
-            let was_open = !std::mem::replace(&mut queue.closed, true);
+            if std::mem::replace(&mut queue.closed, true) {
+                return false;
+            }
             self.closed.store(true, Ordering::SeqCst);
-            was_open
+            // Senders in line find the queue closed, and the line gone.
+            queue.granted = 0;
+            std::mem::take(&mut queue.line)
         };
-        if was_open {
-            self.consumers.notify_all();
-            self.room.notify_waiters();
+        self.consumers.notify_all();
+        for sender in line {
+            sender.waker.wake();
         }
-        was_open
+        true
     }
 
-    /// Moves up to `max` requests from the queue into `into`; returns how many. Wakes as many waiting senders.
+    /// Whether a request may be queued now: room that is not set aside for a sender in line.
+    fn has_room(&self, queue: &Queue<T>) -> bool {
+        queue.items.len() + queue.granted < self.capacity
+    }
+
+    /// Queues `item` (there is room); returns whether to wake a sleeping consumer, once the lock is released.
+    fn push(&self, queue: &mut Queue<T>, item: T) -> bool {
+        queue.items.push_back(item);
+        self.len.store(queue.items.len(), Ordering::SeqCst);
+        // A consumer that stops spinning clears the flag before it locks the queue to look a last time and
+        // sleep, so either it finds this request then or this push sees the flag clear.
+        queue.sleeping > 0 && (!self.spinning.load(Ordering::SeqCst) || self.heartbeat.stalled())
+    }
+
+    /// Sets free room aside for senders in line that have none yet, longest waiting first, and wakes them.
+    fn grant(&self, queue: &mut Queue<T>) {
+        let free = self
+            .capacity
+            .saturating_sub(queue.items.len() + queue.granted);
+        let ungranted = queue.line.len() - queue.granted;
+        for _ in 0..free.min(ungranted) {
+            queue.line[queue.granted].waker.wake_by_ref();
+            queue.granted += 1;
+        }
+    }
+
+    /// Moves up to `max` requests from the queue into `into`; returns how many. Grants the room made to senders in
+    /// line.
     fn take(
         &self,
         queue: &mut MutexGuard<'_, Queue<T>>,
@@ -115,9 +159,8 @@ impl<T> QueueState<T> {
         self.burst.store(queue.items.len(), Ordering::Relaxed);
         into.extend(queue.items.drain(..n));
         self.len.store(queue.items.len(), Ordering::SeqCst);
-        let wake = n.min(queue.waiting_senders);
-        for _ in 0..wake {
-            self.room.notify_one();
+        if queue.line.len() > queue.granted {
+            self.grant(queue);
         }
         n
     }
@@ -126,7 +169,7 @@ impl<T> QueueState<T> {
 /// Why [`Sender::try_send`] gave the request back.
 #[derive(Debug)]
 pub(crate) enum TrySendError<T> {
-    /// The queue holds `capacity` requests.
+    /// The queue holds `capacity` requests, or the room left is set aside for senders that waited for it.
     Full(T),
     /// The queue is closed.
     Closed(T),
@@ -174,7 +217,7 @@ impl<T> Drop for Sender<T> {
 }
 
 impl<T> Sender<T> {
-    /// Queues `item` if there is room.
+    /// Queues `item` if there is room (room set aside for senders waiting in line is not).
     pub(crate) fn try_send(&self, item: T) -> Result<(), TrySendError<T>> {
         let shared = &*self.shared;
         let wake = {
@@ -182,15 +225,10 @@ impl<T> Sender<T> {
             if queue.closed {
                 return Err(TrySendError::Closed(item));
             }
-            if queue.items.len() >= shared.capacity {
+            if !shared.has_room(&queue) {
                 return Err(TrySendError::Full(item));
             }
-            queue.items.push_back(item);
-            shared.len.store(queue.items.len(), Ordering::SeqCst);
-            // A consumer that stops spinning clears the flag before it locks the queue to look a last time and
-            // sleep, so either it finds this request then or this push sees the flag clear.
-            queue.sleeping > 0
-                && (!shared.spinning.load(Ordering::SeqCst) || shared.heartbeat.stalled())
+            shared.push(&mut queue, item)
         };
         if wake {
             shared.consumers.notify_one();
@@ -199,26 +237,19 @@ impl<T> Sender<T> {
     }
 
     /// Queues `item`, waiting for room; gives it back if the queue is closed (before or while waiting).
-    pub(crate) async fn send(&self, mut item: T) -> Result<(), T> {
-        loop {
-            match self.try_send(item) {
-                Ok(()) => return Ok(()),
-                Err(TrySendError::Closed(back)) => return Err(back),
-                Err(TrySendError::Full(back)) => item = back,
-            }
-            // Registered before looking again, so room made after the look wakes this sender.
-            let mut room = std::pin::pin!(self.shared.room.notified());
-            room.as_mut().enable();
-            {
-                let mut queue = self.shared.lock();
-                if queue.closed || queue.items.len() < self.shared.capacity {
-                    continue;
-                }
-                queue.waiting_senders += 1;
-            }
-            let _waiting = Waiting(&self.shared);
-            room.await;
-        }
+    ///
+    /// First come, first served: a sender that finds the queue full joins a line, and room made while senders
+    /// wait is set aside for the longest waiting, so neither a sender that comes later nor
+    /// [`try_send`](Self::try_send) takes it first. A sender that gives up (its future dropped) leaves the line
+    /// and passes room it was given to the next. Without waiting, a send costs what `try_send` does: one short
+    /// critical section.
+    pub(crate) async fn send(&self, item: T) -> Result<(), T> {
+        let mut turn = Turn {
+            shared: &self.shared,
+            ticket: None,
+        };
+        let mut item = Some(item);
+        std::future::poll_fn(|cx| turn.poll_send(&mut item, cx)).await
     }
 
     /// Closes the queue; returns whether this call closed it.
@@ -237,13 +268,83 @@ impl<T> Sender<T> {
     }
 }
 
-/// Counts a sender waiting for room while it exists (the wait may be cancelled: the sender's future dropped).
-struct Waiting<'a, T>(&'a QueueState<T>);
+/// A sender's place in the line for room, while it has one; leaving it when dropped (the sender's future dropped)
+/// passes on room set aside for it.
+struct Turn<'a, T> {
+    shared: &'a QueueState<T>,
+    /// Its ticket in `Queue::line`, once it joined.
+    ticket: Option<u64>,
+}
 
-impl<T> Drop for Waiting<'_, T> {
-    fn drop(&mut self) {
-        self.0.lock().waiting_senders -= 1;
+impl<T> Turn<'_, T> {
+    /// Queues `item` if there is room for this sender: any room on its first try, then room set aside for it.
+    fn poll_send(&mut self, item: &mut Option<T>, cx: &mut Context<'_>) -> Poll<Result<(), T>> {
+        let shared = self.shared;
+        let take_item = |item: &mut Option<T>| item.take().expect("polled after it finished");
+        let wake = {
+            let mut queue = shared.lock();
+            if queue.closed {
+                // Closing emptied the line.
+                self.ticket = None;
+                return Poll::Ready(Err(take_item(item)));
+            }
+            match self.ticket {
+                None if !shared.has_room(&queue) => {
+                    let ticket = queue.next_ticket;
+                    queue.next_ticket += 1;
+                    queue.line.push_back(InLine {
+                        ticket,
+                        waker: cx.waker().clone(),
+                    });
+                    self.ticket = Some(ticket);
+                    return Poll::Pending;
+                }
+                None => {}
+                Some(ticket) => {
+                    let at = place(&queue, ticket);
+                    if at >= queue.granted {
+                        let waker = &mut queue.line[at].waker;
+                        if !waker.will_wake(cx.waker()) {
+                            *waker = cx.waker().clone();
+                        }
+                        return Poll::Pending;
+                    }
+                    queue.line.remove(at);
+                    queue.granted -= 1;
+                    self.ticket = None;
+                }
+            }
+            shared.push(&mut queue, take_item(item))
+        };
+        if wake {
+            shared.consumers.notify_one();
+        }
+        Poll::Ready(Ok(()))
     }
+}
+
+impl<T> Drop for Turn<'_, T> {
+    fn drop(&mut self) {
+        let Some(ticket) = self.ticket else { return };
+        let mut queue = self.shared.lock();
+        if queue.closed {
+            return;
+        }
+        let at = place(&queue, ticket);
+        queue.line.remove(at);
+        if at < queue.granted {
+            queue.granted -= 1;
+            self.shared.grant(&mut queue);
+        }
+    }
+}
+
+/// Where the sender holding `ticket` stands in the line (it is there: only it and closing take it out).
+fn place<T>(queue: &Queue<T>, ticket: u64) -> usize {
+    queue
+        .line
+        .binary_search_by_key(&ticket, |sender| sender.ticket)
+        .expect("a sender keeps its place until it leaves")
 }
 
 /// Marks a consumer as spinning while it exists; cleared before the consumer can lock the queue to sleep.
@@ -447,6 +548,16 @@ mod tests {
 
     use super::*;
 
+    /// A waker that records that it was woken.
+    #[derive(Default)]
+    struct Woken(std::sync::atomic::AtomicBool);
+
+    impl std::task::Wake for Woken {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
     #[test]
     fn a_request_pushed_while_consumers_stop_spinning_is_never_stranded() {
         // Two consumers that spin, then sleep, as readers do; one request at a time, pushed after a pause of
@@ -644,20 +755,56 @@ mod tests {
         assert_eq!(rx.try_recv(), Ok(0));
     }
 
-    #[tokio::test]
-    async fn room_given_to_a_sender_that_gave_up_goes_to_the_next() {
+    #[test]
+    fn a_sender_that_waited_for_room_gets_in_before_one_that_came_after() {
         let (tx, rx) = bounded(1);
         tx.try_send(0).unwrap();
+        let woken = std::sync::Arc::new(Woken::default());
+        let waker = std::task::Waker::from(woken.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut waited = std::pin::pin!(tx.send(1));
+        assert!(waited.as_mut().poll(&mut cx).is_pending());
+        // Room for one appears while a sender new to the queue comes: the room is the waiting sender's.
+        assert_eq!(rx.try_recv(), Ok(0));
+        assert!(woken.0.load(Ordering::SeqCst), "the waiting sender is told");
+        let mut came_after = std::pin::pin!(tx.send(2));
+        assert!(came_after.as_mut().poll(&mut cx).is_pending());
+        assert!(matches!(tx.try_send(3), Err(TrySendError::Full(3))));
+        assert!(waited.as_mut().poll(&mut cx).is_ready());
+        assert_eq!(rx.try_recv(), Ok(1));
+        assert!(came_after.as_mut().poll(&mut cx).is_ready());
+        assert_eq!(rx.try_recv(), Ok(2));
+    }
+
+    #[test]
+    fn room_given_to_a_sender_that_gave_up_goes_to_the_next() {
+        let (tx, rx) = bounded(1);
+        tx.try_send(0).unwrap();
+        let second_woken = std::sync::Arc::new(Woken::default());
+        let second_waker = std::task::Waker::from(second_woken.clone());
         let mut first = Box::pin(tx.send(1));
         let mut second = Box::pin(tx.send(2));
         let mut cx = Context::from_waker(std::task::Waker::noop());
         assert!(first.as_mut().poll(&mut cx).is_pending());
-        assert!(second.as_mut().poll(&mut cx).is_pending());
+        assert!(
+            second
+                .as_mut()
+                .poll(&mut Context::from_waker(&second_waker))
+                .is_pending()
+        );
         // Room for one: the first waiting sender is told, and gives up before using it.
         assert_eq!(rx.try_recv(), Ok(0));
+        assert!(
+            !second_woken.0.load(Ordering::SeqCst),
+            "the room is the first's"
+        );
         drop(first);
-        let sent = tokio::time::timeout(Duration::from_secs(10), second).await;
-        assert_eq!(sent, Ok(Ok(())), "the second sender got the room");
+        assert!(second_woken.0.load(Ordering::SeqCst), "the second is told");
+        assert!(matches!(tx.try_send(3), Err(TrySendError::Full(3))));
+        assert!(
+            second.as_mut().poll(&mut cx).is_ready(),
+            "the second sender got the room"
+        );
         assert_eq!(rx.try_recv(), Ok(2));
     }
 }

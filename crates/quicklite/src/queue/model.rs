@@ -71,3 +71,42 @@ fn model_a_request_racing_the_close_is_taken_or_refused() {
         assert_eq!(sent, taken, "sent {sent}, taken {taken}");
     });
 }
+
+/// A sender waiting for room in a full queue, twice, while a consumer takes one request at a time: whatever the
+/// interleaving, every request gets in (a sender left waiting beside free room would be a lost wake-up, which the
+/// model reports as a deadlock).
+#[test]
+fn model_a_sender_waiting_for_room_gets_in() {
+    loom::model(|| {
+        let (tx, rx) = bounded::<u32>(1);
+        tx.try_send(0).unwrap();
+        let sender = loom::thread::spawn(move || {
+            loom::future::block_on(async {
+                tx.send(1).await?;
+                tx.send(2).await
+            })
+        });
+        let mut got = Vec::new();
+        while let Some(i) = rx.recv_blocking() {
+            got.push(i);
+        }
+        assert_eq!(sender.join().unwrap(), Ok(()));
+        assert_eq!(got, [0, 1, 2]);
+    });
+}
+
+/// A sender waiting for room while the queue closes: it gets its request back, whatever the interleaving.
+#[test]
+fn model_closing_releases_a_sender_waiting_for_room() {
+    loom::model(|| {
+        let (tx, rx) = bounded::<u32>(1);
+        tx.try_send(0).unwrap();
+        let sender = {
+            let tx = tx.clone();
+            loom::thread::spawn(move || loom::future::block_on(tx.send(1)))
+        };
+        tx.close();
+        assert_eq!(sender.join().unwrap(), Err(1));
+        assert_eq!(rx.try_recv(), Ok(0));
+    });
+}
