@@ -701,14 +701,20 @@ mod tests {
                 }
             });
         }
+        let asleep_by = Instant::now() + Duration::from_secs(10);
         while rx.shared.lock().sleeping == 0 {
+            assert!(
+                Instant::now() < asleep_by,
+                "the consumer never went to sleep"
+            );
             std::thread::yield_now();
         }
         // A consumer claims the spinning role and looks once, then is not scheduled again for a while (as one
-        // that yielded its CPU while every CPU is busy).
+        // that yielded its CPU while every CPU is busy). The sleep is that while: at least as long as asked.
         rx.shared.spinning.store(true, Ordering::SeqCst);
         rx.shared.heartbeat.beat();
-        std::thread::sleep(STALLED_AFTER * 10);
+        std::thread::sleep(STALLED_AFTER * 2);
+        assert!(rx.shared.heartbeat.stalled());
 
         tx.try_send(7).unwrap();
         let item = woke
@@ -741,17 +747,21 @@ mod tests {
         assert_eq!(got, (0..50).collect::<Vec<_>>());
     }
 
-    #[tokio::test]
-    async fn closing_releases_waiting_senders() {
+    #[test]
+    fn closing_releases_waiting_senders() {
         let (tx, rx) = bounded(1);
         tx.try_send(0).unwrap();
-        let waiting = {
-            let tx = tx.clone();
-            tokio::spawn(async move { tx.send(1).await })
-        };
-        tokio::task::yield_now().await;
+        let woken = std::sync::Arc::new(Woken::default());
+        let waker = std::task::Waker::from(woken.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut waiting = std::pin::pin!(tx.send(1));
+        assert!(waiting.as_mut().poll(&mut cx).is_pending());
         tx.close();
-        assert_eq!(waiting.await.unwrap(), Err(1));
+        assert!(woken.0.load(Ordering::SeqCst), "closing wakes it");
+        assert_eq!(
+            waiting.as_mut().poll(&mut cx),
+            std::task::Poll::Ready(Err(1))
+        );
         assert_eq!(rx.try_recv(), Ok(0));
     }
 

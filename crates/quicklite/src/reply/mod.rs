@@ -66,7 +66,11 @@ impl Relays {
     /// another runtime (which may be busy) to deliver its answer. First delivers what relays older than
     /// [`RELAY_GRACE`] still carry.
     pub(crate) fn answer_all(&mut self, answers: &mut Answers) {
-        let now = Instant::now();
+        self.answer_all_at(answers, Instant::now());
+    }
+
+    /// [`Relays::answer_all`] at `now`.
+    fn answer_all_at(&mut self, answers: &mut Answers, now: Instant) {
         if let Some(due) = now.checked_sub(RELAY_GRACE) {
             self.deliver_issued_before(due);
         }
@@ -243,8 +247,7 @@ mod tests {
             "within the grace, the leader is waited for"
         );
         // Past the grace, the next hand-over sends what the relay still carries.
-        std::thread::sleep(RELAY_GRACE * 2);
-        relays.answer_all(&mut Answers::new());
+        relays.answer_all_at(&mut Answers::new(), Instant::now() + RELAY_GRACE * 2);
         assert!(!relays.pending());
         for (i, rx) in receivers.iter_mut().enumerate() {
             assert_eq!(result(rx).unwrap().unwrap(), i);

@@ -294,11 +294,12 @@ mod tests {
         let running = lane.join();
         lane.started_at(&asleep, 100);
         lane.started_at(&running, 100);
-        while !asleep.in_work.load(Ordering::SeqCst) {
+        // Until the kernel reports the sleeper asleep in its closure (waiting on the channel, it stays so).
+        let asleep_by = Instant::now() + Duration::from_secs(10);
+        while !(asleep.in_work.load(Ordering::SeqCst) && blocked(asleep.tid)) {
+            assert!(Instant::now() < asleep_by, "the sleeper never blocked");
             std::thread::yield_now();
         }
-        // Give the sleeper time to be asleep as the kernel reports it.
-        std::thread::sleep(Duration::from_millis(20));
 
         let first = lane.look(110, 20);
         assert_eq!(first.blocked, 1);

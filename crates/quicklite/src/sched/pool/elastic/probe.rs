@@ -25,44 +25,51 @@ pub(super) fn blocked(tid: Option<u32>) -> bool {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
-    use std::sync::atomic::Ordering;
-    use std::time::Duration;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
 
     use super::*;
 
     #[test]
     fn the_kernel_tells_a_sleeping_thread_from_a_running_one() {
-        use std::sync::atomic::AtomicBool;
-        let stop = Arc::new(AtomicBool::new(false));
-        let spawn_reporting = |spin: bool| {
-            let stop = stop.clone();
-            let (tx, rx) = std::sync::mpsc::channel();
-            let handle = std::thread::spawn(move || {
-                tx.send(own_tid()).unwrap();
-                while !stop.load(Ordering::Relaxed) {
-                    if !spin {
-                        std::thread::sleep(Duration::from_millis(5));
-                    }
-                }
-            });
-            (rx.recv().unwrap(), handle)
-        };
-        let (sleeper, a) = spawn_reporting(false);
-        let (spinner, b) = spawn_reporting(true);
-        assert!(sleeper.is_some(), "no /proc/thread-self here");
-        // A sleeper may be caught between two sleeps; most looks find it asleep. A spinner is always running or
-        // waiting for a CPU.
-        let asleep = (0..50)
-            .filter(|_| {
-                std::thread::sleep(Duration::from_millis(1));
-                blocked(sleeper)
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        // Asleep until told to stop.
+        let (wake, asleep_on) = std::sync::mpsc::channel::<()>();
+        let sleeper = {
+            let tid_tx = tid_tx.clone();
+            std::thread::spawn(move || {
+                tid_tx.send(own_tid()).unwrap();
+                let _ = asleep_on.recv();
             })
-            .count();
-        assert!(asleep > 25, "{asleep} of 50");
-        assert!((0..50).all(|_| !blocked(spinner)));
+        };
+        let sleeper_tid = tid_rx.recv().unwrap();
+        // Running (or waiting for a CPU) until told to stop.
+        let stop = Arc::new(AtomicBool::new(false));
+        let spinner = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                tid_tx.send(own_tid()).unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        };
+        let spinner_tid = tid_rx.recv().unwrap();
+        assert!(sleeper_tid.is_some(), "no /proc/thread-self here");
+
+        // Once the sleeper waits on its channel, every look finds it blocked; no look finds the spinner so.
+        let asleep_by = Instant::now() + Duration::from_secs(10);
+        while !blocked(sleeper_tid) {
+            assert!(Instant::now() < asleep_by, "the sleeper never blocked");
+            std::thread::yield_now();
+        }
+        assert!((0..50).all(|_| blocked(sleeper_tid)));
+        assert!((0..50).all(|_| !blocked(spinner_tid)));
+
+        drop(wake);
         stop.store(true, Ordering::Relaxed);
-        a.join().unwrap();
-        b.join().unwrap();
+        sleeper.join().unwrap();
+        spinner.join().unwrap();
         assert!(blocked(None));
     }
 }
