@@ -40,8 +40,8 @@ pub struct BackupReport {
 }
 
 impl Database {
-    /// Copies the database to a new file at `dest` with SQLite's online backup API, in steps of 1024 pages,
-    /// without stopping the writer. The copy contains every write acknowledged before `backup` was called, and is
+    /// Copies the database to a new file at `dest` with SQLite's online backup API, a bounded number of pages per
+    /// step, without stopping the writer. The copy contains every write acknowledged before `backup` was called, and is
     /// one consistent snapshot.
     ///
     /// `dest` must not exist yet. In WAL mode (the `Server` and `Durable` profiles) writes carry on during the

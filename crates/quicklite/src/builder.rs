@@ -12,7 +12,7 @@ use crate::config::{
 };
 use crate::{Database, Error, Profile, Result};
 
-/// The default of [`Builder::wal_size_warning`]: 1 GiB.
+/// The default of [`Builder::wal_size_warning`].
 const DEFAULT_WAL_SIZE_WARNING: u64 = 1 << 30;
 
 /// The default of [`Builder::inline_read_max`].
@@ -247,8 +247,9 @@ impl Builder {
     /// How long a call site's reads may have taken lately, on average, and still run on their callers' threads
     /// ([`Builder::inline_reads`]). By default, 20 µs: well within what an async task may run between two awaits,
     /// and several point reads' worth. A read that ran long on its caller's thread raises its call site's average, so
-    /// that the next reads go to the reader threads until runs there bring it down; one that ran longer than 20 ms
-    /// (or four times this bound) keeps the site on the reader threads for ten seconds.
+    /// that the next reads go to the reader threads until runs there bring it down; one that ran there several times
+    /// over this bound, and longer than a thread the system preempted waits for its core again, keeps the site on
+    /// the reader threads for a while.
     pub fn inline_read_max(mut self, max: Duration) -> Self {
         self.inline_read_max = max;
         self
@@ -573,6 +574,23 @@ mod tests {
         assert_eq!(get("busy_timeout"), Some("250"));
         assert_eq!(get("user_version"), Some("7"));
         assert_eq!(c.pragmas[0].0, "journal_mode");
+    }
+
+    #[test]
+    fn the_defaults_are_those_the_setters_state() {
+        // The setters' docs give these defaults in words ("By default, …"); some come from constants used
+        // elsewhere too, which a change must not make the docs contradict.
+        let b = Builder::new(Path::new("x.db"));
+        assert_eq!(b.write_queue_capacity, 1024);
+        assert_eq!(b.read_queue_capacity, 4096);
+        assert_eq!(b.write_batch_max, 256);
+        assert_eq!(b.read_batch_max, 256);
+        assert_eq!(b.read_snapshot_max_age, Duration::from_millis(20));
+        assert_eq!(b.inline_read_max, Duration::from_micros(20));
+        assert_eq!(b.subscription_capacity, 1024);
+        assert_eq!(b.change_rowids, 100);
+        assert_eq!(b.statement_cache_capacity, 128);
+        assert_eq!(b.wal_size_warning, Some(1 << 30));
     }
 
     #[test]

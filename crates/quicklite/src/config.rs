@@ -188,12 +188,12 @@ pub enum Checkpointing {
     /// process); a `RESTART` checkpoint
     /// (waits up to `reader_wait` for readers to leave the WAL, then starts it over) once it holds
     /// `restart_at_frames`, which bounds the WAL; and a `TRUNCATE` checkpoint (the `-wal` file back to zero bytes)
-    /// when no write has arrived for `truncate_when_idle` — unless the WAL is short (under a quarter of
+    /// when no write has arrived for `truncate_when_idle` — unless the WAL is short (a small fraction of
     /// `passive_at_frames`): the next write appends to it rather than start the WAL over, which SQLite does with an
     /// fsync of its header even under `synchronous=NORMAL`. SQLite's automatic checkpoint is turned off.
     ///
     /// Checkpoints that give up waiting for readers (another program holds a long read) back off: the next one to
-    /// wait for readers comes no sooner than 1 s later, then 2, 4, … 64 s while they keep giving up, `PASSIVE`
+    /// wait for readers comes only after a pause that doubles with each give-up in a row, up to a cap, `PASSIVE`
     /// ones going on meanwhile. When Litestream replicates the database (its tables are in it, found at open and
     /// after a give-up), the writer leaves the checkpoints that wait for readers to it and runs only `PASSIVE` ones.
     Managed {

@@ -14,7 +14,7 @@ pub enum Profile {
     /// `mmap_size=268435456` (256 MiB), `temp_store=MEMORY`, `journal_size_limit=67108864` (64 MiB).
     ///
     /// Reader connections give their memory map up while the database is being written and map the file again
-    /// after a second without a commit: beside a writer, SQLite unmaps a reader's whole map at every read
+    /// once commits have stopped for a while: beside a writer, SQLite unmaps a reader's whole map at every read
     /// transaction that follows a commit, which costs more than the map saves. The writer keeps its map.
     #[default]
     Server,

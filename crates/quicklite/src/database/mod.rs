@@ -42,8 +42,8 @@ use crate::{Error, Profile, Result};
 ///
 /// Answers served together travel together: of the requests of one batch made on the same thread, the last one's
 /// caller receives all their answers and wakes the others from inside its runtime (cheaper than the database
-/// thread waking each task from outside it). If that caller is not polled within a millisecond (its future was
-/// polled by hand and then left aside, say), the database thread sends the others' answers itself.
+/// thread waking each task from outside it). If that caller is not polled soon (its future was polled by hand and
+/// then left aside, say), the database thread sends the others' answers itself.
 #[derive(Clone)]
 pub struct Database {
     inner: Arc<Inner>,
@@ -264,7 +264,7 @@ impl Database {
 
     /// [`Database::read`] that fails with [`Error::Timeout`] if it has not finished `timeout` after this call:
     /// still queued then, it does not run; still running, its statement is interrupted (SQLite's progress
-    /// handler, checked every thousand virtual-machine instructions). Only this read fails; the others served in
+    /// handler, called every so many virtual-machine instructions). Only this read fails; the others served in
     /// the same snapshot are not affected. A shorter timeout of the handle's or the builder's still applies.
     pub async fn read_with_timeout<T, F>(&self, timeout: Duration, f: F) -> Result<T>
     where

@@ -362,3 +362,14 @@ impl Database {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunk_holds_the_rows_chunk_rows_states_unless_set() {
+        // `Keyset::chunk_rows` gives this default in words.
+        assert_eq!(Keyset::new("SELECT 1", 0).chunk_rows, 1000);
+    }
+}

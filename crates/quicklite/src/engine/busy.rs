@@ -11,7 +11,7 @@ use crate::engine::{Shared, hooks};
 /// How long a connection's busy handler waits for a lock, and how often it tries.
 ///
 /// The writer tries every millisecond ([`BusyLimit::polling`]): a lock it waits for is held by another process
-/// (quicklite has one writer), and SQLite's growing schedule (up to 100 ms between tries) sleeps through the
+/// (quicklite has one writer), and SQLite's growing schedule ([`BUSY_DELAYS_MS`]) sleeps through the
 /// moments that process lets go, so a writer that commits back to back wins nearly every race. The writer also
 /// shortens the wait while a checkpoint waits for readers, so that a long read cannot stall writes for the whole
 /// busy timeout; quicklite's readers leave the WAL within a batch. Readers keep SQLite's schedule.
@@ -128,7 +128,7 @@ fn millis(d: Duration) -> u64 {
 }
 
 /// Sleeps between tries for a busy lock, the schedule of SQLite's own busy-timeout handler (`sqliteDefaultBusy
-/// Callback` in main.c): short at first, for the common brief lock, then up to 100 ms.
+/// Callback` in main.c): short at first, for the common brief lock, then longer.
 const BUSY_DELAYS_MS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
 
 #[cfg(test)]

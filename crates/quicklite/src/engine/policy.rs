@@ -300,7 +300,7 @@ mod tests {
         assert_eq!(p.after_commit(400, t0), Some(Mode::Restart));
         p.checkpointed(Mode::Restart, &outcome(true, 400, 400), t0);
         assert_eq!(p.reader_give_ups(), 1);
-        // Within a second no checkpoint waits for readers; PASSIVE ones go on.
+        // Within `BACK_OFF_FIRST` no checkpoint waits for readers; PASSIVE ones go on.
         let half = t0 + Duration::from_millis(500);
         assert_eq!(p.after_commit(450, half), Some(Mode::Passive));
         p.checkpointed(Mode::Passive, &outcome(true, 450, 400), half);
@@ -308,7 +308,7 @@ mod tests {
         let t1 = t0 + Duration::from_secs(1);
         assert_eq!(p.after_commit(470, t1), Some(Mode::Restart));
         p.checkpointed(Mode::Restart, &outcome(true, 470, 470), t1);
-        // Then two seconds, four, … up to 64.
+        // Then the pause doubles, up to `BACK_OFF_MAX`.
         assert!(!p.may_wait_for_readers(t1 + Duration::from_millis(1999)));
         assert!(p.may_wait_for_readers(t1 + Duration::from_secs(2)));
         let mut t = t1;

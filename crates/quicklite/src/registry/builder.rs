@@ -71,9 +71,9 @@ impl RegistryBuilder {
     /// Threads serving every database of the registry: half serve writes, half reads (at least one each), so slow
     /// writes cannot starve reads. By default, twice the available cores. A thread is busy for as long as one group
     /// of writes or one batch of reads takes; while other writes wait behind write threads most of which are blocked
-    /// (asleep in a closure or waiting for the disk, one of them for 20 ms and more), the registry adds write
-    /// threads (up to [`max_write_threads`]), and retires them one by one while fewer than half of them have been
-    /// busy over the last second.
+    /// (asleep in a closure or waiting for the disk, one of them for far longer than a write group takes), the
+    /// registry adds write threads (up to [`max_write_threads`]), and retires them one by one while fewer than half
+    /// of them have been busy of late.
     ///
     /// [`max_write_threads`]: RegistryBuilder::max_write_threads
     pub fn threads(mut self, n: usize) -> Self {
@@ -105,7 +105,7 @@ impl RegistryBuilder {
     }
 
     /// Most databases with open connections at once. A database that must open when the cap is reached first
-    /// closes the least recently used idle one of 16 sampled at random (an approximate LRU); if none is idle, one
+    /// closes the least recently used idle one of a few sampled at random (an approximate LRU); if none is idle, one
     /// whose writes wait in the run queue (they reopen it when their turn comes, in order); one whose checkpoint
     /// runs only if no other can be closed; only if every open database is running a task does it wait — the cap
     /// holds, so file descriptors stay bounded.
@@ -136,7 +136,7 @@ impl RegistryBuilder {
 
     /// Most connections open at once, over all databases, for reads on their callers' threads
     /// ([`Builder::inline_reads`]): the databases read most take them as they need them (each up to its
-    /// [`Builder::inline_connections`]), and a connection unused for 30 s is closed, its place free for another
+    /// [`Builder::inline_connections`]), and a connection unused for a while is closed, its place free for another
     /// database. Two file descriptors each (the database and WAL files). By default, four per CPU; 0 sends every
     /// read to the pool.
     pub fn inline_connections(mut self, n: usize) -> Self {

@@ -185,7 +185,7 @@ mod tests {
     }
 
     #[test]
-    fn extra_threads_retire_while_fewer_than_half_were_busy_over_a_second_and_the_base_stays() {
+    fn extra_threads_retire_while_fewer_than_half_were_busy_over_the_span_and_the_base_stays() {
         let lane = (2, 8);
         let quiet = |threads, busy| Seen {
             threads,
@@ -193,7 +193,7 @@ mod tests {
             mean_busy: busy,
             ..Seen::default()
         };
-        // Not looked at for a second yet.
+        // Not looked at for `RETIRE_AFTER` yet.
         assert_eq!(decide(quiet(6, None), lane), Decision::Hold);
         // Idle, or one short write at a time, whether or not a task was queued at some look.
         assert_eq!(decide(quiet(6, Some(0.0)), lane), Decision::Retire);
