@@ -1,0 +1,95 @@
+//! The settings a table's rows share, in reading order, as the reports write them.
+
+use quicklite_lab_core::Cell;
+
+use crate::row::on_off;
+use crate::{catalog, format};
+
+/// The settings a table's rows share, in reading order.
+pub(super) fn settings(
+    cell: &Cell,
+    memstatus: bool,
+    mutex: &str,
+    mmap_size: Option<u64>,
+    build_profile: &str,
+) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut push = |k: &str, v: String| out.push((k.to_owned(), v));
+    match &cell.multi_db {
+        Some(m) => {
+            push("databases", m.num_databases.to_string());
+            match m.total_readers {
+                Some(total) => push(
+                    "readers",
+                    format!("{total} in all, random database per read"),
+                ),
+                None => push("readers per database", m.readers.to_string()),
+            }
+            push("write mode", m.write_mode.to_string());
+            push("write delay", format::duration_ms(m.write_delay_ms));
+        }
+        None if cell.rate.is_some() => push(
+            "requests in flight",
+            format!("at most {}", cell.concurrency),
+        ),
+        None => push("concurrency", format!("{} tasks", cell.concurrency)),
+    }
+    if let Some(rate) = cell.rate {
+        push("offered load", format::rate(rate));
+    }
+    push("tokio worker threads", cell.worker_threads.to_string());
+    push("profile", cell.profile.clone());
+    push(
+        "synchronous",
+        cell.synchronous
+            .clone()
+            .unwrap_or_else(|| "profile's".to_owned()),
+    );
+    push("memory statistics", on_off(memstatus).to_owned());
+    push("mutex", mutex.to_owned());
+    push("memory map", mmap_text(mmap_size));
+    push("SQLite build", build_profile.to_owned());
+    if matches!(
+        cell.workload.as_str(),
+        "point-read" | "mixed" | "write-read"
+    ) {
+        push("rows", cell.rows.to_string());
+    }
+    if cell.workload == catalog::MIXED {
+        // A run may measure several shares: each is a table, its title naming the share (`mixed · writes 1%`).
+        push("writes", format::share_ppm(cell.write_ppm));
+    }
+    if cell.workload == "queue" {
+        push("backlog", format!("{} jobs", cell.rows));
+    }
+    if cell.workload == catalog::THROUGHPUT {
+        push(
+            "rows per transaction",
+            quicklite_lab_core::THROUGHPUT_ROWS_PER_TRANSACTION.to_string(),
+        );
+        let think = match cell.think_us {
+            0 => "none".to_owned(),
+            us => format::latency_us(us as f64),
+        };
+        push("think time in each transaction", think);
+    }
+    push(
+        "measured",
+        format!(
+            "{} after {} warm-up",
+            format::duration_ms(cell.duration_ms),
+            format::duration_ms(cell.warmup_ms)
+        ),
+    );
+    push("seed", cell.seed.to_string());
+    out
+}
+
+/// An `mmap_size` override as the reports write it: `0`, `256 MiB`, or `profile's`.
+pub fn mmap_text(mmap_size: Option<u64>) -> String {
+    match mmap_size {
+        None => "profile's".to_owned(),
+        Some(0) => "0".to_owned(),
+        Some(bytes) => format::bytes(bytes),
+    }
+}
