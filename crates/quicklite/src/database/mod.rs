@@ -466,9 +466,15 @@ impl Database {
             deadline,
             job,
         };
+        // Looked at before the push, which wakes a sleeping writer.
+        let asked = if self.inner.write_tx.consumers_asleep() {
+            Asked::WriteToSleepingWriter
+        } else {
+            Asked::Write
+        };
         self.enqueue(&self.inner.write_tx, req, "write").await?;
         self.inner.backend.notify_write();
-        receive(rx, Asked::Write).await
+        receive(rx, asked).await
     }
 
     /// Puts a request on a queue: waits for room, or fails fast with [`Error::Overloaded`], as configured.
