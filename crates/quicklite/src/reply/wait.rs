@@ -17,7 +17,7 @@ pub(super) async fn wait_for<T>(
 ) -> std::result::Result<T, oneshot::error::RecvError> {
     let limits = Limits {
         awake: awake_limit(asked),
-        yielding: cpus(),
+        yielding: yielding_past(asked),
         poll_for: POLL_FOR,
     };
     Awaiting::new(rx, &WAITING, limits).await
@@ -57,6 +57,19 @@ fn awake_limit(asked: Asked) -> usize {
     }
 }
 
+/// Past how many callers waiting one that stays awake yields its thread's CPU at each poll. For a read, past one per
+/// CPU: the threads that tasks kept busy would otherwise hold every CPU for whole time slices. For a write, always:
+/// its answer needs the one writer thread, spinning or woken, to get a CPU, and so does the runtime's next timer; a
+/// caller that polled without yielding and a spinning writer held both CPUs of a two-core machine, which left the
+/// writer's wake-ups and the runtime's timers waiting for a time slice (docs/design.md, "Figures behind the design
+/// choices").
+fn yielding_past(asked: Asked) -> usize {
+    match asked {
+        Asked::Read => cpus(),
+        Asked::Write | Asked::WriteToSleepingWriter => 0,
+    }
+}
+
 /// When a caller stays awake, and how.
 #[derive(Debug, Clone, Copy)]
 struct Limits {
@@ -72,11 +85,12 @@ struct Limits {
 /// than the request itself (the kernel's scheduling latency, paid on every round trip). So while few callers wait
 /// (`waiting` counts them, up to `awake_limit`), the task wakes itself after each poll, and its runtime polls it
 /// again as soon as its other tasks have had their turn, for up to `poll_for`; the database thread, spinning too,
-/// finds the next request before it sleeps. With more callers awake than CPUs, each also yields its thread's CPU
-/// at every poll: threads that tasks kept busy this way would otherwise hold the CPUs for whole time slices, and a
-/// database thread woken meanwhile (a writer's next task) would wait for one. A caller still unanswered after
-/// `poll_for` (a long write) sleeps until answered and no longer counts. With more callers waiting, each sleeps until answered: the price of staying awake, a
-/// runtime thread kept busy, is then paid for nothing.
+/// finds the next request before it sleeps. Past `yielding` callers awake ([`yielding_past`]: more than CPUs for
+/// reads, any for writes), each also yields its thread's CPU at every poll: threads that tasks kept busy this way
+/// would otherwise hold the CPUs for whole time slices, and a database thread woken meanwhile (a writer's next
+/// task) would wait for one. A caller still unanswered after `poll_for` (a long write) sleeps until answered and no
+/// longer counts. With more callers waiting, each sleeps until answered: the price of staying awake, a runtime
+/// thread kept busy, is then paid for nothing.
 struct Awaiting<T> {
     rx: oneshot::Receiver<T>,
     since: Instant,
@@ -296,6 +310,23 @@ mod tests {
         assert!(poll(&mut awaiting, &wakes));
         // A write taken at once by a spinning writer, alone, stays awake.
         assert!(awake_limit(Asked::Write) >= 1);
+    }
+
+    #[test]
+    fn a_caller_awake_for_a_write_yields_at_each_poll_even_alone() {
+        static WAITING: AtomicUsize = AtomicUsize::new(0);
+        let limits = |asked| Limits {
+            awake: awake_limit(asked),
+            yielding: yielding_past(asked),
+            poll_for: FOREVER,
+        };
+        let (_tx, rx) = oneshot::channel::<Answer<u8>>();
+        let mut write = Awaiting::new(rx, &WAITING, limits(Asked::Write));
+        assert_eq!(write.stays_awake(), Awake::Yielding);
+        drop(write);
+        let (_tx, rx) = oneshot::channel::<Answer<u8>>();
+        let mut read = Awaiting::new(rx, &WAITING, limits(Asked::Read));
+        assert_eq!(read.stays_awake(), Awake::Yes);
     }
 
     #[test]
