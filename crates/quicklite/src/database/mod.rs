@@ -466,15 +466,9 @@ impl Database {
             deadline,
             job,
         };
-        // Looked at before the push, which wakes a sleeping writer.
-        let asked = if self.inner.write_tx.consumers_asleep() {
-            Asked::WriteToSleepingWriter
-        } else {
-            Asked::Write
-        };
         self.enqueue(&self.inner.write_tx, req, "write").await?;
         self.inner.backend.notify_write();
-        receive(rx, asked).await
+        receive(rx, Asked::Write).await
     }
 
     /// Puts a request on a queue: waits for room, or fails fast with [`Error::Overloaded`], as configured.

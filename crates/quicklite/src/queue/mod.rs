@@ -40,7 +40,6 @@ pub(crate) fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
         closed: AtomicBool::new(false),
         spinning: AtomicBool::new(false),
         heartbeat: Heartbeat::new(),
-        asleep: AtomicUsize::new(0),
         burst: AtomicUsize::new(0),
         capacity: capacity.max(1),
         consumers: Condvar::new(),
@@ -67,9 +66,6 @@ struct QueueState<T> {
     spinning: AtomicBool,
     /// When the spinning consumer last looked: a push wakes a sleeping consumer if it has not looked for a while.
     heartbeat: Heartbeat,
-    /// Equal to `queue.sleeping`, readable without the lock: whether a sender's request will wait for a consumer to
-    /// be woken ([`Sender::consumers_asleep`]).
-    asleep: AtomicUsize,
     /// Requests queued when a consumer last took some: how busy the queue is, for [`Receiver::spin_take`].
     burst: AtomicUsize,
     capacity: usize,
@@ -221,13 +217,6 @@ impl<T> Drop for Sender<T> {
 }
 
 impl<T> Sender<T> {
-    /// Whether a request pushed now would have to wake a consumer: every consumer is asleep, none spinning for
-    /// requests or busy serving some.
-    pub(crate) fn consumers_asleep(&self) -> bool {
-        !self.shared.spinning.load(Ordering::Relaxed)
-            && self.shared.asleep.load(Ordering::Relaxed) > 0
-    }
-
     /// Queues `item` if there is room (room set aside for senders waiting in line is not).
     pub(crate) fn try_send(&self, item: T) -> Result<(), TrySendError<T>> {
         let shared = &*self.shared;
@@ -504,7 +493,6 @@ impl<T> Receiver<T> {
                 n => return Taken::Got(n),
             }
             queue.sleeping += 1;
-            shared.asleep.store(queue.sleeping, Ordering::Relaxed);
             queue = match deadline {
                 None => shared
                     .consumers
@@ -514,7 +502,6 @@ impl<T> Receiver<T> {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         queue.sleeping -= 1;
-                        shared.asleep.store(queue.sleeping, Ordering::Relaxed);
                         return Taken::Empty;
                     }
                     shared
@@ -525,7 +512,6 @@ impl<T> Receiver<T> {
                 }
             };
             queue.sleeping -= 1;
-            shared.asleep.store(queue.sleeping, Ordering::Relaxed);
         }
     }
 
@@ -697,35 +683,6 @@ mod tests {
         let consumer = std::thread::spawn(move || rx.recv_blocking());
         tx.try_send(7).unwrap();
         assert_eq!(consumer.join().unwrap(), Some(7));
-    }
-
-    #[test]
-    #[cfg(not(quicklite_loom))]
-    fn a_sender_sees_whether_its_request_would_wait_for_a_consumer_to_wake() {
-        let (tx, rx) = bounded::<u32>(4);
-        assert!(!tx.consumers_asleep(), "nobody consumes yet");
-        let consumer = std::thread::spawn(move || {
-            let mut got = VecDeque::new();
-            let taken = rx.take_timeout(1, &mut got, None);
-            assert!(matches!(taken, Taken::Got(1)));
-            (rx, got)
-        });
-        let asleep_by = Instant::now() + Duration::from_secs(10);
-        while !tx.consumers_asleep() {
-            assert!(Instant::now() < asleep_by, "the consumer never slept");
-            std::thread::yield_now();
-        }
-        tx.try_send(7).unwrap();
-        let (rx, got) = consumer.join().unwrap();
-        assert_eq!(got, [7]);
-        assert!(
-            !tx.consumers_asleep(),
-            "the consumer woke and took its request"
-        );
-        // A consumer spinning for requests is awake, whoever sleeps beside it.
-        rx.shared.spinning.store(true, Ordering::SeqCst);
-        rx.shared.asleep.store(1, Ordering::Relaxed);
-        assert!(!tx.consumers_asleep());
     }
 
     #[test]

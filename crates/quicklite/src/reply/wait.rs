@@ -38,22 +38,16 @@ pub(crate) enum Asked {
     Read,
     /// A write.
     Write,
-    /// A write queued while its writer was asleep: it waits for the writer to be woken first.
-    WriteToSleepingWriter,
 }
 
 /// The most callers waiting at once for which a caller keeps its task awake. For a read, four per CPU: its answer
-/// comes from one of several reader threads, within microseconds. For a write taken at once, one per CPU: its answer
-/// comes after its group's commit on the one writer thread, whose CPU the callers kept awake would take. For a write
-/// left to a sleeping writer, none: a caller kept awake would poll through the writer's wake-up, taking a CPU the
-/// writer needs, for an answer that comes no sooner (docs/design.md, "Figures behind the design choices"). Past
-/// the limit answers come in batches, relayed from inside the runtime, and its threads are better left to the
-/// other tasks.
+/// comes from one of several reader threads, within microseconds. For a write, one per CPU: its answer comes after
+/// its group's commit on the one writer thread, whose CPU the callers kept awake would take. Past the limit answers
+/// come in batches, relayed from inside the runtime, and its threads are better left to the other tasks.
 fn awake_limit(asked: Asked) -> usize {
     match asked {
         Asked::Read => 4 * cpus(),
         Asked::Write => cpus(),
-        Asked::WriteToSleepingWriter => 0,
     }
 }
 
@@ -66,7 +60,7 @@ fn awake_limit(asked: Asked) -> usize {
 fn yielding_past(asked: Asked) -> usize {
     match asked {
         Asked::Read => cpus(),
-        Asked::Write | Asked::WriteToSleepingWriter => 0,
+        Asked::Write => 0,
     }
 }
 
@@ -290,26 +284,6 @@ mod tests {
         drop(gone);
         assert!(!poll(&mut callers[0].1, &wakes));
         assert_eq!(wakes.0.load(Ordering::Relaxed), 1);
-    }
-
-    #[test]
-    fn a_write_left_to_a_sleeping_writer_sleeps_at_once_even_alone() {
-        static WAITING: AtomicUsize = AtomicUsize::new(0);
-        let (tx, rx) = oneshot::channel();
-        let limits = Limits {
-            awake: awake_limit(Asked::WriteToSleepingWriter),
-            yielding: usize::MAX,
-            poll_for: FOREVER,
-        };
-        let mut awaiting = Awaiting::new(rx, &WAITING, limits);
-        let wakes = Arc::new(Wakes::default());
-        assert!(!poll(&mut awaiting, &wakes));
-        assert_eq!(wakes.0.load(Ordering::Relaxed), 0, "it did not wake itself");
-        tx.send(answer(7)).ok().unwrap();
-        assert_eq!(wakes.0.load(Ordering::Relaxed), 1, "the answer woke it");
-        assert!(poll(&mut awaiting, &wakes));
-        // A write taken at once by a spinning writer, alone, stays awake.
-        assert!(awake_limit(Asked::Write) >= 1);
     }
 
     #[test]
