@@ -146,26 +146,12 @@ pub fn ceiling_supports(workload: &str) -> bool {
         .any(|w| w.name() == workload)
 }
 
-/// The approaches whose runners run custom workloads (`--workload-file`): every approach on SQLite in Rust, whose
-/// runner takes any SQL with its values. The Go and Node runners implement the built-in workloads only, and
-/// PostgreSQL speaks another SQL.
-pub const CUSTOM_APPROACHES: &[&str] = &[
-    CEILING,
-    "direct-blocking",
-    "spawn-blocking",
-    "per-request",
-    "tokio-rusqlite",
-    "deadpool-sqlite",
-    "async-sqlite",
-    "sqlx",
-    "trailbase-sqlite",
-    "quicklite",
-    "quicklite-timeouts",
-    "quicklite-writes-first",
-    "quicklite-no-inline",
-    "quicklite-subscribed",
-    "quicklite-subscribed-100",
-];
+/// Whether `approach` runs custom workloads (`--workload-file`): every approach on SQLite in Rust — the built-in
+/// ones and quicklite's variants — whose runner takes any SQL with its values. The Go and Node runners implement the
+/// built-in workloads only, and PostgreSQL speaks another SQL.
+pub fn runs_custom(approach: &str) -> bool {
+    APPROACHES.contains(&approach) || VARIANT_APPROACHES.contains(&approach)
+}
 
 /// Whether `approach` implements `workload`.
 pub fn supports(workload: &str, approach: &str) -> bool {

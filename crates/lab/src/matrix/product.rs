@@ -114,7 +114,7 @@ pub(super) fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
 /// Whether `approach` implements `workload`, built in or one of the run's custom workloads.
 pub(super) fn supports(options: &BenchOptions, workload: &str, approach: &str) -> bool {
     if custom(options, workload).is_some() {
-        return catalog::CUSTOM_APPROACHES.contains(&approach);
+        return catalog::runs_custom(approach);
     }
     catalog::supports(workload, approach)
 }
