@@ -8,9 +8,15 @@
 //! is never out of order; what it holds counts for the locks taken after it. A database's writer slot has two
 //! places in the order — its own database's, and another's closing it to make room — so the closer takes it at the
 //! second ([`Ranked::lock_at`]).
+//!
+//! The mutex comes from [`crate::sync`], so that the models of the actor's closing and reopening
+//! ([`lifecycle`](super::actor::lifecycle)) see these locks; so does the record of the ranks a thread holds, which
+//! under loom is kept per model thread.
 
 use std::ops::{Deref, DerefMut};
-use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
+use std::sync::{PoisonError, TryLockError};
+
+use crate::sync::{Mutex, MutexGuard};
 
 /// A lock's place in the order: a thread takes ranked locks in increasing rank, and never two of one rank (one
 /// database's actor state is taken alone).
@@ -95,10 +101,17 @@ impl<T> DerefMut for RankedGuard<'_, T> {
     }
 }
 
-#[cfg(debug_assertions)]
+#[cfg(all(debug_assertions, not(quicklite_loom)))]
 thread_local! {
     /// The ranks of the ranked locks this thread holds, in the order it took them.
     static HELD: std::cell::RefCell<Vec<Rank>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+// Loom runs a model's threads on one thread of the process: each keeps its own record.
+#[cfg(all(debug_assertions, quicklite_loom))]
+loom::thread_local! {
+    /// The ranks of the ranked locks this model thread holds, in the order it took them.
+    static HELD: std::cell::RefCell<Vec<Rank>> = std::cell::RefCell::new(Vec::new());
 }
 
 /// One rank this thread holds, given back when dropped (in debug builds; nothing otherwise).

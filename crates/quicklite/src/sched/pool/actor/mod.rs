@@ -19,7 +19,15 @@
 //! takes it inside its own calls and takes none of these meanwhile.
 //!
 //! Roles are not locks: they are taken with one atomic operation that fails rather than waits ([`Roles`]).
+//!
+//! [`Roles`]: crate::sched::pool::roles::Roles
+//! [`Roles::take_all`]: crate::sched::pool::roles::Roles::take_all
+//!
+//! How the connections close and reopen while requests keep coming — the writer's slot, the open flag, the requests
+//! handed over across a close, the closers and the write task — is [`lifecycle`], model-checked on its own; the actor
+//! is its [`Host`](lifecycle::Host), with the SQLite side and the pool's bookkeeping.
 
+pub(crate) mod lifecycle;
 mod turns;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -40,16 +48,28 @@ use crate::request::{ReadRequest, WriteRequest};
 use crate::sched::pool::Pool;
 use crate::sched::pool::checkpoints::CheckpointsBeside;
 use crate::sched::pool::ranked::{Rank, Ranked};
-use crate::sched::pool::roles::Roles;
-use crate::sched::pool::task::{PooledDatabase, Task};
+use crate::sched::pool::task::PooledDatabase;
 use crate::util::companion;
 use crate::{Error, Result};
+use lifecycle::{HandsOver, Lifecycle};
 
 /// The writer of an open database, with the reads it serves on its connection while the database has no reader
 /// connection.
-struct OpenWriter {
+pub(crate) struct OpenWriter {
     writer: Writer,
     reads: BatchedReads,
+}
+
+impl HandsOver for OpenWriter {
+    type Request = WriteRequest;
+
+    fn take_unserved(&mut self) -> VecDeque<WriteRequest> {
+        self.writer.inbox().take_unserved()
+    }
+
+    fn serve_first(&mut self, requests: VecDeque<WriteRequest>) {
+        self.writer.inbox().serve_first(requests);
+    }
 }
 
 /// One database on the pool.
@@ -63,11 +83,9 @@ pub(crate) struct Actor {
     read_rx: queue::Receiver<ReadRequest>,
     /// Filled once, when the writer first opens.
     pragmas: Arc<OnceLock<BTreeMap<String, String>>>,
-    /// The writer, while the database is open.
-    writer: Ranked<Option<OpenWriter>>,
-    /// Requests a writer took from the queue and had not served when the database was closed with its write task
-    /// queued ([`Actor::try_close_queued`]): the next writer serves them first.
-    unserved: Ranked<VecDeque<WriteRequest>>,
+    /// The writer's slot, the open flag, the roles and the requests handed over across a close: how the
+    /// connections close and reopen ([`Lifecycle`]).
+    life: Lifecycle<OpenWriter>,
     /// Callers waiting for the database to open ([`Actor::open_now`]); `None` once it is closed for good.
     open_waiters: Ranked<Option<Vec<oneshot::Sender<Result<()>>>>>,
     /// Open reader connections not serving a task right now.
@@ -76,10 +94,6 @@ pub(crate) struct Actor {
     reader_connections: AtomicUsize,
     /// Read batches served on the writer's connection since it opened.
     writer_reads: AtomicU32,
-    /// Which tasks are scheduled, and whether the connections are being closed.
-    roles: Roles,
-    /// Whether the connections are open.
-    open: AtomicBool,
     /// When a task last served a request, on [`Pool::now_ms`]'s clock.
     last_used_ms: AtomicU64,
     /// Whether writes were committed since the WAL was last truncated.
@@ -114,14 +128,11 @@ impl Actor {
             write_rx,
             read_rx,
             pragmas,
-            writer: Ranked::new(Rank::Writer, None),
-            unserved: Ranked::new(Rank::ActorState, VecDeque::new()),
+            life: Lifecycle::new(),
             open_waiters: Ranked::new(Rank::ActorState, Some(Vec::new())),
             readers: Ranked::new(Rank::ActorState, Vec::new()),
             reader_connections: AtomicUsize::new(0),
             writer_reads: AtomicU32::new(0),
-            roles: Roles::default(),
-            open: AtomicBool::new(false),
             last_used_ms: AtomicU64::new(now),
             wal_dirty: AtomicBool::new(false),
             checkpointing: Arc::new(AtomicBool::new(false)),
@@ -132,16 +143,12 @@ impl Actor {
 
     /// Schedules a write task unless one is queued or running.
     pub(crate) fn wake_writer(self: &Arc<Self>) {
-        if self.roles.schedule_write() {
-            self.pool.push(Task::Write(self.clone()));
-        }
+        self.life.wake_writer(self);
     }
 
     /// Schedules a read task unless `readers` of them are queued or running.
     pub(crate) fn wake_reader(self: &Arc<Self>) {
-        if self.roles.schedule_read(self.config.readers) {
-            self.pool.push(Task::Read(self.clone()));
-        }
+        self.life.wake_reader(self);
     }
 
     /// Opens the database's connections if they are not open (on a pool thread, by a write task); the answer says
@@ -179,7 +186,7 @@ impl Actor {
 
     /// Whether the connections are open.
     pub(crate) fn is_open(&self) -> bool {
-        self.open.load(Ordering::Acquire)
+        self.life.is_open()
     }
 
     /// Whether the database was closed for good ([`Actor::close`]).
@@ -193,7 +200,7 @@ impl Actor {
             return true;
         }
         !self.is_open()
-            && self.roles.idle()
+            && self.life.roles.idle()
             && self.write_rx.is_empty()
             && self.read_rx.is_empty()
             && !self.has_open_waiters()
@@ -202,7 +209,7 @@ impl Actor {
     /// Queued write and read requests.
     pub(crate) fn queued(&self) -> (usize, usize) {
         (
-            self.write_rx.len() + self.unserved.lock().len(),
+            self.write_rx.len() + self.life.unserved(),
             self.read_rx.len(),
         )
     }
@@ -212,50 +219,13 @@ impl Actor {
             .store(self.pool.now_ms(), Ordering::Relaxed);
     }
 
-    fn release_write(self: &Arc<Self>) {
-        self.roles.end_write();
-        // A request queued after the last look but before the role was given back found it taken: look again.
-        if !self.write_rx.is_empty() || self.has_open_waiters() {
-            self.wake_writer();
-        }
-        // Reads that found the writer busy and no reader connection to open wait for this.
-        if !self.read_rx.is_empty() {
-            self.wake_reader();
-        }
-        self.made_room();
-        self.task_ended.notify_waiters();
-    }
-
     fn release_read(self: &Arc<Self>) {
-        self.roles.end_read();
-        if !self.read_rx.is_empty() {
-            self.wake_reader();
-        }
-        self.made_room();
-        self.task_ended.notify_waiters();
+        self.life.release_read(self);
     }
 
     /// Lets a task waiting for room try again if this database could now be closed for it.
     fn made_room(&self) {
         if self.is_idle() {
-            self.pool.resume_waiting(1);
-        }
-    }
-
-    /// Closes the connections (the caller holds both roles and the writer's slot): readers first, then the writer.
-    fn close_connections(&self, slot: &mut Option<OpenWriter>, close: Close) {
-        let readers = std::mem::take(&mut *self.readers.lock());
-        let closed = readers.len();
-        drop(readers);
-        self.reader_connections.store(0, Ordering::SeqCst);
-        self.pool.release_readers(closed);
-        if let Some(OpenWriter { mut writer, .. }) = slot.take() {
-            self.unserved.lock().extend(writer.inbox().take_unserved());
-            writer.shut_down(close);
-        }
-        if self.open.swap(false, Ordering::AcqRel) {
-            self.pool.open.lock().remove(&self.name);
-            self.pool.release_open();
             self.pool.resume_waiting(1);
         }
     }
@@ -271,11 +241,11 @@ impl Actor {
             ended.as_mut().enable();
             let (writes, reads) = self.queued();
             let opening = self.has_open_waiters();
-            if writes == 0 && reads == 0 && !opening && self.roles.take_all() {
+            if writes == 0 && reads == 0 && !opening && self.life.roles.take_all() {
                 // Both roles stay taken: the queues are closed, nothing may run any more.
-                let mut slot = self.writer.lock();
+                let mut slot = self.life.slot().lock();
                 self.open_to_fold_the_wal(&mut slot);
-                self.close_connections(&mut slot, Close::ForGood);
+                self.life.close(&mut slot, self, Close::ForGood);
                 drop(slot);
                 // Callers asking to open from now on hear that the database is closed.
                 self.open_waiters.lock().take();
@@ -300,7 +270,7 @@ impl Actor {
         if slot.is_some() || !managed || wal == 0 {
             return;
         }
-        match self.open_writer(false) {
+        match self.connect_writer(false) {
             Ok((open, _)) => *slot = Some(open),
             Err(e) => {
                 tracing::warn!(database = %self.name, error = %e, "could not open to checkpoint at close")
@@ -310,7 +280,7 @@ impl Actor {
 
     /// Opens the writer's connection (refusing linked files), with the reads it may serve; on the `first` open
     /// also runs the migration and returns the PRAGMAs read back.
-    fn open_writer(&self, first: bool) -> Result<(OpenWriter, BTreeMap<String, String>)> {
+    fn connect_writer(&self, first: bool) -> Result<(OpenWriter, BTreeMap<String, String>)> {
         refuse_links(&self.path)?;
         let opened = Writer::open(
             &self.path,

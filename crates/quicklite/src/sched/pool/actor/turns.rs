@@ -1,4 +1,5 @@
-//! A pooled database's turns on the pool: a write task, a read task, and opening the connections they need.
+//! A pooled database's turns on the pool: a write task, a read task, and what they ask of the connections — opening
+//! them, serving a turn, closing them ([`Host`]).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -6,20 +7,14 @@ use std::sync::atomic::Ordering;
 
 use crate::engine::read::Reader;
 use crate::engine::write::Close;
+use crate::sched::pool::actor::lifecycle::{Host, Opened};
 use crate::sched::pool::actor::{Actor, OpenWriter};
-use crate::sched::pool::ranked::{Rank, RankedGuard};
 use crate::sched::pool::task::{PooledDatabase, Task};
 use crate::{Error, Result};
 
 /// Read batches a database serves on its writer's connection, per open, before it opens a reader connection
 /// ([`Actor::reads_on`]).
 const READS_ON_WRITER: u32 = 8;
-
-/// Whether [`Actor::ensure_writer`] opened (or found open) the database, or must wait for room.
-enum Opened {
-    Yes,
-    Deferred,
-}
 
 /// Where a read task serves its batch ([`Actor::reads_on`]).
 enum ReadsOn {
@@ -32,13 +27,6 @@ enum ReadsOn {
 }
 
 impl Actor {
-    /// Whether requests wait for the database: queued, taken from the queue by a writer closed since, or waiting
-    /// for it to open.
-    fn has_work(&self) -> bool {
-        let unserved = !self.unserved.lock().is_empty();
-        unserved || !self.write_rx.is_empty() || !self.read_rx.is_empty() || self.has_open_waiters()
-    }
-
     /// Where this read task serves its batch: an idle reader connection; else the writer's connection if it is
     /// free (then already served); else a new reader connection if the registry's budget allows; else nowhere.
     ///
@@ -81,7 +69,7 @@ impl Actor {
     /// waits for the batch to end. Reads that find the writer's connection in use (a database written and read at
     /// once) open a reader connection, which then serves its later reads.
     fn read_on_writer(&self) -> bool {
-        let Some(mut slot) = self.writer.try_lock() else {
+        let Some(mut slot) = self.life.slot().try_lock() else {
             return false;
         };
         match slot.as_mut() {
@@ -91,46 +79,6 @@ impl Actor {
             }
             None => false,
         }
-    }
-
-    /// Opens the writer connection into `slot` if it is not open — unless the registry is at its cap on open
-    /// databases and none can be closed now, in which case opening waits ([`Opened::Deferred`]).
-    fn ensure_writer(
-        self: &Arc<Self>,
-        slot: &mut RankedGuard<'_, Option<OpenWriter>>,
-    ) -> Result<Opened> {
-        if slot.is_some() {
-            self.answer_open_waiters(|| Ok(()));
-            return Ok(Opened::Yes);
-        }
-        if !self.pool.reserve_open(&self.name) {
-            return Ok(Opened::Deferred);
-        }
-        let first = self.pragmas.get().is_none();
-        let (mut open, pragmas) = match self.open_writer(first) {
-            Ok(opened) => opened,
-            Err(e) => {
-                self.pool.release_open();
-                return Err(e);
-            }
-        };
-        if first {
-            let _ = self.pragmas.set(pragmas);
-        } else if self.config.external_commits.is_some() {
-            // Whatever was committed from outside while the database was closed went unseen.
-            self.shared.changes.external();
-        }
-        open.writer
-            .inbox()
-            .serve_first(std::mem::take(&mut *self.unserved.lock()));
-        **slot = Some(open);
-        self.writer_reads.store(0, Ordering::Relaxed);
-        self.open.store(true, Ordering::Release);
-        self.pool.opens.fetch_add(1, Ordering::Relaxed);
-        self.touch();
-        self.pool.open.lock().insert(self.clone());
-        self.answer_open_waiters(|| Ok(()));
-        Ok(Opened::Yes)
     }
 }
 
@@ -148,75 +96,17 @@ impl PooledDatabase for Actor {
         self.last_used_ms.load(Ordering::Relaxed)
     }
 
-    /// A write task: one group on the writer connection, opening it first if needed — and only if there is work for
-    /// it: housekeeping wakes the writer of an open database (to look for commits from outside, to truncate the WAL),
-    /// and one closed meanwhile has nothing to open for (its subscribers are told of commits from outside when it
-    /// opens again).
+    /// A write task: one group on the writer connection, opening it first if needed ([`Lifecycle::write_turn`]);
+    /// a database opened again tells its subscribers of commits from outside.
+    ///
+    /// [`Lifecycle::write_turn`]: crate::sched::pool::actor::lifecycle::Lifecycle::write_turn
     fn run_write(self: &Arc<Self>) {
-        let more = {
-            let mut slot = self.writer.lock();
-            if slot.is_none() && !self.has_work() {
-                drop(slot);
-                self.release_write();
-                return;
-            }
-            match self.ensure_writer(&mut slot) {
-                Ok(Opened::Yes) => {}
-                Ok(Opened::Deferred) => {
-                    drop(slot);
-                    self.pool.wait_for_room(Task::Write(self.clone()));
-                    return;
-                }
-                Err(e) => {
-                    drop(slot);
-                    self.fail_queued(&e);
-                    self.release_write();
-                    return;
-                }
-            }
-            let open = slot.as_mut().expect("the writer was just opened");
-            let mut served = open.writer.serve_turn();
-            if served {
-                self.wal_dirty.store(true, Ordering::Relaxed);
-            } else if self.truncate_asked.swap(false, Ordering::Relaxed) {
-                // The writer knows whether anything was written since it opened or last truncated.
-                if open.writer.idle_truncate_after().is_some() {
-                    open.writer.truncate_wal();
-                }
-                self.wal_dirty.store(false, Ordering::Relaxed);
-            }
-            if !served {
-                // Housekeeping wakes the writer of a database that looks for commits from outside.
-                open.writer.look_outside_if_due();
-            }
-            if !self.read_rx.is_empty() && self.reader_connections.load(Ordering::SeqCst) == 0 {
-                // Reads that found this task queued or running (and no reader connection to open) ride along.
-                let OpenWriter { writer, reads } = open;
-                served |= writer
-                    .lend_read_only(|conn| reads.serve_turn(conn))
-                    .unwrap_or(false);
-            }
-            if served {
-                self.touch();
-            }
-            open.writer.inbox().has_work()
-        };
-        if more {
-            // To the back of the run queue: every other database with work gets a turn first.
-            self.pool.push(Task::Write(self.clone()));
-        } else {
-            self.release_write();
-        }
+        self.life.write_turn(self);
     }
 
     /// A read task: one batch on a reader connection, opening the database first if needed.
     fn run_read(self: &Arc<Self>) {
-        let opened = if self.is_open() {
-            Ok(Opened::Yes)
-        } else {
-            let mut slot = self.writer.lock();
-            self.ensure_writer(&mut slot)
-        };
+        let opened = self.life.open_for_reads(self);
         if let Ok(Opened::Deferred) = opened {
             self.pool.wait_for_room(Task::Read(self.clone()));
             return;
@@ -233,8 +123,8 @@ impl PooledDatabase for Actor {
                 // The write task using the writer's connection serves queued reads before it ends, and looks at the
                 // read queue when it ends (`release_write`), scheduling a read task then; if it ended meanwhile,
                 // schedule one here.
-                self.roles.end_read();
-                if !self.roles.write_scheduled() && !self.read_rx.is_empty() {
+                self.life.roles.end_read();
+                if !self.life.roles.write_scheduled() && !self.read_rx.is_empty() {
                     self.wake_reader();
                 }
                 self.task_ended.notify_waiters();
@@ -256,7 +146,7 @@ impl PooledDatabase for Actor {
 
     /// Open, with no task queued or running: a database that could be closed now.
     fn is_idle(&self) -> bool {
-        self.is_open() && self.roles.idle()
+        self.life.is_idle()
     }
 
     /// Answers every queued request with `error` (the database could not be opened, or the pool is stopped).
@@ -265,7 +155,7 @@ impl PooledDatabase for Actor {
             tracing::warn!(database = %self.name, %error, "could not open a registry database");
         }
         self.answer_open_waiters(|| Err(error.duplicate()));
-        let mut writes = std::mem::take(&mut *self.unserved.lock());
+        let mut writes = self.life.take_unserved();
         loop {
             for r in writes.drain(..) {
                 r.job.answer(Some(error.duplicate()));
@@ -282,50 +172,136 @@ impl PooledDatabase for Actor {
         }
     }
 
-    /// Closes the connections if no task is queued or running, taking both roles meanwhile so none can start.
-    /// Returns whether it closed them. Requests that arrive meanwhile wait in their queues; they reopen the
-    /// database when the roles are released.
+    /// Closes the connections if no task is queued or running ([`Lifecycle::try_close`]).
+    ///
+    /// [`Lifecycle::try_close`]: crate::sched::pool::actor::lifecycle::Lifecycle::try_close
     fn try_close(self: &Arc<Self>) -> bool {
-        if !self.is_open() {
-            return false;
-        }
-        if !self.roles.take_all() {
-            // A request that came while the write role was held for a moment found it taken: look again.
-            if !self.write_rx.is_empty() || self.has_open_waiters() {
-                self.wake_writer();
-            }
-            return false;
-        }
-        // Taken by housekeeping, or by a database opening at the cap that holds its own slot (lock order, rank 2).
-        self.close_connections(&mut self.writer.lock_at(Rank::OtherWriter), Close::ToReopen);
-        self.roles.reopen_reads();
-        if !self.read_rx.is_empty() {
-            self.wake_reader();
-        }
-        self.release_write();
-        true
+        self.life.try_close(self)
     }
 
-    /// Closes the connections of a database whose write task waits in the run queue, if no task runs on it and no
-    /// read task is queued; returns whether it closed them. The queued write task reopens the database when its
-    /// turn comes (one whose turn comes meanwhile waits for the writer's slot, then finds it empty).
+    /// Closes the connections of a database whose write task waits in the run queue, if no task runs on it
+    /// ([`Lifecycle::try_close_queued`]).
+    ///
+    /// [`Lifecycle::try_close_queued`]: crate::sched::pool::actor::lifecycle::Lifecycle::try_close_queued
     fn try_close_queued(self: &Arc<Self>) -> bool {
-        if !self.is_open() {
-            return false;
-        }
-        // Held by a running write task, or by reads on the writer's connection.
-        let Some(mut slot) = self.writer.try_lock() else {
-            return false;
+        self.life.try_close_queued(self)
+    }
+}
+
+impl Host for Arc<Actor> {
+    type Writer = OpenWriter;
+
+    fn writes_wait(&self) -> bool {
+        !self.write_rx.is_empty() || self.has_open_waiters()
+    }
+
+    fn reads_wait(&self) -> bool {
+        !self.read_rx.is_empty()
+    }
+
+    fn read_tasks(&self) -> usize {
+        self.config.readers
+    }
+
+    fn push_write(&self) {
+        self.pool.push(Task::Write(self.clone()));
+    }
+
+    fn push_read(&self) {
+        self.pool.push(Task::Read(self.clone()));
+    }
+
+    fn defer_write(&self) {
+        self.pool.wait_for_room(Task::Write(self.clone()));
+    }
+
+    fn roles_released(&self) {
+        self.made_room();
+        self.task_ended.notify_waiters();
+    }
+
+    fn reserve_open(&self) -> bool {
+        self.pool.reserve_open(&self.name)
+    }
+
+    /// Opens the writer; on the first open also runs the migration and keeps the PRAGMAs read back.
+    fn open_writer(&self) -> Result<OpenWriter> {
+        let first = self.pragmas.get().is_none();
+        let (open, pragmas) = match self.connect_writer(first) {
+            Ok(opened) => opened,
+            Err(e) => {
+                self.pool.release_open();
+                return Err(e);
+            }
         };
-        if slot.is_none() || !self.roles.shut_reads() {
-            return false;
+        if first {
+            let _ = self.pragmas.set(pragmas);
+        } else if self.config.external_commits.is_some() {
+            // Whatever was committed from outside while the database was closed went unseen.
+            self.shared.changes.external();
         }
-        self.close_connections(&mut slot, Close::ToReopen);
-        drop(slot);
-        self.roles.reopen_reads();
-        if !self.read_rx.is_empty() {
-            self.wake_reader();
+        self.writer_reads.store(0, Ordering::Relaxed);
+        Ok(open)
+    }
+
+    fn opened(&self) {
+        self.pool.opens.fetch_add(1, Ordering::Relaxed);
+        self.touch();
+        self.pool.open.lock().insert(self.clone());
+        self.answer_open_waiters(|| Ok(()));
+    }
+
+    fn found_open(&self) {
+        self.answer_open_waiters(|| Ok(()));
+    }
+
+    fn serve_turn(&self, open: &mut OpenWriter) -> bool {
+        let mut served = open.writer.serve_turn();
+        if served {
+            self.wal_dirty.store(true, Ordering::Relaxed);
+        } else if self.truncate_asked.swap(false, Ordering::Relaxed) {
+            // The writer knows whether anything was written since it opened or last truncated.
+            if open.writer.idle_truncate_after().is_some() {
+                open.writer.truncate_wal();
+            }
+            self.wal_dirty.store(false, Ordering::Relaxed);
         }
-        true
+        if !served {
+            // Housekeeping wakes the writer of a database that looks for commits from outside.
+            open.writer.look_outside_if_due();
+        }
+        if !self.read_rx.is_empty() && self.reader_connections.load(Ordering::SeqCst) == 0 {
+            // Reads that found this task queued or running (and no reader connection to open) ride along.
+            let OpenWriter { writer, reads } = open;
+            served |= writer
+                .lend_read_only(|conn| reads.serve_turn(conn))
+                .unwrap_or(false);
+        }
+        if served {
+            self.touch();
+        }
+        open.writer.inbox().has_work()
+    }
+
+    fn fail_waiting(&self, error: &Error) {
+        self.fail_queued(error);
+    }
+
+    fn close_readers(&self) {
+        let readers = std::mem::take(&mut *self.readers.lock());
+        let closed = readers.len();
+        drop(readers);
+        self.reader_connections.store(0, Ordering::SeqCst);
+        self.pool.release_readers(closed);
+    }
+
+    fn shut_down(&self, open: OpenWriter, close: Close) {
+        open.writer.shut_down(close);
+    }
+
+    fn closed(&self) {
+        self.pool.open.lock().remove(&self.name);
+        self.pool.release_open();
+        self.pool.resume_waiting(1);
     }
 }
