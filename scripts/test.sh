@@ -9,9 +9,11 @@ bash scripts/install-test-deps.sh
 bash runners/go/build.sh
 bash runners/node/build.sh
 # Litestream and an S3 server on loopback, for the replication tests (which must run: see
-# crates/quicklite/tests/litestream.rs).
+# crates/quicklite/tests/litestream.rs and replica.rs).
 QUICKLITE_LITESTREAM=$(bash scripts/install-litestream.sh)
-export QUICKLITE_LITESTREAM QUICKLITE_LITESTREAM_REQUIRED=1
+# Litestream's VFS, for the read replica's test (crates/quicklite/tests/replica.rs).
+QUICKLITE_LITESTREAM_VFS=$(bash scripts/install-litestream-vfs.sh)
+export QUICKLITE_LITESTREAM QUICKLITE_LITESTREAM_VFS QUICKLITE_LITESTREAM_REQUIRED=1
 QUICKLITE_OTHER_LANGUAGE_RUNNERS=required cargo test --workspace "$@"
 # Their own protocol and workload tests.
 (cd runners/go && go test ./...)

@@ -10,6 +10,7 @@ use rusqlite::{Connection, OpenFlags};
 use crate::config::{
     AppHooks, BoxError, Checkpointing, Config, ConnectionRole, Key, QueueFull, validate_pragma,
 };
+use crate::replica::Replica;
 use crate::{Database, Error, Profile, Result};
 
 /// The default of [`Builder::wal_size_warning`].
@@ -67,6 +68,7 @@ pub struct Builder {
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
     wal_size_warning: Option<u64>,
+    replica: Option<Replica>,
 }
 
 impl Database {
@@ -124,6 +126,7 @@ impl Builder {
             read_timeout: None,
             write_timeout: None,
             wal_size_warning: Some(DEFAULT_WAL_SIZE_WARNING),
+            replica: None,
         }
     }
 
@@ -379,6 +382,18 @@ impl Builder {
         self
     }
 
+    /// Opens a read replica: the database is read from `replica` (the copy Litestream keeps of a primary in object
+    /// storage) instead of a local file, and `path` only names it. Reads are served as usual, each connection
+    /// following the replica as it polls for new transactions; every write fails with
+    /// [`Error::ReadOnlyReplica`] without running. [`Database::replica_status`] tells how far a replica has
+    /// read, and [`Database::read_at_least`] waits for a position the primary reached
+    /// ([`Litestream::sync`](crate::Litestream::sync)). A replica has no migration, no key and no checkpoints (it
+    /// has no WAL); a registry's databases cannot be replicas. By default, a database is its local file.
+    pub fn replica(mut self, replica: Replica) -> Self {
+        self.replica = Some(replica);
+        self
+    }
+
     /// Runs `f` on every connection the database opens — the writer, each reader, the checkpointer, a backup's
     /// source, and every connection a registry opens again after closing it — to register functions, collations,
     /// virtual tables or hooks, load extensions, or `ATTACH` other databases: what must hold on every connection.
@@ -463,6 +478,25 @@ impl Builder {
                 return Err(Error::InvalidConfig(format!("{name} must be at least 1")));
             }
         }
+        if self.replica.is_some() {
+            let refused = [
+                (
+                    self.hooks.migration.is_some(),
+                    "a migration (its schema is the primary's)",
+                ),
+                (self.key.is_some(), "a key"),
+                (self.temporary, "a temporary directory"),
+                (
+                    self.checkpointing.is_some(),
+                    "a checkpointing policy (it has no WAL)",
+                ),
+            ];
+            if let Some((_, what)) = refused.iter().find(|(set, _)| *set) {
+                return Err(Error::InvalidConfig(format!(
+                    "a read replica takes no {what}"
+                )));
+            }
+        }
         if self.external_commits == Some(Duration::ZERO) {
             return Err(Error::InvalidConfig(
                 "notice_external_commits needs an interval longer than zero".into(),
@@ -505,7 +539,9 @@ impl Builder {
             .transpose()?
             // rusqlite's default for connections it opens, which `SqliteDefault` keeps.
             .map_or(Duration::from_secs(5), Duration::from_millis);
+        // A replica has no WAL: SQLite's own policy does nothing there.
         let checkpointing = self.checkpointing.unwrap_or(match self.profile {
+            _ if self.replica.is_some() => Checkpointing::Sqlite,
             Profile::SqliteDefault => Checkpointing::Sqlite,
             Profile::Server | Profile::Durable => Checkpointing::managed(),
         });
@@ -543,6 +579,7 @@ impl Builder {
             read_timeout: self.read_timeout,
             write_timeout: self.write_timeout,
             wal_size_warning: self.wal_size_warning,
+            replica: self.replica,
         })
     }
 }

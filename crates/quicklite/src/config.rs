@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+use crate::replica::Replica;
 use crate::{Error, Profile, Result};
 
 /// An error returned by an application's function: a set-up function, a migration.
@@ -176,6 +177,8 @@ pub(crate) struct Config {
     pub(crate) write_timeout: Option<Duration>,
     /// WAL size past which the writer logs a warning.
     pub(crate) wal_size_warning: Option<u64>,
+    /// The replica read instead of a local file, for a read replica.
+    pub(crate) replica: Option<Replica>,
 }
 
 /// Who checkpoints the WAL. Set with [`Builder::checkpointing`](crate::Builder::checkpointing).

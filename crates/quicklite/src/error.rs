@@ -131,6 +131,31 @@ pub enum Error {
         message: String,
     },
 
+    /// A write asked of a read replica ([`Builder::replica`](crate::Builder::replica)); nothing was run. Writes
+    /// go to the primary, whose Litestream replicates them.
+    #[error("this database is a read replica of {url}: writes go to its primary")]
+    ReadOnlyReplica {
+        /// The replica's URL.
+        url: String,
+    },
+
+    /// A replica's read waited for a position ([`Database::read_at_least`](crate::Database::read_at_least)) and
+    /// the replica had not reached it by the deadline; the read did not run.
+    #[error("the replica had not reached transaction {wanted} after {waited:?} (it had {reached})")]
+    ReplicaBehind {
+        /// The position asked for.
+        wanted: crate::Position,
+        /// The position the replica's connection had at its last look.
+        reached: crate::Position,
+        /// How long the read waited.
+        waited: std::time::Duration,
+    },
+
+    /// Litestream's control socket could not be reached, or refused a request
+    /// ([`Litestream`](crate::Litestream)).
+    #[error("Litestream: {0}")]
+    Litestream(String),
+
     /// An I/O error outside SQLite (e.g. spawning a worker thread).
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),

@@ -84,6 +84,7 @@ mod cost;
 mod error;
 mod metrics;
 mod profile;
+mod replica;
 mod setup;
 mod sync;
 mod util;
@@ -100,6 +101,7 @@ mod sched;
 mod backup;
 mod builder;
 mod database;
+mod litestream;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 mod registry;
@@ -112,11 +114,13 @@ pub use database::Database;
 pub use database::stream::{Keyset, RowStream};
 pub use database::subscribe::Subscription;
 pub use error::{Error, RequestKind, Result};
+pub use litestream::Litestream;
 pub use metrics::{Distribution, MetricsSnapshot};
 pub use profile::Profile;
 pub use registry::builder::RegistryBuilder;
 pub use registry::names::MAX_NAME_LEN;
 pub use registry::{Registry, RegistryMetrics};
+pub use replica::{Position, Replica, ReplicaStatus};
 pub use setup::{Setup, SetupReport, SqliteInfo, configure, sqlite_info, sqlite_setup};
 
 /// The rusqlite crate quicklite is built on, re-exported so closures use the same version.

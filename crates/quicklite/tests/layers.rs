@@ -18,6 +18,7 @@ const LAYERS: &[(&str, u8, &str)] = &[
     ("error", 0, "the error type"),
     ("metrics", 0, "counters, histograms, snapshots"),
     ("profile", 0, "PRAGMA profiles"),
+    ("replica", 0, "read replicas: Litestream's VFS, positions"),
     ("setup", 0, "process-wide SQLite set-up"),
     ("sync", 0, "atomics, swapped for loom's in model checks"),
     ("util", 0, "lock, companion-file and thread helpers"),
@@ -38,6 +39,11 @@ const LAYERS: &[(&str, u8, &str)] = &[
     ("backup", 4, "API: copies of a live database"),
     ("builder", 4, "API: options of a Database"),
     ("database", 4, "API: the Database handle"),
+    (
+        "litestream",
+        4,
+        "API: Litestream's control socket on a primary",
+    ),
     ("prometheus", 4, "API: metrics for Prometheus"),
     ("registry", 4, "API: many databases on one pool"),
 ];

@@ -9,14 +9,13 @@
 //! unless `QUICKLITE_LITESTREAM_REQUIRED=1` (as `scripts/test.sh` sets it), which makes it fail.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
 
+use common::litestream::{Tools, config_entry, start_s3};
 use common::{Backend, PAIRED_TABLES, whole_writes, write_pair};
 
 /// Set in the child's environment: the directory of the databases, and the backend to write through.
@@ -30,9 +29,6 @@ fn names(backend: Backend) -> &'static [&'static str] {
         Backend::Registry => &["tenant-0", "tenant-1", "tenant-2"],
     }
 }
-
-/// The bucket every replica goes to (each database under a path of its own).
-const BUCKET: &str = "quicklite";
 
 /// The child: writes until killed, printing `ack <database> <id>` after each acknowledged write, with two
 /// readers per database and, every 200 ms, `metrics <database> <another_checkpointer> <give-ups>`.
@@ -93,115 +89,19 @@ async fn litestream_child() {
     }
 }
 
-/// A program the test needs, or why it is missing.
-struct Tools {
-    litestream: PathBuf,
-}
-
-impl Tools {
-    fn find() -> Result<Tools, String> {
-        let litestream = std::env::var_os("QUICKLITE_LITESTREAM")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("../../target/tools/litestream/litestream")
-            });
-        if !litestream.is_file() {
-            return Err(format!(
-                "no litestream at {} (run scripts/install-litestream.sh, or set QUICKLITE_LITESTREAM)",
-                litestream.display()
-            ));
-        }
-        let moto = Command::new("python3")
-            .args(["-c", "import moto.server"])
-            .output()
-            .map_err(|e| format!("python3: {e}"))?;
-        if !moto.status.success() {
-            return Err("no moto server (pip install 'moto[server]')".into());
-        }
-        Ok(Tools { litestream })
-    }
-}
-
-/// A child process killed (SIGKILL) when dropped, so that a failing test leaves nothing running.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A free port on loopback.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Starts moto's S3 server on loopback and creates the bucket; returns it and its endpoint.
-fn start_s3() -> (Process, String) {
-    let port = free_port();
-    let server = Process(
-        Command::new("python3")
-            .args([
-                "-m",
-                "moto.server",
-                "-H",
-                "127.0.0.1",
-                "-p",
-                &port.to_string(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 -m moto.server"),
-    );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut response = String::new();
-    loop {
-        if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
-            // S3's CreateBucket: `PUT /<bucket>` (moto does not check signatures).
-            write!(
-                stream,
-                "PUT /{BUCKET} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-            )
-            .unwrap();
-            stream.read_to_string(&mut response).unwrap();
-            break;
-        }
-        assert!(Instant::now() < deadline, "moto's server did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    (server, format!("http://127.0.0.1:{port}"))
-}
-
 /// Litestream's configuration: each database replicated to the bucket under its name, synced every 100 ms.
 fn config(dir: &Path, backend: Backend, endpoint: &str) -> PathBuf {
     let mut yaml = String::from("dbs:\n");
     for name in names(backend) {
-        yaml.push_str(&format!(
-            "  - path: {db}\n    monitor-interval: 100ms\n    replica:\n      type: s3\n      bucket: {BUCKET}\n      \
-             path: {name}\n      endpoint: {endpoint}\n      region: us-east-1\n      force-path-style: true\n      \
-             access-key-id: test\n      secret-access-key: test\n      sync-interval: 100ms\n",
-            db = dir.join(format!("{name}.db")).display(),
+        yaml.push_str(&config_entry(
+            &dir.join(format!("{name}.db")),
+            name,
+            endpoint,
         ));
     }
     let path = dir.join("litestream.yml");
     std::fs::write(&path, yaml).unwrap();
     path
-}
-
-/// `litestream`, with what it needs here: Litestream 0.5.18 fails to set up its S3 client when `AWS_CA_BUNDLE` is
-/// set ("unable to add custom RootCAs HTTPClient"), and the server on loopback needs no certificate.
-fn litestream(tools: &Tools) -> Command {
-    let mut command = Command::new(&tools.litestream);
-    command.env_remove("AWS_CA_BUNDLE");
-    command
 }
 
 /// Restores `name` into a new file in `into`; `None` if Litestream could not (yet).
@@ -210,7 +110,8 @@ fn restore(tools: &Tools, config: &Path, db: &Path, into: &Path, attempt: u32) -
         "{}-{attempt}.db",
         db.file_stem().unwrap().to_string_lossy()
     ));
-    let status = litestream(tools)
+    let status = tools
+        .litestream()
         .arg("restore")
         .arg("-config")
         .arg(config)
@@ -225,15 +126,8 @@ fn restore(tools: &Tools, config: &Path, db: &Path, into: &Path, attempt: u32) -
 }
 
 fn litestream_restores_every_acknowledged_write(backend: Backend) {
-    let tools = match Tools::find() {
-        Ok(tools) => tools,
-        Err(missing) if std::env::var_os("QUICKLITE_LITESTREAM_REQUIRED").is_some() => {
-            panic!("QUICKLITE_LITESTREAM_REQUIRED is set, but {missing}")
-        }
-        Err(missing) => {
-            eprintln!("skipped: {missing}");
-            return;
-        }
+    let Some(tools) = Tools::require(false) else {
+        return;
     };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("live");
@@ -248,16 +142,7 @@ fn litestream_restores_every_acknowledged_write(backend: Backend) {
     }
     let (_s3, endpoint) = start_s3();
     let config = config(&dir, backend, &endpoint);
-    let mut replicating = Process(
-        litestream(&tools)
-            .arg("replicate")
-            .arg("-config")
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut replicating = tools.replicate(&config);
     // Litestream's tables appear once it has started on every database.
     let deadline = Instant::now() + Duration::from_secs(60);
     for name in names(backend) {

@@ -486,10 +486,13 @@ async fn a_database_read_often_gets_a_reader_connection_of_its_own() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_database_takes_its_turn_when_every_open_one_has_work_queued() {
-    // One write thread; three databases open, the fourth (`c`) closed.
+    // One write thread, which stays alone while it is held (the lane would otherwise grow past a write thread
+    // asleep in a closure, and serve the writes queued here out of the order under test); three databases open, the
+    // fourth (`c`) closed.
     let dir = tempfile::tempdir().unwrap();
     let registry = Registry::builder(dir.path())
         .threads(2)
+        .max_write_threads(1)
         .max_open(3)
         .open()
         .await

@@ -2,6 +2,7 @@
 //! registry's pool.
 
 pub(crate) mod and_then;
+mod replica;
 mod statements;
 pub(crate) mod stream;
 pub(crate) mod subscribe;
@@ -104,6 +105,14 @@ impl Database {
         temporary: Option<tempfile::TempDir>,
     ) -> Result<Database> {
         crate::setup::sqlite_setup();
+        // What the connections open: the file, or a replica through Litestream's VFS (`path` then only names it).
+        let opened = match &config.replica {
+            Some(replica) => {
+                replica.load_vfs().map_err(Error::InvalidConfig)?;
+                PathBuf::from(replica.uri(&path))
+            }
+            None => path.clone(),
+        };
         let shared = Arc::new(Shared::new(Changes::new(
             config.subscription_capacity,
             config.change_rowids,
@@ -113,12 +122,24 @@ impl Database {
         // On failure the senders are dropped: the queues close and the threads already started exit.
         // Reads on callers' threads may take the writer's connection while the writer waits.
         let seat = config.inline_reads.then(|| Arc::new(WriterSeat::new()));
-        let started =
-            Threads::start(&path, &config, &shared, write_rx, read_rx, seat.clone()).await?;
-        let file = started.file.unwrap_or_else(|| path.clone());
+        let started = Threads::start(&opened, &config, &shared, write_rx, read_rx, seat.clone())
+            .await
+            .map_err(|e| match (&config.replica, e) {
+                (Some(replica), Error::Sqlite(e)) => Error::Litestream(format!(
+                    "the replica {} could not be opened through Litestream's VFS ({e}); the VFS gives no \
+                     reason: check the replica's URL and credentials, and that AWS_CA_BUNDLE is not set \
+                     (Litestream 0.5.18's S3 client fails with it)",
+                    replica.url()
+                )),
+                (_, e) => e,
+            })?;
+        let file = match config.replica {
+            Some(_) => path.clone(),
+            None => started.file.unwrap_or_else(|| path.clone()),
+        };
         let inline = config
             .inline_reads
-            .then(|| Inline::new(path.clone(), config.clone(), shared.clone(), None, seat));
+            .then(|| Inline::new(opened, config.clone(), shared.clone(), None, seat));
         Ok(Database {
             timeout: None,
             inner: Arc::new(Inner {
@@ -309,7 +330,7 @@ impl Database {
         }
         let f = f.expect("not run on the caller's thread");
         let sql: Box<str> = sql.into();
-        self.queue_read(deadline, true, site, move |conn| f(conn, &sql))
+        self.queue_read(deadline, true, false, site, move |conn| f(conn, &sql))
             .await
     }
 
@@ -344,14 +365,17 @@ impl Database {
             }
             None => f,
         };
-        self.queue_read(deadline, one_statement, site, f).await
+        self.queue_read(deadline, one_statement, false, site, f)
+            .await
     }
 
-    /// Queues a read for the reader threads and waits for its answer.
+    /// Queues a read for the reader threads and waits for its answer. A `fresh` read runs in a read transaction
+    /// that begins for it, not in one already serving other reads.
     async fn queue_read<T, F>(
         &self,
         deadline: Option<Deadline>,
         one_statement: bool,
+        fresh: bool,
         site: Site,
         f: F,
     ) -> Result<T>
@@ -364,7 +388,12 @@ impl Database {
             deadline,
             one_statement,
             site: self.inner.inline.is_some().then_some(site),
-            min_seq: self.inner.shared.commit_seq(),
+            // A snapshot that predates the request's commit number ends before it: no snapshot predates `MAX`.
+            min_seq: if fresh {
+                u64::MAX
+            } else {
+                self.inner.shared.commit_seq()
+            },
             caller: CallerThread::current(),
             enqueued: Instant::now(),
             span: tracing::Span::current(),
@@ -458,6 +487,11 @@ impl Database {
         job: Box<dyn WriteJob>,
         rx: oneshot::Receiver<Answer<T>>,
     ) -> Result<T> {
+        if let Some(replica) = &self.inner.config.replica {
+            return Err(Error::ReadOnlyReplica {
+                url: replica.url().to_owned(),
+            });
+        }
         let req = WriteRequest {
             kind,
             caller: CallerThread::current(),

@@ -24,6 +24,11 @@ pub(crate) fn open_read_write(
     config: &Config,
     role: ConnectionRole,
 ) -> Result<GuardedConnection> {
+    if config.replica.is_some() {
+        // A replica's writer runs no write (the handle refuses them): it serves the reads lent to it and looks for
+        // new transactions, read-only like the readers.
+        return open_read_only_as(path, config, role);
+    }
     let mut conn = Connection::open_with_flags(path, config.open_flags)?;
     if let Some(key) = &config.key {
         key.apply(&conn)?;
@@ -47,6 +52,15 @@ pub(crate) fn open_read_write(
 /// It is opened `SQLITE_OPEN_READ_ONLY` *and* with `query_only=ON`: a write attempted through
 /// [`Database::read`](crate::Database::read) fails with `SQLITE_READONLY` instead of racing the writer.
 pub(crate) fn open_read_only(path: &Path, config: &Config) -> Result<GuardedConnection> {
+    open_read_only_as(path, config, ConnectionRole::Reader)
+}
+
+/// [`open_read_only`] for the connection of `role`.
+fn open_read_only_as(
+    path: &Path,
+    config: &Config,
+    role: ConnectionRole,
+) -> Result<GuardedConnection> {
     let mutex = config.open_flags
         & (OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_FULL_MUTEX
@@ -58,13 +72,19 @@ pub(crate) fn open_read_only(path: &Path, config: &Config) -> Result<GuardedConn
     }
     conn.set_prepared_statement_cache_capacity(config.statement_cache_capacity);
     for (name, value) in config.pragmas.iter() {
-        if !is_database_wide(name) {
+        if !is_database_wide(name) && !replica_lacks(config, name) {
             apply_pragma(&conn, name, value)?;
         }
     }
     apply_pragma(&conn, "query_only", "ON")?;
-    config.hooks.set_up(&mut conn, ConnectionRole::Reader)?;
+    config.hooks.set_up(&mut conn, role)?;
     Ok(GuardedConnection::new(conn)?)
+}
+
+/// Whether `pragma` is one a replica's connection cannot run: Litestream's VFS has no file to map into memory, and
+/// fails `mmap_size`.
+fn replica_lacks(config: &Config, pragma: &str) -> bool {
+    config.replica.is_some() && pragma.eq_ignore_ascii_case("mmap_size")
 }
 
 /// Runs `PRAGMA name = value`, draining any rows it returns (`journal_mode` answers with the new mode).
@@ -182,7 +202,10 @@ pub(crate) fn read_back_pragmas(
         }
     }
     let mut out = BTreeMap::new();
-    for name in names {
+    for name in names
+        .into_iter()
+        .filter(|name| !replica_lacks(config, name))
+    {
         let value: Option<rusqlite::types::Value> = conn
             .query_row(&format!("PRAGMA {name}"), [], |row| row.get(0))
             .map(Some)

@@ -162,6 +162,12 @@ impl Registry {
                 .write_queue_capacity(64)
                 .read_queue_capacity(256);
             let mut config = (self.inner.configure)(builder).into_config()?;
+            if config.replica.is_some() {
+                return Err(Error::InvalidConfig(
+                    "a registry's databases are read-write: a replica is opened on its own, with Database::builder"
+                        .into(),
+                ));
+            }
             config.open_flags |= OpenFlags::SQLITE_OPEN_NOFOLLOW;
             let (db, actor) = Database::start_pooled(
                 name.to_string(),

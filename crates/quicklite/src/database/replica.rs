@@ -1,0 +1,107 @@
+//! A read replica's own requests: where it stands, and reads that wait for a position the primary reached.
+
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+
+use crate::cost::Site;
+use crate::replica::{self, Position, ReplicaStatus};
+use crate::request::Deadline;
+use crate::{Database, Error, Result};
+
+/// How long a read waiting for a position sleeps between looks, as a share of the replica's poll interval.
+const LOOKS_PER_POLL: u32 = 10;
+
+/// The poll interval of Litestream's VFS when the replica does not set one.
+const VFS_POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+impl Database {
+    /// Where a read replica ([`Builder::replica`](crate::Builder::replica)) stands: the last transaction one of its
+    /// connections has, and how long since it last heard from object storage. Each connection follows the replica
+    /// on its own, so two calls may answer from connections a poll apart. Fails with [`Error::InvalidConfig`] on a
+    /// database that is not a replica.
+    pub async fn replica_status(&self) -> Result<ReplicaStatus> {
+        self.replica()?;
+        self.queue_read(
+            self.read_deadline(None),
+            true,
+            true,
+            Site::of::<fn()>(None),
+            replica::status,
+        )
+        .await
+    }
+
+    /// Runs `f` on the replica once it has every transaction up to `position` (the position the primary's
+    /// Litestream reached after a write, [`Litestream::sync`](crate::Litestream::sync)): the primary's write is
+    /// then visible to `f`. Until then the read waits, looking again a tenth of a poll interval later; when the next
+    /// look would come after `timeout`, it fails with [`Error::ReplicaBehind`] without running `f`. On a database that is not a replica,
+    /// fails with [`Error::InvalidConfig`].
+    pub async fn read_at_least<T, F>(
+        &self,
+        position: Position,
+        timeout: Duration,
+        f: F,
+    ) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let pause = self.replica()?.poll_interval_or(VFS_POLL_INTERVAL) / LOOKS_PER_POLL;
+        let started = Instant::now();
+        let mut f = f;
+        loop {
+            let waited = started.elapsed();
+            let left = timeout.saturating_sub(waited);
+            let deadline =
+                Deadline::shortest([Some(left), self.timeout, self.inner.config.read_timeout]);
+            // The position is looked at before the read transaction takes its snapshot (the look reads no table),
+            // and a connection's snapshot is never older than the position it reported then.
+            let attempt = self
+                .queue_read(deadline, false, true, Site::of::<F>(None), move |conn| {
+                    let reached = replica::status(conn)?.position;
+                    if reached < position {
+                        return Ok(Err((f, reached)));
+                    }
+                    f(conn).map(Ok)
+                })
+                .await?;
+            match attempt {
+                Ok(value) => return Ok(value),
+                Err((back, reached)) => {
+                    let waited = started.elapsed();
+                    if waited + pause > timeout {
+                        return Err(Error::ReplicaBehind {
+                            wanted: position,
+                            reached,
+                            waited,
+                        });
+                    }
+                    f = back;
+                    sleep(pause).await?;
+                }
+            }
+        }
+    }
+
+    /// The replica this database reads, or the error of a request only a replica serves.
+    fn replica(&self) -> Result<&crate::Replica> {
+        self.inner.config.replica.as_ref().ok_or_else(|| {
+            Error::InvalidConfig("this database is not a read replica (Builder::replica)".into())
+        })
+    }
+}
+
+/// Waits `pause` without a runtime's timer (the library runs on any runtime): a thread of its own sleeps and wakes
+/// the caller.
+async fn sleep(pause: Duration) -> Result<()> {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("quicklite-replica-wait".into())
+        .spawn(move || {
+            std::thread::sleep(pause);
+            let _ = tx.send(());
+        })?;
+    let _ = rx.await;
+    Ok(())
+}

@@ -1,0 +1,471 @@
+//! A read replica on another "machine": a child process writes through quicklite to its own directory while the real
+//! Litestream replicates the file to an S3-compatible server (moto) on loopback; a second child reads the replica
+//! through Litestream's VFS, with no copy of the file, told by this process what the primary did. Every write shows up on the replica, in order; writes to the
+//! replica are refused; a read that waits for the position the primary's Litestream reached after a write sees
+//! that write.
+//!
+//! Needs `litestream`, moto's server and Litestream's VFS (`scripts/install-litestream.sh`,
+//! `scripts/install-litestream-vfs.sh`); without them the test says what is missing and passes, unless
+//! `QUICKLITE_LITESTREAM_REQUIRED=1` (as `scripts/test.sh` sets it).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use quicklite::{Database, Litestream, Position, Replica};
+
+mod common;
+
+use common::litestream::{Process, Tools, config_entry, replica_url, start_s3};
+
+/// Set in the children's environment: the primary's directory; the replica's directory, VFS and URL.
+const CHILD_DIR: &str = "QUICKLITE_REPLICA_CHILD_DIR";
+const CHILD_VFS: &str = "QUICKLITE_REPLICA_CHILD_VFS";
+const CHILD_URL: &str = "QUICKLITE_REPLICA_CHILD_URL";
+
+/// Set (to anything) to measure: a thousand writes instead of a few hundred, and the replica's reads per second at
+/// 64 tasks against the primary's file read locally.
+const MEASURE: &str = "QUICKLITE_REPLICA_MEASURE";
+
+/// The writes the primary makes, one every [`WRITE_EVERY`]; every [`SYNC_EVERY`]th is followed by a sync.
+fn writes() -> i64 {
+    if std::env::var_os(MEASURE).is_some() {
+        1000
+    } else {
+        400
+    }
+}
+const WRITE_EVERY: Duration = Duration::from_millis(10);
+const SYNC_EVERY: i64 = 40;
+
+/// How often each replica connection polls object storage.
+const POLL: Duration = Duration::from_millis(100);
+
+fn micros_now() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_micros()
+}
+
+/// The primary: writes row after row, printing `ack <id> <µs since the epoch>` once each write returned, and after
+/// every `SYNC_EVERY`th `synced <id> <txid>`, the position Litestream reports object storage has. Prints `ready
+/// <txid>` once the table reached object storage, starts writing once the file `go` exists in its directory, and
+/// prints `done` at the end; then waits to be killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the primary of `a_replica_follows_its_primary_through_litestream`, which runs it"]
+async fn replica_primary_child() {
+    let dir = PathBuf::from(std::env::var(CHILD_DIR).expect("run by the replica test"));
+    let db = Database::open(dir.join("app.db")).await.unwrap();
+    let litestream = Litestream::socket(dir.join("litestream.sock"));
+    let sync = async || {
+        litestream
+            .sync(db.file(), Duration::from_secs(30))
+            .await
+            .unwrap()
+    };
+    println!("ready {}", sync().await.txid());
+    // The replica is watching once `go` exists.
+    while !dir.join("go").exists() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    for id in 1..=writes() {
+        db.execute(
+            "INSERT INTO t(id, v) VALUES (?1, ?2)",
+            (id, format!("row {id}")),
+        )
+        .await
+        .unwrap();
+        println!("ack {id} {}", micros_now());
+        if id % SYNC_EVERY == 0 {
+            println!("synced {id} {}", sync().await.txid());
+        }
+        tokio::time::sleep(WRITE_EVERY).await;
+    }
+    println!("done");
+    std::future::pending::<()>().await;
+}
+
+/// Litestream's configuration for the primary's database, with its control socket.
+fn config(dir: &Path, endpoint: &str) -> PathBuf {
+    let yaml = format!(
+        "socket:\n  enabled: true\n  path: {socket}\ndbs:\n{entry}",
+        socket = dir.join("litestream.sock").display(),
+        entry = config_entry(&dir.join("app.db"), "app", endpoint),
+    );
+    let path = dir.join("litestream.yml");
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+/// Starts the ignored test `test` of this binary as a child with `envs` (and without `AWS_CA_BUNDLE`: the VFS's S3
+/// client fails with it, and Go reads the environment the process started with). Its output goes to the returned
+/// channel, a line at a time.
+fn start_child(
+    test: &str,
+    envs: &[(&str, &std::ffi::OsStr)],
+    stdin: Stdio,
+) -> (Process, std::sync::mpsc::Receiver<String>) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            test,
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .envs(envs.iter().copied())
+        .env_remove("AWS_CA_BUNDLE")
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+            let Ok(line) = line else { break };
+            // The test harness's `test <name> ... ` shares the child's first line.
+            let line = match line.rsplit_once(" ... ") {
+                Some((_, printed)) => printed.to_owned(),
+                None => line,
+            };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (Process(child), rx)
+}
+
+/// The words of the next line from `lines`, waiting up to a minute.
+fn next_line(lines: &std::sync::mpsc::Receiver<String>) -> Vec<String> {
+    lines
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the child goes on")
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// The replica: opens the database through Litestream's VFS and checks it against the primary's lines, which it
+/// reads from its standard input (`ready`, `ack`, `synced`, `done`); prints `watching` once it follows the replica,
+/// `lag …` and `replica ok` at the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the replica of `a_replica_follows_its_primary_through_litestream`, which runs it"]
+async fn replica_reader_child() {
+    let dir = PathBuf::from(std::env::var(CHILD_DIR).expect("run by the replica test"));
+    let vfs = PathBuf::from(std::env::var(CHILD_VFS).unwrap());
+    let url = std::env::var(CHILD_URL).unwrap();
+    let (tx, primary) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let first = next_line(&primary);
+    assert_eq!(first[0], "ready", "{first:?}");
+    let first = Position::from_txid(first[1].parse().unwrap());
+
+    let replica = Database::builder(dir.join("app.db"))
+        .replica(Replica::litestream(vfs, url).poll_interval(POLL))
+        .readers(2)
+        .open()
+        .await
+        .unwrap();
+    let status = replica.replica_status().await.unwrap();
+    assert!(status.position >= first, "{status:?}");
+
+    // Writes are refused.
+    for refused in [
+        replica
+            .execute("INSERT INTO t(id, v) VALUES (0, 'x')", [])
+            .await
+            .map(|_| ()),
+        replica.write(|c| c.execute_batch("DELETE FROM t")).await,
+        replica
+            .with_write_connection(|c| c.execute_batch("VACUUM"))
+            .await,
+    ] {
+        match refused {
+            Err(quicklite::Error::ReadOnlyReplica { url }) => assert!(url.starts_with("s3://")),
+            other => panic!("a write to the replica: {other:?}"),
+        }
+    }
+
+    // Every write shows up, in order; when each first did is its lag. A read that waits for a synced position sees
+    // the write before it.
+    let watch = {
+        let replica = replica.clone();
+        tokio::spawn(async move {
+            let mut seen = BTreeMap::new();
+            let mut last = 0_i64;
+            while last < writes() {
+                // One snapshot: each connection follows the replica on its own, so two reads may see it a poll
+                // apart.
+                let (max, count): (i64, i64) = replica
+                    .query_row("SELECT coalesce(max(id), 0), count(*) FROM t", [], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })
+                    .await
+                    .unwrap();
+                assert_eq!(count, max, "rows missing below {max}");
+                if max <= last {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    continue;
+                }
+                let now = micros_now();
+                for id in last + 1..=max {
+                    seen.insert(id, now);
+                }
+                last = max;
+            }
+            seen
+        })
+    };
+    println!("watching");
+    let mut acked = BTreeMap::new();
+    let mut waits = Vec::new();
+    loop {
+        match next_line(&primary)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .as_slice()
+        {
+            ["ack", id, at] => {
+                acked.insert(id.parse::<i64>().unwrap(), at.parse::<u128>().unwrap());
+            }
+            ["synced", id, txid] => {
+                let id: i64 = id.parse().unwrap();
+                let position = Position::from_txid(txid.parse().unwrap());
+                let started = Instant::now();
+                let found: i64 = replica
+                    .read_at_least(position, Duration::from_secs(10), move |c| {
+                        c.query_row("SELECT count(*) FROM t WHERE id = ?1", [id], |r| r.get(0))
+                    })
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    found, 1,
+                    "write {id}, synced as {position}, not on the replica"
+                );
+                waits.push(started.elapsed());
+            }
+            ["done"] => break,
+            _ => {}
+        }
+    }
+    let seen = tokio::time::timeout(Duration::from_secs(60), watch)
+        .await
+        .expect("the replica caught up")
+        .unwrap();
+    assert_eq!(acked.len() as i64, writes());
+    let mut lags: Vec<Duration> = acked
+        .iter()
+        .map(|(id, at)| Duration::from_micros(seen[id].saturating_sub(*at) as u64))
+        .collect();
+    // The median lag of the first and the last tenth of the writes: whether it grows with the replica's files.
+    let tenth = lags.len() / 10;
+    let median_of = |part: &[Duration]| {
+        let mut part = part.to_vec();
+        part.sort();
+        percentile(&part, 0.5)
+    };
+    let (early, late) = (
+        median_of(&lags[..tenth]),
+        median_of(&lags[lags.len() - tenth..]),
+    );
+    lags.sort();
+    waits.sort();
+    // A position beyond any the primary reached is not waited for past the deadline.
+    let ahead = Position::from_txid(u64::MAX >> 1);
+    match replica
+        .read_at_least(ahead, Duration::from_millis(300), |_| Ok(()))
+        .await
+    {
+        Err(quicklite::Error::ReplicaBehind {
+            wanted, reached, ..
+        }) => {
+            assert_eq!(wanted, ahead);
+            assert!(reached < ahead);
+        }
+        other => panic!("a position never reached: {other:?}"),
+    }
+    let status = replica.replica_status().await.unwrap();
+    assert!(status.since_poll.is_some(), "{status:?}");
+    println!(
+        "lag: {} writes, one every {WRITE_EVERY:?}; Litestream syncs every 100 ms, the VFS polls every \
+         {POLL:?}: lag p50 {:?}, p99 {:?}, max {:?}; reads waiting for a synced position waited p50 {:?}, max {:?}; \
+         the replica at {}; median lag of the first tenth {early:?}, of the last {late:?}",
+        writes(),
+        percentile(&lags, 0.5),
+        percentile(&lags, 0.99),
+        lags.last().unwrap(),
+        percentile(&waits, 0.5),
+        waits.last().unwrap(),
+        status.position,
+    );
+    if std::env::var_os(MEASURE).is_some() {
+        let primary = dir.parent().unwrap().join("primary/app.db");
+        let local = Database::open(&primary).await.unwrap();
+        println!(
+            "reads: point reads by 64 tasks for 3 s: the replica {:.0}/s, the primary's file read locally {:.0}/s",
+            point_reads(&replica).await,
+            point_reads(&local).await,
+        );
+    }
+    println!("replica ok");
+}
+
+/// Point reads per second by 64 tasks over 3 s, on rows the primary wrote.
+async fn point_reads(db: &Database) -> f64 {
+    let time = Duration::from_secs(3);
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..64_i64)
+        .map(|task| {
+            let db = db.clone();
+            tokio::spawn(async move {
+                let mut reads = 0_u64;
+                let mut id = task;
+                while started.elapsed() < time {
+                    id = (id * 7919 + 13) % writes() + 1;
+                    let v: String = db
+                        .query_row("SELECT v FROM t WHERE id = ?1", [id], |r| r.get(0))
+                        .await
+                        .unwrap();
+                    assert_eq!(v, format!("row {id}"));
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    let mut reads = 0;
+    for task in tasks {
+        reads += task.await.unwrap();
+    }
+    reads as f64 / started.elapsed().as_secs_f64()
+}
+
+#[test]
+fn a_replica_follows_its_primary_through_litestream() {
+    let Some(tools) = Tools::require(true) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let primary_dir = tmp.path().join("primary");
+    let replica_dir = tmp.path().join("replica");
+    std::fs::create_dir_all(&primary_dir).unwrap();
+    std::fs::create_dir_all(&replica_dir).unwrap();
+    {
+        let conn = rusqlite::Connection::open(primary_dir.join("app.db")).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT NOT NULL)",
+        )
+        .unwrap();
+    }
+    let (_s3, endpoint) = start_s3();
+    let config = config(&primary_dir, &endpoint);
+    let _replicating = tools.replicate(&config);
+    // The control socket answers once Litestream runs.
+    let socket = primary_dir.join("litestream.sock");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !socket.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "Litestream opened no control socket"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (_primary, primary_lines) = start_child(
+        "replica_primary_child",
+        &[(CHILD_DIR, primary_dir.as_os_str())],
+        Stdio::null(),
+    );
+    let url = replica_url("app", &endpoint);
+    let log = replica_dir.join("vfs.log");
+    let (mut replica, replica_lines) = start_child(
+        "replica_reader_child",
+        &[
+            (CHILD_DIR, replica_dir.as_os_str()),
+            (CHILD_VFS, tools.vfs.as_ref().unwrap().as_os_str()),
+            (CHILD_URL, url.as_ref()),
+            ("AWS_ACCESS_KEY_ID", "test".as_ref()),
+            ("AWS_SECRET_ACCESS_KEY", "test".as_ref()),
+            ("LITESTREAM_LOG_FILE", log.as_os_str()),
+        ],
+        Stdio::piped(),
+    );
+    // The primary's lines go to the replica as they come; the primary starts writing once the replica watches.
+    let mut to_replica = replica.0.stdin.take().unwrap();
+    let ready = loop {
+        let line = primary_lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the primary gets ready");
+        if line.starts_with("ready") {
+            break line;
+        }
+    };
+    writeln!(to_replica, "{ready}").unwrap();
+    loop {
+        let line = replica_lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the replica starts watching");
+        assert!(!line.contains("panicked"), "the replica failed: {line}");
+        if line == "watching" {
+            break;
+        }
+    }
+    std::fs::write(primary_dir.join("go"), "").unwrap();
+    loop {
+        let line = primary_lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the primary goes on");
+        let done = line == "done";
+        if ["ready", "ack", "synced", "done"]
+            .iter()
+            .any(|w| line.starts_with(w))
+        {
+            writeln!(to_replica, "{line}").unwrap();
+        }
+        if done {
+            break;
+        }
+    }
+    let (mut lag, mut reads) = (None, None);
+    loop {
+        let line = replica_lines
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the replica finishes");
+        if line.starts_with("lag:") {
+            lag = Some(line);
+        } else if line.starts_with("reads:") {
+            reads = Some(line);
+        } else if line == "replica ok" {
+            break;
+        } else if line.contains("FAILED") || line.contains("panicked") {
+            panic!("the replica failed: {line}");
+        }
+    }
+    println!("{}", lag.expect("the replica measured its lag"));
+    if let Some(reads) = reads {
+        println!("{reads}");
+    }
+    assert!(
+        std::fs::read_dir(&replica_dir)
+            .unwrap()
+            .all(|e| e.unwrap().file_name() == "vfs.log"),
+        "the replica wrote nothing but the VFS's log to its directory"
+    );
+}
