@@ -151,6 +151,23 @@ pub enum Error {
         waited: std::time::Duration,
     },
 
+    /// A registry that restores missing tenants
+    /// ([`RegistryBuilder::restore_missing`](crate::RegistryBuilder::restore_missing)) found this machine's copy of a tenant behind its replica: another
+    /// machine wrote the tenant since this one last did. Nothing was opened; remove the local file (and Litestream's
+    /// `.<name>.db-litestream` state beside it) to restore the tenant from its replica, or stop the other machine.
+    #[error(
+        "tenant {name:?} was written elsewhere: its replica holds transaction {replica}, past this machine's last \
+         ({local})"
+    )]
+    TenantMoved {
+        /// The tenant.
+        name: String,
+        /// The last transaction Litestream recorded on this machine.
+        local: crate::Position,
+        /// The last transaction its replica holds.
+        replica: crate::Position,
+    },
+
     /// Litestream's control socket could not be reached, or refused a request
     /// ([`Litestream`](crate::Litestream)).
     #[error("Litestream: {0}")]

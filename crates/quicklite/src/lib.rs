@@ -120,7 +120,7 @@ pub use profile::Profile;
 pub use registry::builder::RegistryBuilder;
 pub use registry::names::MAX_NAME_LEN;
 pub use registry::{Registry, RegistryMetrics};
-pub use replica::{Position, Replica, ReplicaStatus};
+pub use replica::{Position, Replica, ReplicaStatus, Restore};
 pub use setup::{Setup, SetupReport, SqliteInfo, configure, sqlite_info, sqlite_setup};
 
 /// The rusqlite crate quicklite is built on, re-exported so closures use the same version.

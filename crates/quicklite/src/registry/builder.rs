@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::registry::housekeeping::housekeeping;
 use crate::registry::{Configure, Registry, RegistryInner};
+use crate::replica::Restore;
 use crate::sched::inline::Budget;
 use crate::sched::pool::start::{PoolSize, StartedPool, start_pool};
 use crate::util::{lock, spawn};
@@ -25,6 +26,7 @@ pub struct RegistryBuilder {
     inline_connections: Option<usize>,
     idle_timeout: Duration,
     configure: Option<Configure>,
+    restore: Option<Restore>,
     /// Whether the registry lives in a temporary directory of its own ([`Registry::temporary`]).
     temporary: bool,
 }
@@ -64,6 +66,7 @@ impl RegistryBuilder {
             inline_connections: None,
             idle_timeout: Duration::from_secs(30),
             configure: None,
+            restore: None,
             temporary: false,
         }
     }
@@ -158,6 +161,24 @@ impl RegistryBuilder {
         self
     }
 
+    /// Restores a tenant that has no file in the directory from its Litestream replica before its first open, so
+    /// that another machine can take over the tenants of one that died: the first [`Registry::get`] of such a name
+    /// runs `litestream restore` (a tenant with no replica is created empty, as without this). What the restore
+    /// holds is what Litestream had synced before the other machine stopped: the writes of its last sync interval
+    /// may be missing.
+    ///
+    /// Two machines must never write one tenant at once: Litestream would interleave their transactions in one
+    /// replica. Stop the machine that held the tenants (or make sure it stopped) before another opens them; that
+    /// is the operator's part, and nothing here can do it. What is detected is a machine coming back to a tenant
+    /// taken over meanwhile: the first `get` of a tenant that has a file here compares the last transaction
+    /// Litestream recorded beside the file with the last one its replica holds (`litestream ltx`), and refuses with
+    /// [`Error::TenantMoved`] a tenant whose replica went further. (A file Litestream keeps no state for here is
+    /// not checked.) By default, a missing tenant is created empty.
+    pub fn restore_missing(mut self, restore: Restore) -> Self {
+        self.restore = Some(restore);
+        self
+    }
+
     /// Opens the registry: creates the directory if needed and starts the pool. Opens no database yet.
     pub async fn open(mut self) -> Result<Registry> {
         let temporary = if self.temporary {
@@ -172,6 +193,9 @@ impl RegistryBuilder {
             return Err(Error::InvalidConfig(
                 "a registry needs at least one thread and one open database".into(),
             ));
+        }
+        if let Some(restore) = &self.restore {
+            restore.validate().map_err(Error::InvalidConfig)?;
         }
         std::fs::create_dir_all(&self.dir)?;
         let dir = std::fs::canonicalize(&self.dir)?;
@@ -213,6 +237,7 @@ impl RegistryBuilder {
                     .unwrap_or_else(|| 4 * crate::util::cpus()),
             ),
             configure: self.configure.unwrap_or_else(|| Arc::new(|b| b)),
+            restore: self.restore,
             closed: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),
             _temporary: temporary,

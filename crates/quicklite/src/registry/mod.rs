@@ -14,6 +14,7 @@ use std::time::Duration;
 use rusqlite::OpenFlags;
 
 use crate::engine::open::refuse_links;
+use crate::replica::{self, Restore};
 use crate::sched::inline::Budget;
 use crate::sched::pool::Pool;
 use crate::sched::pool::actor::Actor;
@@ -67,6 +68,8 @@ struct RegistryInner {
     /// The bound on the databases' connections for reads on callers' threads, together.
     inline_budget: Arc<Budget>,
     configure: Configure,
+    /// Where a tenant missing from the directory is restored from, if anywhere.
+    restore: Option<Restore>,
     closed: AtomicBool,
     handles: Mutex<Vec<JoinHandle<()>>>,
     /// The directory of a temporary registry, removed when the registry is dropped.
@@ -145,6 +148,15 @@ impl Registry {
             .filter(|k| !k.actor.is_closed())
         {
             return Ok(known.db.clone());
+        }
+        if let Some(restore) = &self.inner.restore {
+            let path = self.inner.dir.join(format!("{name}.db"));
+            refuse_links(&path)?;
+            if path.exists() {
+                refuse_moved(restore, name, &path).await?;
+            } else {
+                restore_in_place(restore, name, &path).await?;
+            }
         }
         let (db, actor) = {
             let mut known = write(&self.inner.known);
@@ -303,4 +315,64 @@ impl Drop for RegistryInner {
             }
         });
     }
+}
+
+/// Fails with [`Error::TenantMoved`] if the replica of tenant `name` holds a transaction past the last Litestream
+/// recorded for the file at `path` on this machine: another machine wrote it since. A file Litestream has no state
+/// for here (just restored, or never replicated from here) is not refused: there is nothing to compare.
+async fn refuse_moved(restore: &Restore, name: &str, path: &Path) -> Result<()> {
+    let Some(local) = replica::local_position(path) else {
+        return Ok(());
+    };
+    let (restore, tenant) = (restore.clone(), name.to_owned());
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("quicklite-restore".into())
+        .spawn(move || {
+            let _ = tx.send(restore.replica_position(&tenant));
+        })?;
+    match rx
+        .await
+        .map_err(|_| Error::Closed)?
+        .map_err(Error::Litestream)?
+    {
+        Some(replica) if replica > local => Err(Error::TenantMoved {
+            name: name.to_owned(),
+            local,
+            replica,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Restores tenant `name` from its replica to `path`, unless the replica has none (on a thread of its own: the
+/// restore downloads the database). It is restored into a directory of its own, then linked into place unless a
+/// concurrent restore got there first: the tenant's file appears whole or not at all.
+async fn restore_in_place(restore: &Restore, name: &str, path: &Path) -> Result<()> {
+    let (restore, name, path) = (restore.clone(), name.to_owned(), path.to_owned());
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("quicklite-restore".into())
+        .spawn(move || {
+            let restored = (|| {
+                let dir = path
+                    .parent()
+                    .expect("a tenant's file is in the registry's directory");
+                let scratch = tempfile::Builder::new()
+                    .prefix(".restoring-")
+                    .tempdir_in(dir)?;
+                let into = scratch.path().join("restored.db");
+                if restore.restore(&name, &into).map_err(Error::Litestream)? {
+                    match std::fs::hard_link(&into, &path) {
+                        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                            return Err(e.into());
+                        }
+                        _ => {}
+                    }
+                }
+                Ok(())
+            })();
+            let _ = tx.send(restored);
+        })?;
+    rx.await.map_err(|_| Error::Closed)?
 }

@@ -1,0 +1,328 @@
+//! Tenants that move: a child process (machine A) writes to a registry's tenants while the real Litestream
+//! replicates them to an S3-compatible server (moto) on loopback; A and its Litestream are killed with SIGKILL at
+//! once, as a machine dies; then a registry in another, empty directory (machine B) restores each tenant from its
+//! replica on first open and takes writes. Every write Litestream reported synced before the kill is there; the
+//! writes acknowledged after the last sync are counted (the window a dead machine loses). Once B's Litestream has
+//! replicated B's writes, machine A coming back is refused its old copy of a tenant, and B reopens its own.
+//!
+//! Needs `litestream` and moto's server (`scripts/install-litestream.sh`); without them the test says what is
+//! missing and passes, unless `QUICKLITE_LITESTREAM_REQUIRED=1` (as `scripts/test.sh` sets it).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, Instant};
+
+use quicklite::{Litestream, Registry, Restore};
+
+mod common;
+
+use common::litestream::{BUCKET, Process, Tools, config_entry, start_s3};
+
+/// Set in the child's environment: machine A's directory.
+const CHILD_DIR: &str = "QUICKLITE_TAKEOVER_CHILD_DIR";
+
+const TENANTS: [&str; 3] = ["t0", "t1", "t2"];
+
+/// Machine A: one writer per tenant inserting ids 1, 2, … and printing `ack <tenant> <id>` once each returned; one
+/// task per tenant asking Litestream to sync, printing `synced <tenant> <id>` once object storage held every write
+/// acknowledged before it asked (up to `id`). Prints `ready` first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "machine A of `a_dead_machine_s_tenants_are_restored_and_written_elsewhere`, which runs it"]
+async fn takeover_machine_a_child() {
+    let dir = PathBuf::from(std::env::var(CHILD_DIR).expect("run by the takeover test"));
+    let registry = Registry::open(&dir).await.unwrap();
+    let litestream = Litestream::socket(dir.join("litestream.sock"));
+    println!("ready");
+    let mut tasks = Vec::new();
+    for tenant in TENANTS {
+        let db = registry.get(tenant).await.unwrap();
+        let acked = Arc::new(AtomicI64::new(0));
+        tasks.push(tokio::spawn({
+            let (db, acked) = (db.clone(), acked.clone());
+            async move {
+                for id in 1.. {
+                    db.execute("INSERT INTO t(id) VALUES (?1)", [id])
+                        .await
+                        .unwrap();
+                    acked.store(id, Ordering::Release);
+                    println!("ack {tenant} {id}");
+                }
+            }
+        }));
+        let litestream = litestream.clone();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let upto = acked.load(Ordering::Acquire);
+                litestream
+                    .sync(db.file(), Duration::from_secs(30))
+                    .await
+                    .unwrap();
+                println!("synced {tenant} {upto}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
+
+/// What machine A printed, per tenant: the acknowledged ids, and the highest id known synced.
+#[derive(Default, Debug)]
+struct Seen {
+    acked: BTreeSet<i64>,
+    synced: i64,
+}
+
+/// Runs machine A for `time` after it is ready, then kills it and its Litestream with SIGKILL, Litestream first.
+fn run_machine_a(dir: &Path, mut litestream: Process, time: Duration) -> BTreeMap<String, Seen> {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "takeover_machine_a_child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_DIR, dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    let killer = std::thread::spawn(move || {
+        ready_rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("machine A got ready");
+        std::thread::sleep(time);
+        // `Child::kill` sends SIGKILL.
+        litestream.0.kill().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap()
+    });
+    let mut ready = Some(ready_tx);
+    let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+        let Ok(line) = line else { break };
+        if line.contains("ready")
+            && let Some(tx) = ready.take()
+        {
+            tx.send(()).unwrap();
+        }
+        match line.split_whitespace().collect::<Vec<_>>().as_slice() {
+            ["ack", tenant, id] => {
+                seen.entry(tenant.to_string())
+                    .or_default()
+                    .acked
+                    .insert(id.parse().unwrap());
+            }
+            ["synced", tenant, id] => {
+                let seen = seen.entry(tenant.to_string()).or_default();
+                seen.synced = seen.synced.max(id.parse().unwrap());
+            }
+            _ => {}
+        }
+    }
+    let status = killer.join().unwrap();
+    assert!(!status.success(), "machine A was killed: {status:?}");
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_machine_s_tenants_are_restored_and_written_elsewhere() {
+    let Some(tools) = Tools::require(false) else {
+        return;
+    };
+    // SAFETY (of the environment): this binary's only other test is the child, which does not run here; the
+    // registry's `litestream restore` inherits these.
+    unsafe {
+        std::env::set_var("AWS_ACCESS_KEY_ID", "test");
+        std::env::set_var("AWS_SECRET_ACCESS_KEY", "test");
+        std::env::remove_var("AWS_CA_BUNDLE");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir_a, dir_b) = (tmp.path().join("a"), tmp.path().join("b"));
+    std::fs::create_dir_all(&dir_a).unwrap();
+    for tenant in TENANTS {
+        let conn = rusqlite::Connection::open(dir_a.join(format!("{tenant}.db"))).unwrap();
+        conn.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t(id INTEGER PRIMARY KEY)")
+            .unwrap();
+    }
+    let (_s3, endpoint) = start_s3();
+    let mut yaml = format!(
+        "socket:\n  enabled: true\n  path: {}\ndbs:\n",
+        dir_a.join("litestream.sock").display()
+    );
+    for tenant in TENANTS {
+        yaml.push_str(&config_entry(
+            &dir_a.join(format!("{tenant}.db")),
+            &format!("tenants/{tenant}"),
+            &endpoint,
+        ));
+    }
+    let config = dir_a.join("litestream.yml");
+    std::fs::write(&config, yaml).unwrap();
+    let litestream = tools.replicate(&config);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !dir_a.join("litestream.sock").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "Litestream opened no control socket"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let seen = run_machine_a(&dir_a, litestream, Duration::from_secs(3));
+
+    let url = format!(
+        "s3://{BUCKET}/tenants/{{name}}?endpoint={endpoint}&region=us-east-1&force-path-style=true"
+    );
+    let refused = Registry::builder(&dir_b)
+        .restore_missing(Restore::litestream(
+            &tools.litestream,
+            "s3://elsewhere/tenants",
+        ))
+        .open()
+        .await;
+    assert!(
+        matches!(refused, Err(quicklite::Error::InvalidConfig(_))),
+        "a restore URL without {{name}}: {refused:?}"
+    );
+    let registry = Registry::builder(&dir_b)
+        .restore_missing(Restore::litestream(&tools.litestream, url.clone()))
+        .open()
+        .await
+        .unwrap();
+    for tenant in TENANTS {
+        let seen = &seen[tenant];
+        assert!(
+            seen.synced > 0,
+            "{tenant}: nothing synced before the kill: {seen:?}"
+        );
+        let started = Instant::now();
+        let db = registry.get(tenant).await.unwrap();
+        let took = started.elapsed();
+        let restored: BTreeSet<i64> = db
+            .query_all("SELECT id FROM t", [], |r| r.get(0))
+            .await
+            .unwrap()
+            .into_iter()
+            .collect();
+        let synced: BTreeSet<i64> = (1..=seen.synced).collect();
+        let missing: Vec<_> = synced.difference(&restored).collect();
+        assert!(
+            missing.is_empty(),
+            "{tenant}: synced writes missing: {missing:?}"
+        );
+        // Nothing but acknowledged writes, and the one in flight at the kill.
+        let in_flight = seen.acked.last().copied().unwrap_or(0) + 1;
+        assert!(
+            restored
+                .iter()
+                .all(|id| seen.acked.contains(id) || *id == in_flight),
+            "{tenant}: a write nobody made"
+        );
+        let lost = seen.acked.difference(&restored).count();
+        println!(
+            "{tenant}: {} writes acknowledged, {} reported synced, {} restored (opened in {took:?}); {lost} \
+             acknowledged but not synced before the kill",
+            seen.acked.len(),
+            seen.synced,
+            restored.len(),
+        );
+        // Machine B takes the tenant's writes.
+        db.execute("INSERT INTO t(id) VALUES (?1)", [1_000_000_000_i64])
+            .await
+            .unwrap();
+        assert_eq!(
+            db.query_row("SELECT max(id) FROM t", [], |r| r.get::<_, i64>(0))
+                .await
+                .unwrap(),
+            1_000_000_000
+        );
+    }
+    // B replicates the tenants with Litestream of its own, to the same replicas.
+    let mut yaml = format!(
+        "socket:\n  enabled: true\n  path: {}\ndbs:\n",
+        dir_b.join("litestream.sock").display()
+    );
+    for tenant in TENANTS {
+        yaml.push_str(&config_entry(
+            &dir_b.join(format!("{tenant}.db")),
+            &format!("tenants/{tenant}"),
+            &endpoint,
+        ));
+    }
+    std::fs::write(dir_b.join("litestream.yml"), yaml).unwrap();
+    let _replicating_b = tools.replicate(&dir_b.join("litestream.yml"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !dir_b.join("litestream.sock").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "B's Litestream opened no control socket"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let litestream_b = Litestream::socket(dir_b.join("litestream.sock"));
+    for tenant in TENANTS {
+        let db = registry.get(tenant).await.unwrap();
+        db.execute("INSERT INTO t(id) VALUES (?1)", [1_000_000_001_i64])
+            .await
+            .unwrap();
+        litestream_b
+            .sync(db.file(), Duration::from_secs(30))
+            .await
+            .unwrap();
+    }
+    registry.close().await.unwrap();
+    // Machine A comes back: its copies are behind the replicas B wrote, and are refused.
+    let back = Registry::builder(&dir_a)
+        .restore_missing(Restore::litestream(&tools.litestream, url.clone()))
+        .open()
+        .await
+        .unwrap();
+    for tenant in TENANTS {
+        match back.get(tenant).await {
+            Err(quicklite::Error::TenantMoved {
+                name,
+                local,
+                replica,
+            }) => {
+                assert_eq!(name, tenant);
+                assert!(local < replica, "{local} {replica}");
+            }
+            other => panic!("{tenant}: machine A's stale copy opened: {other:?}"),
+        }
+    }
+    back.close().await.unwrap();
+    // B, restarted, opens its own copies: its Litestream recorded the replicas' last transactions.
+    let registry = Registry::builder(&dir_b)
+        .restore_missing(Restore::litestream(&tools.litestream, url))
+        .open()
+        .await
+        .unwrap();
+    for tenant in TENANTS {
+        let db = registry.get(tenant).await.unwrap();
+        assert_eq!(
+            db.query_row("SELECT max(id) FROM t", [], |r| r.get::<_, i64>(0))
+                .await
+                .unwrap(),
+            1_000_000_001
+        );
+    }
+    // A tenant no machine replicated is created empty.
+    let fresh = registry.get("fresh").await.unwrap();
+    assert_eq!(
+        fresh
+            .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r
+                .get::<_, i64>(0))
+            .await
+            .unwrap(),
+        0
+    );
+    registry.close().await.unwrap();
+}
