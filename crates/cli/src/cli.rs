@@ -337,6 +337,16 @@ pub struct DoctorArgs {
     #[arg(value_name = "DB")]
     pub db: Option<PathBuf>,
 
+    /// A read replica to inspect: a Litestream replica URL (`s3://bucket/path`, `?endpoint=…` for an S3-compatible
+    /// server), read through Litestream's VFS (`--vfs`) as a quicklite replica reads it. Credentials come from the
+    /// environment, as Litestream takes them.
+    #[arg(long, value_name = "URL", requires = "vfs")]
+    pub replica: Option<String>,
+
+    /// Litestream's VFS, the shared library `scripts/install-litestream-vfs.sh` builds (with `--replica`).
+    #[arg(long, value_name = "PATH", requires = "replica")]
+    pub vfs: Option<PathBuf>,
+
     /// Print one JSON document with the same content instead of the human report.
     #[arg(long)]
     pub json: bool,

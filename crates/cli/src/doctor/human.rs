@@ -30,6 +30,17 @@ pub fn render(report: &Report) -> String {
         field(&mut out, "opened", &db.opened_as);
         findings(&mut out, &db.findings);
     }
+    if let Some(replica) = &report.replica {
+        let _ = writeln!(out, "Replica {}", replica.url);
+        field(&mut out, "read through", &replica.vfs);
+        field(
+            &mut out,
+            "position",
+            &format!("transaction {}", replica.position),
+        );
+        field(&mut out, "tables", &replica.tables.join(" "));
+        findings(&mut out, &replica.findings);
+    }
     let sum = &report.summary;
     let _ = write!(
         out,
@@ -69,7 +80,9 @@ fn findings(out: &mut String, findings: &[Finding]) {
         let hanging = " ".repeat(DETAIL_INDENT + 5);
         wrap(out, &format!("{indent}fix: "), &hanging, &f.recommendation);
         wrap(out, &format!("{indent}why: "), &hanging, &f.why);
-        wrap(out, &format!("{indent}see: "), &hanging, &f.docs.join(" "));
+        if !f.docs.is_empty() {
+            wrap(out, &format!("{indent}see: "), &hanging, &f.docs.join(" "));
+        }
         out.push('\n');
     }
 }

@@ -1,5 +1,6 @@
-//! `quicklite doctor [DB] [--json]`: what the linked SQLite is and how a database file is set up. Each finding has
-//! a severity, the value observed, a recommendation, and why — from SQLite's own documentation, linked.
+//! `quicklite doctor [DB] [--replica URL --vfs PATH] [--json]`: what the linked SQLite is, how a database file is set
+//! up, and where a read replica stands. Each finding has a severity, the value observed, a recommendation, and why —
+//! from SQLite's own documentation, linked.
 //!
 //! The database is opened read-only and never written; [`open`] explains how doctor avoids creating or changing
 //! files next to it too, and the one case where SQLite must create a `-shm`. Settings SQLite keeps per connection
@@ -14,6 +15,7 @@ mod database;
 mod finding;
 mod human;
 mod open;
+mod replica;
 mod rules;
 mod sqlite;
 
@@ -26,6 +28,7 @@ use serde::Serialize;
 use crate::cli::DoctorArgs;
 use database::DatabaseSection;
 use finding::Summary;
+use replica::ReplicaSection;
 use sqlite::SqliteSection;
 
 /// Exit status when the input cannot be inspected at all.
@@ -38,6 +41,8 @@ pub struct Report {
     pub sqlite: SqliteSection,
     /// The database file, when one was given.
     pub database: Option<DatabaseSection>,
+    /// The read replica, when one was given.
+    pub replica: Option<ReplicaSection>,
     /// The findings of both sections, counted by severity, and the exit status.
     pub summary: Summary,
 }
@@ -45,7 +50,8 @@ pub struct Report {
 /// Prints the report (or, when there is nothing to report on, a one-line reason on stderr) and returns the exit
 /// status.
 pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
-    let report = match inspect(args.db.as_deref()) {
+    let replica = args.replica.as_deref().zip(args.vfs.as_deref());
+    let report = match inspect(args.db.as_deref(), replica) {
         Ok(report) => report,
         Err(err) => {
             eprintln!("error: {err:#}");
@@ -60,7 +66,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(report.summary.exit_status))
 }
 
-fn inspect(db: Option<&Path>) -> anyhow::Result<Report> {
+fn inspect(db: Option<&Path>, replica: Option<(&str, &Path)>) -> anyhow::Result<Report> {
     // quicklite's process set-up runs first, before any connection (ours included) initializes SQLite: only then
     // can it turn memory statistics off, and report on it.
     let info =
@@ -72,15 +78,20 @@ fn inspect(db: Option<&Path>) -> anyhow::Result<Report> {
                 .with_context(|| format!("cannot inspect {}", path.display()))
         })
         .transpose()?;
+    let replica = replica
+        .map(|(url, vfs)| replica::inspect(url, vfs))
+        .transpose()?;
     let summary = Summary::of(
         sqlite
             .findings
             .iter()
-            .chain(database.iter().flat_map(|d| &d.findings)),
+            .chain(database.iter().flat_map(|d| &d.findings))
+            .chain(replica.iter().flat_map(|r| &r.findings)),
     );
     Ok(Report {
         sqlite,
         database,
+        replica,
         summary,
     })
 }
