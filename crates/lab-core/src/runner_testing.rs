@@ -331,3 +331,10 @@ pub fn assert_custom_measured(result: &Value) {
 pub fn custom_orders_sql() -> &'static str {
     "SELECT count(*), count(*) FILTER (WHERE id >= 1000) FROM orders"
 }
+
+/// Checks what [`custom_orders_sql`] read from the file after `approach` ran a [`tiny_custom_cell`]: its writes
+/// inserted rows, and the file holds the seeded ones besides.
+pub fn assert_custom_rows(approach: &str, (rows, inserted): (i64, i64)) {
+    assert!(inserted > 0, "{approach}: nothing inserted");
+    assert_eq!(rows, 200 + inserted, "{approach}");
+}

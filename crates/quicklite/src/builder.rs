@@ -564,7 +564,12 @@ impl Builder {
             inline_read_max: self.inline_read_max,
             subscription_capacity: self.subscription_capacity,
             change_rowids: self.change_rowids,
-            external_commits: self.external_commits,
+            // A replica's writer has nothing else to do: it follows the replica at its poll interval.
+            external_commits: self.external_commits.or_else(|| {
+                self.replica
+                    .as_ref()
+                    .map(|replica| replica.poll_interval_or(crate::replica::VFS_POLL_INTERVAL))
+            }),
             inline_connections: self.inline_connections.unwrap_or_else(crate::util::cpus),
             statement_cache_capacity: self.statement_cache_capacity,
             checkpointing,

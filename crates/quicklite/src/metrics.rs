@@ -3,6 +3,8 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+use crate::replica::Position;
+
 /// Number of power-of-two buckets: bucket `i` counts values in `[2^(i-1), 2^i)` (bucket 0 counts zeros), which
 /// covers batch sizes and microsecond waits up to ~35 minutes.
 const BUCKETS: usize = 32;
@@ -154,6 +156,11 @@ pub(crate) struct Metrics {
     pub(crate) another_checkpointer: std::sync::atomic::AtomicBool,
     /// Frames in the WAL after the last commit, as SQLite's WAL hook reports them.
     pub(crate) wal_frames: AtomicU64,
+    /// A replica's last transaction at its writer's last look; 0 before a look (Litestream's TXIDs start at 1).
+    pub(crate) replica_txid: AtomicU64,
+    /// Seconds since a replica's writer's connection last heard from object storage, at its last look (read with
+    /// `replica_txid`); `u64::MAX` before its first poll answered.
+    pub(crate) replica_since_poll_s: AtomicU64,
     pub(crate) checkpoint_frames: Log2Histogram,
     pub(crate) checkpoint_us: Log2Histogram,
     pub(crate) write_transaction_us: Log2Histogram,
@@ -236,6 +243,12 @@ pub struct MetricsSnapshot {
     pub wal_frames: u64,
     /// Size of the `-wal` file now, in bytes (0 when there is none).
     pub wal_bytes: u64,
+    /// A read replica's last transaction, as its writer last looked (every poll interval); `None` for a database
+    /// that is not a replica.
+    pub replica_position: Option<Position>,
+    /// How long since a read replica last heard from object storage, in whole seconds as Litestream's VFS counts,
+    /// at the same look; `None` before its first poll answered, and for a database that is not a replica.
+    pub replica_since_poll: Option<Duration>,
     /// WAL frames when each checkpoint ran.
     pub checkpoint_frames: Distribution,
     /// Duration of each checkpoint, in microseconds.
@@ -295,6 +308,17 @@ impl Metrics {
             another_checkpointer: self.another_checkpointer.load(Relaxed),
             wal_frames: self.wal_frames.load(Relaxed),
             wal_bytes,
+            replica_position: match self.replica_txid.load(Relaxed) {
+                0 => None,
+                txid => Some(Position::from_txid(txid)),
+            },
+            replica_since_poll: match (
+                self.replica_txid.load(Relaxed),
+                self.replica_since_poll_s.load(Relaxed),
+            ) {
+                (0, _) | (_, u64::MAX) => None,
+                (_, secs) => Some(Duration::from_secs(secs)),
+            },
             checkpoint_frames: self.checkpoint_frames.snapshot(),
             checkpoint_us: self.checkpoint_us.snapshot(),
             write_transaction_us: self.write_transaction_us.snapshot(),

@@ -187,6 +187,14 @@ type Dbs<'a> = &'a [(String, MetricsSnapshot)];
 /// A counter: name (without `_total`), help, value.
 type CounterSeries = (&'static str, &'static str, fn(&MetricsSnapshot) -> u64);
 /// A gauge: name, help, unit, value.
+/// A gauge only some databases have: its name, help, unit, and each database's value, if it has one.
+type ReplicaGauge = (
+    &'static str,
+    &'static str,
+    Option<Unit>,
+    fn(&MetricsSnapshot) -> Option<u64>,
+);
+
 type GaugeSeries = (
     &'static str,
     &'static str,
@@ -365,6 +373,32 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
             family
                 .encode_family(&[("database", db.as_str())])?
                 .encode_gauge(&get(s))?;
+        }
+    }
+    // Read replicas only: the position of each, and how long since it heard from object storage (nothing for a
+    // replica that has not yet).
+    let replica_gauges: [ReplicaGauge; 2] = [
+        (
+            "quicklite_replica_txid",
+            "A read replica's last transaction (Litestream's TXID), as its writer last looked.",
+            None,
+            |s| s.replica_position.map(|p| p.txid()),
+        ),
+        (
+            "quicklite_replica_since_poll",
+            "Time since a read replica last heard from object storage, in whole seconds as Litestream's VFS counts.",
+            Some(Unit::Seconds),
+            |s| s.replica_since_poll.map(|d| d.as_secs()),
+        ),
+    ];
+    for (name, help, unit, get) in replica_gauges {
+        let mut family = e.encode_descriptor(name, help, unit.as_ref(), MetricType::Gauge)?;
+        for (db, s) in dbs {
+            if let Some(value) = get(s) {
+                family
+                    .encode_family(&[("database", db.as_str())])?
+                    .encode_gauge(&value)?;
+            }
         }
     }
 

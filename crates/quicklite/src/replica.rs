@@ -13,6 +13,9 @@ use rusqlite::{Connection, ffi};
 /// The name Litestream's VFS registers itself under.
 const VFS_NAME: &CStr = c"litestream";
 
+/// How often Litestream's VFS polls object storage unless told otherwise.
+pub(crate) const VFS_POLL_INTERVAL: Duration = Duration::from_secs(1);
+
 /// The extension's entry point (SQLite would guess it from the file name, which users rename).
 const ENTRY_POINT: &CStr = c"sqlite3_litestreamvfs_init";
 

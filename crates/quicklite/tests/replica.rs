@@ -233,6 +233,7 @@ async fn replica_reader_child() {
             seen
         })
     };
+    let mut notices = replica.subscribe();
     println!("watching");
     let mut acked = BTreeMap::new();
     let mut waits = Vec::new();
@@ -304,6 +305,23 @@ async fn replica_reader_child() {
     }
     let status = replica.replica_status().await.unwrap();
     assert!(status.since_poll.is_some(), "{status:?}");
+    // The replica's writer followed it: its metrics have a position past the first, and subscribers were told.
+    let metrics = replica.metrics();
+    assert!(
+        metrics.replica_position.is_some_and(|p| p > first),
+        "{:?}",
+        metrics.replica_position
+    );
+    assert!(metrics.external_commits > 0);
+    #[cfg(feature = "prometheus")]
+    assert_exposed(&metrics);
+    let notice = tokio::time::timeout(Duration::from_secs(10), notices.next())
+        .await
+        .expect("a notice of the replica's new transactions");
+    assert!(
+        matches!(notice, Some(quicklite::Notice::External)),
+        "{notice:?}"
+    );
     println!(
         "lag: {} writes, one every {WRITE_EVERY:?}; Litestream syncs every 100 ms, the VFS polls every \
          {POLL:?}: lag p50 {:?}, p99 {:?}, max {:?}; reads waiting for a synced position waited p50 {:?}, max {:?}; \
@@ -326,6 +344,22 @@ async fn replica_reader_child() {
         );
     }
     println!("replica ok");
+}
+
+/// The replica's position and poll age are exposed to Prometheus; a database that is not a replica has neither.
+#[cfg(feature = "prometheus")]
+fn assert_exposed(metrics: &quicklite::MetricsSnapshot) {
+    let exposed = quicklite::prometheus::render(&[("replica", metrics)]);
+    let txid = metrics.replica_position.unwrap().txid();
+    assert!(
+        exposed.contains(&format!(
+            "quicklite_replica_txid{{database=\"replica\"}} {txid}"
+        )),
+        "{exposed}"
+    );
+    assert!(exposed.contains("quicklite_replica_since_poll_seconds{database=\"replica\"}"));
+    let local = quicklite::prometheus::render(&[("local", &quicklite::MetricsSnapshot::default())]);
+    assert!(!local.contains("quicklite_replica_txid{"));
 }
 
 /// Point reads per second by 64 tasks over 3 s, on rows the primary wrote.

@@ -2,8 +2,8 @@
 
 use quicklite_lab_core::LEDGER_SEED_BLOCKS;
 use quicklite_lab_core::runner_testing::{
-    assert_custom_measured, assert_measured, assert_write_completion, crate_version,
-    custom_orders_sql, ledger_files, run_runner, tiny_cell, tiny_custom_cell,
+    assert_custom_measured, assert_custom_rows, assert_measured, assert_write_completion,
+    crate_version, custom_orders_sql, ledger_files, run_runner, tiny_cell, tiny_custom_cell,
 };
 use serde_json::{Value, json};
 use sqlx::Connection;
@@ -71,7 +71,7 @@ fn sqlx_custom() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    let (rows, inserted): (i64, i64) = runtime.block_on(async {
+    let rows: (i64, i64) = runtime.block_on(async {
         let url = format!("sqlite://{}", dir.path().join("custom.db").display());
         let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
         sqlx::query_as(custom_orders_sql())
@@ -79,8 +79,7 @@ fn sqlx_custom() {
             .await
             .unwrap()
     });
-    assert!(inserted > 0, "nothing inserted");
-    assert_eq!(rows, 200 + inserted);
+    assert_custom_rows("sqlx", rows);
 }
 
 #[test]

@@ -5,15 +5,12 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 
 use crate::cost::Site;
-use crate::replica::{self, Position, ReplicaStatus};
+use crate::replica::{self, Position, ReplicaStatus, VFS_POLL_INTERVAL};
 use crate::request::Deadline;
 use crate::{Database, Error, Result};
 
 /// How long a read waiting for a position sleeps between looks, as a share of the replica's poll interval.
 const LOOKS_PER_POLL: u32 = 10;
-
-/// The poll interval of Litestream's VFS when the replica does not set one.
-const VFS_POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 impl Database {
     /// Where a read replica ([`Builder::replica`](crate::Builder::replica)) stands: the last transaction one of its

@@ -4,18 +4,25 @@
 //! `PRAGMA data_version` on a connection changes whenever a commit other than the connection's own reached the
 //! file, and only then; on the writer's connection, which makes every commit of the database, any change is a
 //! commit from outside. The number is the connection's own, so it means nothing across a close and reopen.
+//!
+//! A read replica's commits all come from outside, through Litestream's VFS, which changes the file-change counter
+//! at every read of the header, so that `data_version` changes at every look: its writer looks at the replica's
+//! position instead (Litestream's TXID), and records it in the metrics.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::engine::Shared;
 use crate::engine::guard::GuardedConnection;
+use crate::replica;
 
 /// The writer's looks for commits from outside.
 pub(crate) struct ExternalCommits {
     every: Duration,
     next_look: Instant,
-    /// `PRAGMA data_version` at the last look; `None` until a look succeeds.
+    /// Whether the database is a read replica: the version looked at is its position.
+    replica: bool,
+    /// `PRAGMA data_version` (a replica: its TXID) at the last look; `None` until a look succeeds.
     version: Option<i64>,
 }
 
@@ -24,12 +31,14 @@ impl ExternalCommits {
     /// database stands).
     pub(crate) fn new(
         every: Duration,
+        replica: bool,
         conn: &GuardedConnection,
         shared: &Shared,
     ) -> ExternalCommits {
         let mut external = ExternalCommits {
             every,
             next_look: Instant::now(),
+            replica,
             version: None,
         };
         external.look(conn, shared);
@@ -57,10 +66,23 @@ impl ExternalCommits {
         if !conn.conn().is_autocommit() {
             return;
         }
-        let version = conn
-            .conn()
-            .prepare_cached("PRAGMA data_version")
-            .and_then(|mut statement| statement.query_row([], |row| row.get::<_, i64>(0)));
+        let version = if self.replica {
+            replica::status(conn.conn()).map(|status| {
+                let metrics = &shared.metrics;
+                let since_poll = status.since_poll.map_or(u64::MAX, |d| d.as_secs());
+                metrics
+                    .replica_since_poll_s
+                    .store(since_poll, Ordering::Relaxed);
+                metrics
+                    .replica_txid
+                    .store(status.position.txid(), Ordering::Relaxed);
+                status.position.txid() as i64
+            })
+        } else {
+            conn.conn()
+                .prepare_cached("PRAGMA data_version")
+                .and_then(|mut statement| statement.query_row([], |row| row.get::<_, i64>(0)))
+        };
         match version {
             Ok(version) => {
                 if self.version.is_some_and(|last| last != version) {

@@ -154,7 +154,7 @@ impl Writer {
         let checkpoints = Checkpoints::new(config, conn.conn(), shared, busy.clone());
         let external = config
             .external_commits
-            .map(|every| ExternalCommits::new(every, &conn, shared));
+            .map(|every| ExternalCommits::new(every, config.replica.is_some(), &conn, shared));
         let writer = Writer {
             conn: Own(Some(conn)),
             seat: None,
