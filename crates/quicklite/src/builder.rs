@@ -136,8 +136,12 @@ impl Builder {
         self
     }
 
-    /// Number of reader threads, each with its own read-only connection.
-    /// By default, the number of available cores.
+    /// Number of reader threads, each with its own read-only connection. By default, the number of available cores.
+    ///
+    /// A registry's database has no threads of its own: there this is how many of its read tasks run at once on
+    /// the registry's read threads, each on a reader connection of its own (opened while its writer's connection is
+    /// busy, within [`RegistryBuilder::max_reader_connections`](crate::RegistryBuilder::max_reader_connections));
+    /// 1 unless [`RegistryBuilder::configure`](crate::RegistryBuilder::configure) sets it.
     pub fn readers(mut self, n: usize) -> Self {
         self.readers = Some(n);
         self

@@ -103,7 +103,7 @@ impl Replica {
             }
             None => {}
         }
-        // SAFETY: a null name asks for the default VFS; the name given is a valid C string.
+        // SAFETY: the name is a valid C string, which SQLite only reads.
         if !unsafe { ffi::sqlite3_vfs_find(VFS_NAME.as_ptr()) }.is_null() {
             return Err(
                 "a VFS named \"litestream\" is registered already, not by a replica of this process".into(),

@@ -172,7 +172,9 @@ impl RegistryBuilder {
     /// is the operator's part, and nothing here can do it. What is detected is a machine coming back to a tenant
     /// taken over meanwhile: the first `get` of a tenant that has a file here compares the last transaction
     /// Litestream recorded beside the file with the last one its replica holds (`litestream ltx`), and refuses with
-    /// [`Error::TenantMoved`] a tenant whose replica went further. (A file Litestream keeps no state for here is
+    /// [`Error::TenantMoved`] a tenant whose replica went further. The check compares numbers only: transactions
+    /// this machine recorded but never uploaded share their numbers with the other machine's first ones, so it
+    /// refuses once the other machine's replica has gone past them. (A file Litestream keeps no state for here is
     /// not checked.) By default, a missing tenant is created empty.
     pub fn restore_missing(mut self, restore: Restore) -> Self {
         self.restore = Some(restore);
