@@ -21,7 +21,7 @@ use crate::Result;
 use crate::config::{Checkpointing, Config, ConnectionRole};
 use crate::engine::busy::BusyLimit;
 use crate::engine::guard::GuardedConnection;
-use crate::engine::policy::{Mode, Outcome, Policy};
+use crate::engine::policy::{Checkpointed, Mode, Policy};
 use crate::engine::{Shared, open};
 use crate::metrics::Metrics;
 
@@ -35,12 +35,12 @@ fn pragma(mode: Mode) -> &'static str {
 }
 
 /// Runs one checkpoint on the writer's connection.
-pub(crate) fn run(conn: &Connection, mode: Mode) -> rusqlite::Result<Outcome> {
+pub(crate) fn run(conn: &Connection, mode: Mode) -> rusqlite::Result<Checkpointed> {
     let started = Instant::now();
     let (busy, log_frames, checkpointed_frames) = conn
         .prepare_cached(pragma(mode))?
         .query_row([], |r| Ok((r.get::<_, i64>(0)?, r.get(1)?, r.get(2)?)))?;
-    Ok(Outcome {
+    Ok(Checkpointed {
         busy: busy != 0,
         log_frames,
         checkpointed_frames,
@@ -52,8 +52,8 @@ pub(crate) fn run(conn: &Connection, mode: Mode) -> rusqlite::Result<Outcome> {
 pub(crate) fn record(
     metrics: &Metrics,
     mode: Mode,
-    outcome: rusqlite::Result<Outcome>,
-) -> rusqlite::Result<Outcome> {
+    outcome: rusqlite::Result<Checkpointed>,
+) -> rusqlite::Result<Checkpointed> {
     match &outcome {
         Ok(outcome) => {
             metrics.checkpoints.fetch_add(1, Ordering::Relaxed);
@@ -329,7 +329,7 @@ impl Checkpoints {
             }
             Err(_) => {
                 let frames = metrics.wal_frames.load(Ordering::Relaxed);
-                let failed = Outcome {
+                let failed = Checkpointed {
                     busy: true,
                     log_frames: i64::try_from(frames).unwrap_or(i64::MAX),
                     checkpointed_frames: 0,

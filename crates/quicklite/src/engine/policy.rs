@@ -34,7 +34,7 @@ impl Mode {
 
 /// What a checkpoint did (the row `PRAGMA wal_checkpoint` answers).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Outcome {
+pub(crate) struct Checkpointed {
     /// The checkpoint could not finish: a reader still used frames it needed, or the wait for readers ran out.
     pub(crate) busy: bool,
     /// Frames in the WAL.
@@ -137,7 +137,7 @@ impl Policy {
     }
 
     /// Takes a checkpoint's outcome, at `now`, into account.
-    pub(crate) fn checkpointed(&mut self, mode: Mode, outcome: &Outcome, now: Instant) {
+    pub(crate) fn checkpointed(&mut self, mode: Mode, outcome: &Checkpointed, now: Instant) {
         let frames = u32::try_from(outcome.log_frames.max(0)).unwrap_or(u32::MAX);
         self.copied_back = !outcome.busy;
         if mode.waits_for_readers() {
@@ -210,13 +210,13 @@ mod tests {
             self.after_commit(frames, Instant::now())
         }
 
-        fn checkpointed_now(&mut self, mode: Mode, outcome: &Outcome) {
+        fn checkpointed_now(&mut self, mode: Mode, outcome: &Checkpointed) {
             self.checkpointed(mode, outcome, Instant::now())
         }
     }
 
-    fn outcome(busy: bool, log: i64, done: i64) -> Outcome {
-        Outcome {
+    fn outcome(busy: bool, log: i64, done: i64) -> Checkpointed {
+        Checkpointed {
             busy,
             log_frames: log,
             checkpointed_frames: done,
