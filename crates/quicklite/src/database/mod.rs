@@ -392,7 +392,7 @@ impl Database {
             min_seq: if fresh {
                 u64::MAX
             } else {
-                self.inner.shared.commit_seq()
+                self.inner.shared.visible_seq()
             },
             caller: CallerThread::current(),
             enqueued: Instant::now(),

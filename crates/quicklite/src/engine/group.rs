@@ -121,6 +121,7 @@ pub(crate) fn commit_group(
         return false;
     }
     let committing = Instant::now();
+    shared.commit_starts();
     match blocking_work(|| conn.control(COMMIT)) {
         Ok(()) => {
             metrics.commit_us.record_duration(committing.elapsed());
@@ -132,6 +133,7 @@ pub(crate) fn commit_group(
             true
         }
         Err(e) => {
+            shared.commit_abandoned();
             metrics.failed_commits.fetch_add(1, Ordering::Relaxed);
             metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
             if !conn.conn().is_autocommit() {
@@ -224,6 +226,7 @@ pub(crate) fn run_alone(
             // everything it did), which spares executing `BEGIN IMMEDIATE` and `COMMIT`. If the commit fails, the
             // statement returns that error.
             // Its commit, and its fsync, happen inside the statement: blocking work as much as the statement.
+            shared.commit_starts();
             let ran = blocking_work(|| request.job.run(conn.conn()));
             if ran.is_ok() {
                 shared.publish_commit();
@@ -232,12 +235,15 @@ pub(crate) fn run_alone(
                     .write_transaction_us
                     .record_duration(started.elapsed());
             } else {
+                shared.commit_abandoned();
                 metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
                 shared.changes.undo_to(mark);
             }
             (ran, None)
         }
         WriteKind::Unmanaged => {
+            // It may commit at any point; it is published after it returns, whatever it did.
+            shared.commit_starts();
             let deadline = request.deadline;
             let ran = conn.run_until_mut(deadline.map(|d| d.at), |conn| {
                 blocking_work(|| conn.allow_tx_control_mut(|c| request.job.run_mut(c)))
@@ -272,6 +278,7 @@ pub(crate) fn run_alone(
 /// Commits a write's own transaction.
 fn commit_alone(conn: &GuardedConnection, shared: &Shared, started: Instant) -> Option<Error> {
     let metrics = &shared.metrics;
+    shared.commit_starts();
     match blocking_work(|| conn.control(COMMIT)) {
         Ok(()) => {
             shared.publish_commit();
@@ -282,6 +289,7 @@ fn commit_alone(conn: &GuardedConnection, shared: &Shared, started: Instant) -> 
             None
         }
         Err(e) => {
+            shared.commit_abandoned();
             metrics.failed_commits.fetch_add(1, Ordering::Relaxed);
             metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
             let _ = conn.control(ROLLBACK);

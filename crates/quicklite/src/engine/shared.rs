@@ -28,6 +28,9 @@ struct Published {
     /// Number of transactions the writer has committed; readers compare it with a request's `min_seq`
     /// (read-your-writes).
     commit_seq: AtomicU64,
+    /// The number of the last commit a snapshot begun now may hold: one past `commit_seq` while a commit is under
+    /// way (it is visible to new snapshots before its `COMMIT` returns and it is published), else `commit_seq`.
+    visible_seq: AtomicU64,
     /// Whether a checkpoint is waiting for readers to leave the WAL (`RESTART`, `TRUNCATE`): snapshots kept between
     /// reads end after their next read meanwhile.
     checkpoint_waits: AtomicBool,
@@ -44,13 +47,37 @@ impl Shared {
 
     /// The commit sequence now: a snapshot begun after this load contains every commit numbered up to it.
     pub(crate) fn commit_seq(&self) -> u64 {
-        self.published.commit_seq.load(Ordering::Acquire)
+        self.published.commit_seq.load(Ordering::SeqCst)
+    }
+
+    /// The commits a read made now must see, at least: every one that a snapshot begun now may hold, which is one
+    /// more than [`Shared::commit_seq`] while a commit is under way. A read that reuses a snapshot needs one
+    /// whose [`Shared::commit_seq`] at its beginning was at least this: otherwise a read on another connection may
+    /// already have seen a commit this snapshot lacks, and the caller would see the database go back.
+    pub(crate) fn visible_seq(&self) -> u64 {
+        self.published.visible_seq.load(Ordering::SeqCst)
+    }
+
+    /// Says a commit is under way: called before its `COMMIT` (or the autocommit statement, or the application's
+    /// own transaction control) runs; [`Shared::publish_commit`] or [`Shared::commit_abandoned`] follows.
+    pub(crate) fn commit_starts(&self) {
+        self.published
+            .visible_seq
+            .store(self.commit_seq() + 1, Ordering::SeqCst);
+    }
+
+    /// The commit under way did not happen.
+    pub(crate) fn commit_abandoned(&self) {
+        self.published
+            .visible_seq
+            .store(self.commit_seq(), Ordering::SeqCst);
     }
 
     /// Makes a commit visible to read-your-writes: readers serving requests made after this point start a new
     /// snapshot if theirs is older. Called once the `COMMIT` has returned.
     pub(crate) fn publish_commit(&self) {
-        let seq = self.published.commit_seq.fetch_add(1, Ordering::Release) + 1;
+        let seq = self.published.commit_seq.fetch_add(1, Ordering::SeqCst) + 1;
+        self.published.visible_seq.store(seq, Ordering::SeqCst);
         self.metrics.commits.fetch_add(1, Ordering::Relaxed);
         self.changes.committed(seq);
     }

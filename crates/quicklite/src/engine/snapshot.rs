@@ -87,9 +87,9 @@ impl KeptSnapshot {
         self.last_seq >= commit_seq && !self.refilling
     }
 
-    /// Makes sure the open snapshot contains every commit up to `commit_seq` (the sequence loaded now) and is
-    /// younger than `max_age`, beginning a new one if not (then returns `true`); `Err` if none could be begun (a lock
-    /// held elsewhere), with no snapshot open.
+    /// Makes sure the open snapshot contains every commit up to `commit_seq` (the sequence that must be visible now,
+    /// [`Shared::visible_seq`]) and is younger than `max_age`, beginning a new one if not (then returns `true`);
+    /// `Err` if none could be begun (a lock held elsewhere), with no snapshot open.
     pub(crate) fn current(
         &mut self,
         shared: &Shared,
@@ -103,6 +103,9 @@ impl KeptSnapshot {
             }
             self.end(shared);
         }
+        // What the new snapshot is sure to contain: the commits published before it begins (one under way may be
+        // in it too, or not).
+        let commit_seq = shared.commit_seq();
         if let Some(map) = &mut self.map {
             map.before_reads(&self.conn, commit_seq, now);
         }

@@ -275,8 +275,9 @@ impl Inline {
     where
         F: FnOnce(&Connection) -> rusqlite::Result<T>,
     {
-        // Read-your-writes: one load; a snapshot older than the last commit ends before this read.
-        let commit_seq = self.shared.commit_seq();
+        // Read-your-writes, and no read older than one already made: one load; a snapshot that may lack a commit
+        // visible now ends before this read.
+        let commit_seq = self.shared.visible_seq();
         let mut place = self.free_connection();
         let stay = matches!(place.as_deref(), Some(Place::Open(held))
             if held.snapshot.warm(commit_seq) || held.seat_taken_at == Some(commit_seq));
