@@ -31,14 +31,14 @@ impl Database {
 
     /// Runs `f` on the replica once it has every transaction up to `position` (the position the primary's
     /// Litestream reached after a write, [`Litestream::sync`](crate::Litestream::sync)): the primary's write is
-    /// then visible to `f`. Until then the read waits, looking again a tenth of a poll interval later; when the next
-    /// look would come after `timeout`, it fails with [`Error::ReplicaBehind`] without running `f`. On a database that is not a replica,
-    /// fails with [`Error::InvalidConfig`].
+    /// then visible to `f`. Until then the read waits, looking again a tenth of a poll interval later; when the
+    /// next look would come after `timeout`, it fails with [`Error::ReplicaBehind`] without running `f`. On a
+    /// database that is not a replica, fails with [`Error::InvalidConfig`].
     pub async fn read_at_least<T, F>(
         &self,
         position: Position,
         timeout: Duration,
-        f: F,
+        mut f: F,
     ) -> Result<T>
     where
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
@@ -46,7 +46,6 @@ impl Database {
     {
         let pause = self.replica()?.poll_interval_or(VFS_POLL_INTERVAL) / LOOKS_PER_POLL;
         let started = Instant::now();
-        let mut f = f;
         loop {
             let waited = started.elapsed();
             let left = timeout.saturating_sub(waited);
