@@ -6,7 +6,7 @@
 //! `scripts/install-litestream-vfs.sh`); without them the test says what is missing and passes, unless
 //! `QUICKLITE_LITESTREAM_REQUIRED=1` (as `scripts/test.sh` sets it).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use assert_cmd::Command;
 use quicklite::Litestream;
@@ -17,7 +17,7 @@ use serde_json::Value;
 #[allow(dead_code)]
 mod litestream;
 
-use litestream::{Tools, config_entry, replica_url, start_s3};
+use litestream::{Tools, config_entry, replica_url, start_s3, until_listening};
 
 fn doctor_replica(url: &str, vfs: &std::path::Path) -> Command {
     let mut cmd =
@@ -60,14 +60,7 @@ async fn doctor_reports_where_a_replica_stands() {
     )
     .unwrap();
     let _replicating = tools.replicate(&config);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !socket.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "Litestream opened no control socket"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    until_listening(&socket);
     conn.execute("INSERT INTO item(name) VALUES ('c')", [])
         .unwrap();
     let synced = Litestream::socket(&socket)

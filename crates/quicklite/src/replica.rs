@@ -155,19 +155,7 @@ impl Restore {
     /// The last transaction the replica of tenant `name` holds; `None` if it has none. Asks `litestream ltx`.
     pub(crate) fn replica_position(&self, name: &str) -> Result<Option<Position>, String> {
         let url = self.url.replace("{name}", name);
-        let out = std::process::Command::new(&self.program)
-            .args(["ltx", "-json", "-level", "all"])
-            .arg(&url)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|e| format!("could not run {}: {e}", self.program.display()))?;
-        if !out.status.success() {
-            return Err(format!(
-                "`litestream ltx` of {url} failed ({}): {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
+        let out = self.run("ltx", &["-json", "-level", "all"], &url)?;
         let files: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout)
             .map_err(|e| format!("`litestream ltx` of {url} answered what is not its JSON: {e}"))?;
         files
@@ -188,23 +176,41 @@ impl Restore {
     /// not created). Blocks until `litestream restore` exits.
     pub(crate) fn restore(&self, name: &str, into: &Path) -> Result<bool, String> {
         let url = self.url.replace("{name}", name);
+        self.run(
+            "restore",
+            &[
+                "-if-replica-exists".as_ref(),
+                "-o".as_ref(),
+                into.as_os_str(),
+            ],
+            &url,
+        )?;
+        Ok(into.exists())
+    }
+
+    /// Runs `litestream <command> <args…> <url>` and returns what it printed; an error names the command, the URL
+    /// and what Litestream said.
+    fn run<A: AsRef<std::ffi::OsStr>>(
+        &self,
+        command: &str,
+        args: &[A],
+        url: &str,
+    ) -> Result<std::process::Output, String> {
         let out = std::process::Command::new(&self.program)
-            .arg("restore")
-            .arg("-if-replica-exists")
-            .arg("-o")
-            .arg(into)
-            .arg(&url)
+            .arg(command)
+            .args(args)
+            .arg(url)
             .stdin(std::process::Stdio::null())
             .output()
             .map_err(|e| format!("could not run {}: {e}", self.program.display()))?;
         if !out.status.success() {
             return Err(format!(
-                "`litestream restore` of {url} failed ({}): {}",
+                "`litestream {command}` of {url} failed ({}): {}",
                 out.status,
                 String::from_utf8_lossy(&out.stderr).trim()
             ));
         }
-        Ok(into.exists())
+        Ok(out)
     }
 }
 

@@ -18,7 +18,7 @@ use quicklite::{Database, Litestream, Position, Replica};
 
 mod common;
 
-use common::litestream::{Process, Tools, config_entry, replica_url, start_s3};
+use common::litestream::{Process, Tools, config_entry, replica_url, start_s3, until_listening};
 
 /// Set in the children's environment: the primary's directory; the replica's directory, VFS and URL.
 const CHILD_DIR: &str = "QUICKLITE_REPLICA_CHILD_DIR";
@@ -414,14 +414,7 @@ fn a_replica_follows_its_primary_through_litestream() {
     let _replicating = tools.replicate(&config);
     // The control socket answers once Litestream runs.
     let socket = primary_dir.join("litestream.sock");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !socket.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "Litestream opened no control socket"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    until_listening(&socket);
     let (_primary, primary_lines) = start_child(
         "replica_primary_child",
         &[(CHILD_DIR, primary_dir.as_os_str())],

@@ -19,7 +19,7 @@ use quicklite::{Litestream, Registry, Restore};
 
 mod common;
 
-use common::litestream::{BUCKET, Process, Tools, config_entry, start_s3};
+use common::litestream::{BUCKET, Process, Tools, config_entry, start_s3, until_listening};
 
 /// Set in the child's environment: machine A's directory.
 const CHILD_DIR: &str = "QUICKLITE_TAKEOVER_CHILD_DIR";
@@ -187,14 +187,7 @@ async fn a_dead_machine_s_tenants_are_restored_and_written_elsewhere() {
     let config = dir_a.join("litestream.yml");
     std::fs::write(&config, yaml).unwrap();
     let litestream = tools.replicate(&config);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !dir_a.join("litestream.sock").exists() {
-        assert!(
-            Instant::now() < deadline,
-            "Litestream opened no control socket"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    until_listening(&dir_a.join("litestream.sock"));
 
     let seen = run_machine_a(&dir_a, litestream, Duration::from_secs(3));
 
@@ -279,14 +272,7 @@ async fn a_dead_machine_s_tenants_are_restored_and_written_elsewhere() {
     }
     std::fs::write(dir_b.join("litestream.yml"), yaml).unwrap();
     let _replicating_b = tools.replicate(&dir_b.join("litestream.yml"));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !dir_b.join("litestream.sock").exists() {
-        assert!(
-            Instant::now() < deadline,
-            "B's Litestream opened no control socket"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    until_listening(&dir_b.join("litestream.sock"));
     let litestream_b = Litestream::socket(dir_b.join("litestream.sock"));
     // B writes until its replica has gone past every transaction A's Litestream recorded (A had some it never
     // uploaded: their numbers are B's too, which the check cannot tell apart).

@@ -161,6 +161,19 @@ pub fn config_entry(db: &Path, name: &str, endpoint: &str) -> String {
     )
 }
 
+/// Waits (up to a minute) until Litestream, started with its control socket at `socket`, has opened it.
+pub fn until_listening(socket: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !socket.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "Litestream opened no control socket at {}",
+            socket.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The URL Litestream's VFS reads the replica of `name` from.
 pub fn replica_url(name: &str, endpoint: &str) -> String {
     format!("s3://{BUCKET}/{name}?endpoint={endpoint}&region=us-east-1&force-path-style=true")
