@@ -152,12 +152,14 @@ pub enum Error {
     },
 
     /// A registry that restores missing tenants
-    /// ([`RegistryBuilder::restore_missing`](crate::RegistryBuilder::restore_missing)) found this machine's copy of a tenant behind its replica: another
-    /// machine wrote the tenant since this one last did. Nothing was opened; remove the local file (and Litestream's
-    /// `.<name>.db-litestream` state beside it) to restore the tenant from its replica, or stop the other machine.
+    /// ([`RegistryBuilder::restore_missing`](crate::RegistryBuilder::restore_missing)) found that this machine's copy
+    /// of a tenant does not lead to its replica: another machine wrote the tenant since this one last did (the
+    /// replica holds a transaction past this machine's last, or other content under the numbers of this machine's
+    /// transactions). Nothing was opened; remove the local file (and Litestream's `.<name>.db-litestream` state beside
+    /// it) to restore the tenant from its replica, or stop the other machine.
     #[error(
-        "tenant {name:?} was written elsewhere: its replica holds transaction {replica}, past this machine's last \
-         ({local})"
+        "tenant {name:?} was written elsewhere: its replica, at transaction {replica}, does not continue this \
+         machine's copy (last transaction recorded here: {local})"
     )]
     TenantMoved {
         /// The tenant.

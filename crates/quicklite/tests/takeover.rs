@@ -1,9 +1,11 @@
 //! Tenants that move: a child process (machine A) writes to a registry's tenants while the real Litestream
-//! replicates them to an S3-compatible server (moto) on loopback; A and its Litestream are killed with SIGKILL at
-//! once, as a machine dies; then a registry in another, empty directory (machine B) restores each tenant from its
-//! replica on first open and takes writes. Every write Litestream reported synced before the kill is there; the
-//! writes acknowledged after the last sync are counted (the window a dead machine loses). Once B's Litestream has
-//! replicated B's writes, machine A coming back is refused its old copy of a tenant, and B reopens its own.
+//! replicates them to an S3-compatible server (moto) on loopback; object storage stops answering for a second (A's
+//! Litestream records transactions it cannot upload), then A and its Litestream are killed with SIGKILL at once, as a
+//! machine dies; then a registry in another, empty directory (machine B) restores each tenant from its replica on
+//! first open and takes writes. Every write Litestream reported synced before the kill is there; the writes
+//! acknowledged after the last sync are counted (the window a dead machine loses, here including the second object
+//! storage was out of reach). Machine A coming back is refused its old copy of a tenant: first when B's replica
+//! holds other transactions under the numbers A recorded, then when it is past them; and B reopens its own.
 //!
 //! Needs `litestream` and moto's server (`scripts/install-litestream.sh`); without them the test says what is
 //! missing and passes, unless `QUICKLITE_LITESTREAM_REQUIRED=1` (as `scripts/test.sh` sets it).
@@ -15,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use quicklite::{Litestream, Registry, Restore};
+use quicklite::{Litestream, Position, Registry, Restore};
 
 mod common;
 
@@ -97,8 +99,27 @@ struct Seen {
     synced: i64,
 }
 
-/// Runs machine A for `time` after it is ready, then kills it and its Litestream with SIGKILL, Litestream first.
-fn run_machine_a(dir: &Path, mut litestream: Process, time: Duration) -> BTreeMap<String, Seen> {
+/// Sends `signal` (`STOP`, `CONT`) to process `pid`.
+fn signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{signal} {pid}");
+}
+
+/// Runs machine A for `time` after it is ready; then object storage stops answering (`s3` is stopped) for `cut`,
+/// while A writes on and its Litestream records transactions it cannot upload; then A and its Litestream are killed
+/// with SIGKILL, Litestream first, and object storage goes on.
+fn run_machine_a(
+    dir: &Path,
+    mut litestream: Process,
+    s3: &Process,
+    time: Duration,
+    cut: Duration,
+) -> BTreeMap<String, Seen> {
+    let s3 = s3.0.id();
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -119,10 +140,14 @@ fn run_machine_a(dir: &Path, mut litestream: Process, time: Duration) -> BTreeMa
             .recv_timeout(Duration::from_secs(60))
             .expect("machine A got ready");
         std::thread::sleep(time);
+        signal(s3, "STOP");
+        std::thread::sleep(cut);
         // `Child::kill` sends SIGKILL.
         litestream.0.kill().unwrap();
         child.kill().unwrap();
-        child.wait().unwrap()
+        let status = child.wait().unwrap();
+        signal(s3, "CONT");
+        status
     });
     let mut ready = Some(ready_tx);
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
@@ -152,6 +177,45 @@ fn run_machine_a(dir: &Path, mut litestream: Process, time: Duration) -> BTreeMa
     seen
 }
 
+/// A registry in `dir` that restores missing tenants from the replicas at `url`.
+async fn restoring(tools: &Tools, dir: &Path, url: &str) -> Registry {
+    Registry::builder(dir)
+        .restore_missing(Restore::litestream(&tools.litestream, url))
+        .open()
+        .await
+        .unwrap()
+}
+
+/// Machine A comes back with the copies in `dir_a`: a registry there refuses each tenant, with positions that pass
+/// `positions` (Litestream's last transaction here, the replica's).
+async fn machine_a_is_refused(
+    dir_a: &Path,
+    url: &str,
+    tools: &Tools,
+    positions: impl Fn(Position, Position) -> bool,
+) {
+    let back = restoring(tools, dir_a, url).await;
+    for tenant in TENANTS {
+        let started = Instant::now();
+        match back.get(tenant).await {
+            Err(quicklite::Error::TenantMoved {
+                name,
+                local,
+                replica,
+            }) => {
+                assert_eq!(name, tenant);
+                assert!(positions(local, replica), "{tenant}: {local} {replica}");
+                println!(
+                    "{tenant}: A's copy (last transaction {local}) refused against the replica at {replica} in {:?}",
+                    started.elapsed()
+                );
+            }
+            other => panic!("{tenant}: machine A's stale copy opened: {other:?}"),
+        }
+    }
+    back.close().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_machine_s_tenants_are_restored_and_written_elsewhere() {
     let Some(tools) = Tools::require(false) else {
@@ -172,7 +236,7 @@ async fn a_dead_machine_s_tenants_are_restored_and_written_elsewhere() {
         conn.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t(id INTEGER PRIMARY KEY)")
             .unwrap();
     }
-    let (_s3, endpoint) = start_s3();
+    let (s3, endpoint) = start_s3();
     let mut yaml = format!(
         "socket:\n  enabled: true\n  path: {}\ndbs:\n",
         dir_a.join("litestream.sock").display()
@@ -189,7 +253,13 @@ async fn a_dead_machine_s_tenants_are_restored_and_written_elsewhere() {
     let litestream = tools.replicate(&config);
     until_listening(&dir_a.join("litestream.sock"));
 
-    let seen = run_machine_a(&dir_a, litestream, Duration::from_secs(3));
+    let seen = run_machine_a(
+        &dir_a,
+        litestream,
+        &s3,
+        Duration::from_secs(3),
+        Duration::from_secs(1),
+    );
 
     let url = format!(
         "s3://{BUCKET}/tenants/{{name}}?endpoint={endpoint}&region=us-east-1&force-path-style=true"
@@ -205,11 +275,7 @@ async fn a_dead_machine_s_tenants_are_restored_and_written_elsewhere() {
         matches!(refused, Err(quicklite::Error::InvalidConfig(_))),
         "a restore URL without {{name}}: {refused:?}"
     );
-    let registry = Registry::builder(&dir_b)
-        .restore_missing(Restore::litestream(&tools.litestream, url.clone()))
-        .open()
-        .await
-        .unwrap();
+    let registry = restoring(&tools, &dir_b, &url).await;
     for tenant in TENANTS {
         let seen = &seen[tenant];
         assert!(
@@ -274,8 +340,25 @@ async fn a_dead_machine_s_tenants_are_restored_and_written_elsewhere() {
     let _replicating_b = tools.replicate(&dir_b.join("litestream.yml"));
     until_listening(&dir_b.join("litestream.sock"));
     let litestream_b = Litestream::socket(dir_b.join("litestream.sock"));
-    // B writes until its replica has gone past every transaction A's Litestream recorded (A had some it never
-    // uploaded: their numbers are B's too, which the check cannot tell apart).
+    // B's replicas now hold B's first write, under a number A's Litestream gave one of the transactions it recorded
+    // while object storage was out of reach: A's copies are refused for their content.
+    for tenant in TENANTS {
+        let db = registry.get(tenant).await.unwrap();
+        let position = litestream_b
+            .sync(db.file(), Duration::from_secs(30))
+            .await
+            .unwrap();
+        let a_recorded =
+            recorded_txid(&dir_a.join(format!("{tenant}.db"))).expect("A's Litestream state");
+        assert!(
+            position.txid() <= a_recorded,
+            "{tenant}: B's replica at {position} is past A's last transaction ({a_recorded:x}): A recorded none \
+             it could not upload"
+        );
+    }
+    machine_a_is_refused(&dir_a, &url, &tools, |local, replica| local >= replica).await;
+    // B writes until its replica has gone past every transaction A's Litestream recorded: A's copies are refused
+    // for their number.
     for tenant in TENANTS {
         let db = registry.get(tenant).await.unwrap();
         let a_recorded =
@@ -299,34 +382,16 @@ async fn a_dead_machine_s_tenants_are_restored_and_written_elsewhere() {
         }
     }
     registry.close().await.unwrap();
-    // Machine A comes back: its copies are behind the replicas B wrote, and are refused.
-    let back = Registry::builder(&dir_a)
-        .restore_missing(Restore::litestream(&tools.litestream, url.clone()))
-        .open()
-        .await
-        .unwrap();
-    for tenant in TENANTS {
-        match back.get(tenant).await {
-            Err(quicklite::Error::TenantMoved {
-                name,
-                local,
-                replica,
-            }) => {
-                assert_eq!(name, tenant);
-                assert!(local < replica, "{local} {replica}");
-            }
-            other => panic!("{tenant}: machine A's stale copy opened: {other:?}"),
-        }
-    }
-    back.close().await.unwrap();
+    machine_a_is_refused(&dir_a, &url, &tools, |local, replica| local < replica).await;
     // B, restarted, opens its own copies: its Litestream recorded the replicas' last transactions.
-    let registry = Registry::builder(&dir_b)
-        .restore_missing(Restore::litestream(&tools.litestream, url))
-        .open()
-        .await
-        .unwrap();
+    let registry = restoring(&tools, &dir_b, &url).await;
     for tenant in TENANTS {
+        let started = Instant::now();
         let db = registry.get(tenant).await.unwrap();
+        println!(
+            "{tenant}: B's own copy compared with its replica and opened in {:?}",
+            started.elapsed()
+        );
         assert_eq!(
             db.query_row("SELECT min(id) FROM t WHERE id > 1000000000", [], |r| {
                 r.get::<_, i64>(0)

@@ -1,6 +1,6 @@
 //! Options of a registry, and opening it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
@@ -170,12 +170,16 @@ impl RegistryBuilder {
     /// Two machines must never write one tenant at once: Litestream would interleave their transactions in one
     /// replica. Stop the machine that held the tenants (or make sure it stopped) before another opens them; that
     /// is the operator's part, and nothing here can do it. What is detected is a machine coming back to a tenant
-    /// taken over meanwhile: the first `get` of a tenant that has a file here compares the last transaction
+    /// taken over meanwhile. A `get` that opens a tenant that has a file here compares the last transaction
     /// Litestream recorded beside the file with the last one its replica holds (`litestream ltx`), and refuses with
-    /// [`Error::TenantMoved`] a tenant whose replica went further. The check compares numbers only: transactions
-    /// this machine recorded but never uploaded share their numbers with the other machine's first ones, so it
-    /// refuses once the other machine's replica has gone past them. (A file Litestream keeps no state for here is
-    /// not checked.) By default, a missing tenant is created empty.
+    /// [`Error::TenantMoved`] a tenant whose replica went further. The first such `get` of each tenant since the
+    /// registry opened also compares content: transactions this machine recorded but never uploaded share their
+    /// numbers with the other machine's first ones, so the replica, restored as of its last transaction, must hold
+    /// the pages this machine's transactions up to that one wrote (as Litestream still keeps them beside the file),
+    /// or the tenant is refused too. That comparison downloads the tenant once; a tenant whose transactions up to the
+    /// replica's last Litestream no longer keeps here (the replica compacted them: they were this machine's) is
+    /// not downloaded. (A file Litestream keeps no state for here is not checked.) By default, a missing tenant is
+    /// created empty.
     pub fn restore_missing(mut self, restore: Restore) -> Self {
         self.restore = Some(restore);
         self
@@ -240,6 +244,7 @@ impl RegistryBuilder {
             ),
             configure: self.configure.unwrap_or_else(|| Arc::new(|b| b)),
             restore: self.restore,
+            compared: Mutex::new(HashSet::new()),
             closed: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),
             _temporary: temporary,

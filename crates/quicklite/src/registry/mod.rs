@@ -4,7 +4,7 @@ pub(crate) mod builder;
 mod housekeeping;
 pub(crate) mod names;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -70,6 +70,8 @@ struct RegistryInner {
     configure: Configure,
     /// Where a tenant missing from the directory is restored from, if anywhere.
     restore: Option<Restore>,
+    /// The tenants whose copy here has been compared with their replica's content since the registry opened.
+    compared: Mutex<HashSet<String>>,
     closed: AtomicBool,
     handles: Mutex<Vec<JoinHandle<()>>>,
     /// The directory of a temporary registry, removed when the registry is dropped.
@@ -153,7 +155,11 @@ impl Registry {
             let path = self.inner.dir.join(format!("{name}.db"));
             refuse_links(&path)?;
             if path.exists() {
-                refuse_moved(restore, name, &path).await?;
+                let compare = !lock(&self.inner.compared).contains(name);
+                refuse_moved(restore, name, &path, compare).await?;
+                if compare {
+                    lock(&self.inner.compared).insert(name.to_owned());
+                }
             } else {
                 restore_in_place(restore, name, &path).await?;
             }
@@ -317,31 +323,41 @@ impl Drop for RegistryInner {
     }
 }
 
-/// Fails with [`Error::TenantMoved`] if the replica of tenant `name` holds a transaction past the last Litestream
-/// recorded for the file at `path` on this machine: another machine wrote it since. A file Litestream has no state
-/// for here (just restored, or never replicated from here) is not refused: there is nothing to compare.
-async fn refuse_moved(restore: &Restore, name: &str, path: &Path) -> Result<()> {
+/// Fails with [`Error::TenantMoved`] if another machine wrote tenant `name` since Litestream here last recorded a
+/// transaction of the file at `path`: its replica holds a transaction past that one or, with `compare`, other
+/// pages than this machine's transactions up to the replica's last wrote (transactions under the same numbers,
+/// written elsewhere: the replica restored as of its last transaction is compared, a download of the tenant). A
+/// file Litestream has no state for here (just restored, or never replicated from here) is not refused: there is
+/// nothing to compare.
+async fn refuse_moved(restore: &Restore, name: &str, path: &Path, compare: bool) -> Result<()> {
     let Some(local) = replica::local_position(path) else {
         return Ok(());
     };
-    let (restore, tenant) = (restore.clone(), name.to_owned());
+    let (restore, tenant, file) = (restore.clone(), name.to_owned(), path.to_owned());
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("quicklite-restore".into())
         .spawn(move || {
-            let _ = tx.send(restore.replica_position(&tenant));
+            let moved = (|| match restore.replica_position(&tenant)? {
+                Some(replica) if replica > local => Ok(Some(replica)),
+                Some(replica) if compare && restore.diverged(&tenant, &file, replica)? => {
+                    Ok(Some(replica))
+                }
+                _ => Ok(None),
+            })();
+            let _ = tx.send(moved);
         })?;
     match rx
         .await
         .map_err(|_| Error::Closed)?
         .map_err(Error::Litestream)?
     {
-        Some(replica) if replica > local => Err(Error::TenantMoved {
+        Some(replica) => Err(Error::TenantMoved {
             name: name.to_owned(),
             local,
             replica,
         }),
-        _ => Ok(()),
+        None => Ok(()),
     }
 }
 

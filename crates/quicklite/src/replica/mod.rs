@@ -10,6 +10,12 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ffi};
 
+mod restore;
+mod state;
+
+pub use restore::Restore;
+pub(crate) use state::local_position;
+
 /// The name Litestream's VFS registers itself under.
 const VFS_NAME: &CStr = c"litestream";
 
@@ -118,124 +124,6 @@ impl Replica {
         *loaded = Some(self.extension.clone());
         Ok(())
     }
-}
-
-/// Where a [`Registry`](crate::Registry) finds a tenant it does not have on local disk: restored from the replica
-/// Litestream keeps of it, before its first open. Given to
-/// [`RegistryBuilder::restore_missing`](crate::RegistryBuilder::restore_missing).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Restore {
-    program: PathBuf,
-    url: String,
-}
-
-impl Restore {
-    /// Restores with the `litestream` program at `program` from the replica at `url`, a Litestream replica URL in
-    /// which `{name}` stands for the tenant's name (`s3://bucket/tenants/{name}`, with `?endpoint=…` for an
-    /// S3-compatible server). The program finds credentials as Litestream does (`AWS_ACCESS_KEY_ID`, …).
-    pub fn litestream(program: impl Into<PathBuf>, url: impl Into<String>) -> Restore {
-        Restore {
-            program: program.into(),
-            url: url.into(),
-        }
-    }
-
-    /// Checks the URL names the tenant somewhere.
-    pub(crate) fn validate(&self) -> Result<(), String> {
-        if self.url.contains("{name}") {
-            Ok(())
-        } else {
-            Err(format!(
-                "the restore URL {} does not say where a tenant's name goes ({{name}})",
-                self.url
-            ))
-        }
-    }
-
-    /// The last transaction the replica of tenant `name` holds; `None` if it has none. Asks `litestream ltx`.
-    pub(crate) fn replica_position(&self, name: &str) -> Result<Option<Position>, String> {
-        let url = self.url.replace("{name}", name);
-        let out = self.run("ltx", &["-json", "-level", "all"], &url)?;
-        let files: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout)
-            .map_err(|e| format!("`litestream ltx` of {url} answered what is not its JSON: {e}"))?;
-        files
-            .iter()
-            .map(|file| {
-                file.get("max_txid")
-                    .and_then(serde_json::Value::as_str)
-                    .and_then(|txid| u64::from_str_radix(txid, 16).ok())
-                    .map(Position)
-                    .ok_or_else(|| {
-                        format!("`litestream ltx` of {url}: a file without its max_txid: {file}")
-                    })
-            })
-            .try_fold(None, |max, position| Ok(max.max(Some(position?))))
-    }
-
-    /// Restores tenant `name` into the new file `into`; `false` if the replica has no such database (`into` is then
-    /// not created). Blocks until `litestream restore` exits.
-    pub(crate) fn restore(&self, name: &str, into: &Path) -> Result<bool, String> {
-        let url = self.url.replace("{name}", name);
-        self.run(
-            "restore",
-            &[
-                "-if-replica-exists".as_ref(),
-                "-o".as_ref(),
-                into.as_os_str(),
-            ],
-            &url,
-        )?;
-        Ok(into.exists())
-    }
-
-    /// Runs `litestream <command> <args…> <url>` and returns what it printed; an error names the command, the URL
-    /// and what Litestream said.
-    fn run<A: AsRef<std::ffi::OsStr>>(
-        &self,
-        command: &str,
-        args: &[A],
-        url: &str,
-    ) -> Result<std::process::Output, String> {
-        let out = std::process::Command::new(&self.program)
-            .arg(command)
-            .args(args)
-            .arg(url)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|e| format!("could not run {}: {e}", self.program.display()))?;
-        if !out.status.success() {
-            return Err(format!(
-                "`litestream {command}` of {url} failed ({}): {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        Ok(out)
-    }
-}
-
-/// The last transaction Litestream on this machine recorded for the database at `db`: the highest TXID its local
-/// state (`.<file>-litestream/ltx/<level>/<min>-<max>.ltx`, beside the database) names; `None` if it has none.
-pub(crate) fn local_position(db: &Path) -> Option<Position> {
-    let name = db.file_name()?.to_string_lossy();
-    let state = db.with_file_name(format!(".{name}-litestream")).join("ltx");
-    let mut max = None;
-    for level in std::fs::read_dir(state).ok()?.flatten() {
-        for file in std::fs::read_dir(level.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let file = file.file_name();
-            let txid = file
-                .to_str()
-                .and_then(|f| f.strip_suffix(".ltx"))
-                .and_then(|f| f.split_once('-'))
-                .and_then(|(_, last)| u64::from_str_radix(last, 16).ok());
-            max = max.max(txid.map(Position));
-        }
-    }
-    max
 }
 
 /// A transaction of a replicated database as Litestream numbers it (its TXID): how far a replica has read, and

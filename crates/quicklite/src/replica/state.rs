@@ -1,0 +1,301 @@
+//! What Litestream keeps on this machine beside a database it replicates (`.<file>-litestream/`): the transactions
+//! it recorded, as LTX files.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use super::Position;
+
+/// The last transaction Litestream on this machine recorded for the database at `db`: the highest TXID its local
+/// state (`.<file>-litestream/ltx/<level>/<min>-<max>.ltx`, beside the database) names; `None` if it has none.
+pub(crate) fn local_position(db: &Path) -> Option<Position> {
+    let mut max = None;
+    for level in std::fs::read_dir(ltx_dir(db)?).ok()?.flatten() {
+        for file in std::fs::read_dir(level.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            max = max.max(last_txid(&file.file_name()).map(Position));
+        }
+    }
+    max
+}
+
+/// What the transactions Litestream recorded here wrote, up to one of them: each page's content after the last
+/// of them that wrote it, and the database's size after that one.
+#[derive(Debug, Default)]
+pub(crate) struct Written {
+    page_size: usize,
+    /// The database's size in pages after the last transaction read.
+    pages_after: u32,
+    pages: BTreeMap<u32, Vec<u8>>,
+}
+
+impl Written {
+    /// Whether the database file at `db` holds other content than these transactions left: another size, or a page
+    /// they wrote with other bytes.
+    pub(crate) fn differs_from(&self, db: &Path) -> std::io::Result<bool> {
+        let mut file = std::fs::File::open(db)?;
+        let len = file.metadata()?.len();
+        if len != u64::from(self.pages_after) * self.page_size as u64 {
+            return Ok(true);
+        }
+        let mut there = vec![0; self.page_size];
+        for (&pgno, page) in self.pages.range(..=self.pages_after) {
+            file.seek(SeekFrom::Start(u64::from(pgno - 1) * self.page_size as u64))?;
+            file.read_exact(&mut there)?;
+            if there != *page {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// What the transactions up to `upto` that Litestream still keeps here wrote to the database at `db`, from its
+/// level-0 LTX files (one per transaction; it keeps each until the replica has compacted it, so every transaction it
+/// never uploaded is there). `None` if it keeps none up to `upto`.
+pub(crate) fn written(db: &Path, upto: Position) -> Result<Option<Written>, String> {
+    let Some(level0) = ltx_dir(db).map(|dir| dir.join("0")) else {
+        return Ok(None);
+    };
+    let mut files: Vec<(u64, PathBuf)> = match std::fs::read_dir(&level0) {
+        Ok(dir) => dir
+            .flatten()
+            .filter_map(|file| Some((last_txid(&file.file_name())?, file.path())))
+            .filter(|&(txid, _)| txid <= upto.txid())
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", level0.display())),
+    };
+    files.sort();
+    let mut written: Option<Written> = None;
+    for (_, path) in files {
+        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let ltx = decode(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let written = written.get_or_insert_with(|| Written {
+            page_size: ltx.page_size,
+            ..Written::default()
+        });
+        if ltx.page_size != written.page_size {
+            return Err(format!(
+                "{}: pages of {} bytes after pages of {}",
+                path.display(),
+                ltx.page_size,
+                written.page_size
+            ));
+        }
+        written.pages_after = ltx.pages_after;
+        written.pages.extend(ltx.pages);
+    }
+    Ok(written)
+}
+
+/// Where Litestream keeps the LTX files of the database at `db`, a directory per level.
+fn ltx_dir(db: &Path) -> Option<PathBuf> {
+    let name = db.file_name()?.to_string_lossy();
+    Some(db.with_file_name(format!(".{name}-litestream")).join("ltx"))
+}
+
+/// The last TXID of an LTX file named `<min>-<max>.ltx`.
+fn last_txid(file: &std::ffi::OsStr) -> Option<u64> {
+    let (_, last) = file.to_str()?.strip_suffix(".ltx")?.split_once('-')?;
+    u64::from_str_radix(last, 16).ok()
+}
+
+/// One LTX file: the pages a transaction wrote (superfly/ltx's format, pages in LZ4 blocks).
+struct Ltx {
+    page_size: usize,
+    pages_after: u32,
+    pages: Vec<(u32, Vec<u8>)>,
+}
+
+/// The LTX header's length, of which the fields take the first 80 bytes.
+const HEADER_LEN: usize = 100;
+
+/// A page's header: its number (0 after the last page) and flags.
+const PAGE_HEADER_LEN: usize = 6;
+
+/// The page flag saying an LZ4 block of the length that follows holds the page.
+const PAGE_IN_BLOCK: u16 = 1;
+
+/// Reads an LTX file's header and pages (not its page index or trailer).
+fn decode(bytes: &[u8]) -> Result<Ltx, String> {
+    if bytes.len() < HEADER_LEN || &bytes[..4] != b"LTX1" {
+        return Err("not an LTX file".into());
+    }
+    let page_size = be32(bytes, 8).unwrap_or_default() as usize;
+    let pages_after = be32(bytes, 12).unwrap_or_default();
+    if !(512..=65536).contains(&page_size) || !page_size.is_power_of_two() {
+        return Err(format!("a page size of {page_size} bytes"));
+    }
+    let truncated = || "truncated".to_string();
+    let mut pages = Vec::new();
+    let mut at = HEADER_LEN;
+    loop {
+        let pgno = be32(bytes, at).ok_or_else(truncated)?;
+        let flags = bytes
+            .get(at + 4..at + PAGE_HEADER_LEN)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+            .ok_or_else(truncated)?;
+        at += PAGE_HEADER_LEN;
+        if pgno == 0 {
+            return Ok(Ltx {
+                page_size,
+                pages_after,
+                pages,
+            });
+        }
+        if flags & PAGE_IN_BLOCK == 0 {
+            return Err("pages in LZ4 frames (an older LTX format) are not read".into());
+        }
+        let len = be32(bytes, at).ok_or_else(truncated)? as usize;
+        at += 4;
+        let block = bytes.get(at..at + len).ok_or_else(truncated)?;
+        at += len;
+        let mut page = vec![0; page_size];
+        match lz4_flex::block::decompress_into(block, &mut page) {
+            Ok(n) if n == page_size => pages.push((pgno, page)),
+            Ok(n) => return Err(format!("page {pgno} holds {n} bytes, not {page_size}")),
+            Err(e) => return Err(format!("page {pgno}: {e}")),
+        }
+    }
+}
+
+/// The big-endian `u32` at `at`, if `bytes` is long enough.
+fn be32(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: usize = 4096;
+
+    /// An LTX file as Litestream writes a transaction's: the header, each page in an LZ4 block, the end of the
+    /// pages, a page index and a trailer (neither read).
+    fn ltx(txid: u64, pages_after: u32, pages: &[(u32, u8)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(b"LTX1");
+        out.extend_from_slice(&2u32.to_be_bytes()); // no checksums, as Litestream's level-0 files
+        out.extend_from_slice(&(PAGE as u32).to_be_bytes());
+        out.extend_from_slice(&pages_after.to_be_bytes());
+        out.extend_from_slice(&txid.to_be_bytes());
+        out.extend_from_slice(&txid.to_be_bytes());
+        out.resize(HEADER_LEN, 0);
+        for &(pgno, fill) in pages {
+            let block = lz4_flex::block::compress(&[fill; PAGE]);
+            out.extend_from_slice(&pgno.to_be_bytes());
+            out.extend_from_slice(&PAGE_IN_BLOCK.to_be_bytes());
+            out.extend_from_slice(&(block.len() as u32).to_be_bytes());
+            out.extend_from_slice(&block);
+        }
+        out.extend_from_slice(&[0; PAGE_HEADER_LEN]);
+        out.extend_from_slice(&[0xAB; 24]);
+        out
+    }
+
+    /// A database file of `pages` pages, page `n` filled with `fill(n)`.
+    fn database(path: &Path, pages: u32, fill: impl Fn(u32) -> u8) {
+        let bytes: Vec<u8> = (1..=pages).flat_map(|n| [fill(n); PAGE]).collect();
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    /// A transaction's level-0 file: its TXID, the database's pages after it, and the pages it wrote (number and
+    /// the byte each is filled with).
+    type Transaction<'a> = (u64, u32, &'a [(u32, u8)]);
+
+    /// Litestream's state beside `db`, with level-0 files for `files`.
+    fn state(db: &Path, files: &[Transaction]) {
+        let level0 = ltx_dir(db).unwrap().join("0");
+        std::fs::create_dir_all(&level0).unwrap();
+        for &(txid, pages_after, pages) in files {
+            std::fs::write(
+                level0.join(format!("{txid:016x}-{txid:016x}.ltx")),
+                ltx(txid, pages_after, pages),
+            )
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn the_pages_written_up_to_a_transaction_are_each_page_s_last_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.db");
+        state(
+            &db,
+            &[
+                (7, 2, &[(1, 1), (2, 1)]),
+                (8, 3, &[(2, 2), (3, 2)]),
+                (9, 3, &[(3, 3)]),
+            ],
+        );
+        assert_eq!(local_position(&db), Some(Position(9)));
+        let after8 = written(&db, Position(8)).unwrap().unwrap();
+        assert_eq!(after8.pages_after, 3);
+        let firsts: Vec<(u32, u8)> = after8.pages.iter().map(|(&n, p)| (n, p[0])).collect();
+        assert_eq!(firsts, [(1, 1), (2, 2), (3, 2)]);
+        assert!(
+            after8
+                .pages
+                .values()
+                .all(|p| p.len() == PAGE && p.iter().all(|&b| b == p[0]))
+        );
+        assert!(written(&db, Position(6)).unwrap().is_none());
+        assert!(
+            written(&dir.path().join("none.db"), Position(9))
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_copy_differs_by_any_page_written_or_by_its_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.db");
+        state(&db, &[(4, 3, &[(1, 1), (3, 9)])]);
+        let after4 = written(&db, Position(4)).unwrap().unwrap();
+        let copy = dir.path().join("copy.db");
+        // Pages the transactions did not write may hold anything.
+        database(&copy, 3, |n| [1, 5, 9][n as usize - 1]);
+        assert!(!after4.differs_from(&copy).unwrap());
+        database(&copy, 3, |n| [1, 5, 8][n as usize - 1]);
+        assert!(after4.differs_from(&copy).unwrap());
+        database(&copy, 4, |n| [1, 5, 9, 0][n as usize - 1]);
+        assert!(after4.differs_from(&copy).unwrap());
+    }
+
+    #[test]
+    fn a_file_that_is_not_an_ltx_file_as_written_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.db");
+        let level0 = ltx_dir(&db).unwrap().join("0");
+        std::fs::create_dir_all(&level0).unwrap();
+        let file = level0.join("0000000000000001-0000000000000001.ltx");
+        for (bytes, says) in [
+            (b"SQLite format 3\0".repeat(10), "not an LTX file"),
+            (
+                ltx(1, 1, &[(1, 1)])[..HEADER_LEN + 20].to_vec(),
+                "truncated",
+            ),
+            (
+                {
+                    let mut old = ltx(1, 1, &[(1, 1)]);
+                    old[HEADER_LEN + 4..HEADER_LEN + 6].copy_from_slice(&0u16.to_be_bytes());
+                    old
+                },
+                "older LTX format",
+            ),
+        ] {
+            std::fs::write(&file, bytes).unwrap();
+            let error = written(&db, Position(1)).unwrap_err();
+            assert!(
+                error.contains(says) && error.contains("0000000000000001-0000000000000001.ltx"),
+                "{error}"
+            );
+        }
+    }
+}
