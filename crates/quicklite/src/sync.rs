@@ -1,5 +1,5 @@
 //! The atomics and locks of the hand-written concurrency (the request queue, a pooled database's roles, its closing
-//! and reopening with the pool's ranked locks, the pool's places under its caps), swapped for loom's when the crate
+//! and reopening with the pool's ranked locks, the pool's permits under its caps), swapped for loom's when the crate
 //! is built with `--cfg quicklite_loom` so that their model checks explore every interleaving: `RUSTFLAGS="--cfg quicklite_loom" cargo test -p quicklite --lib model_`
 //! (scripts/test.sh runs it). A `cfg` rather than a Cargo feature, as tokio does with its own: features must be
 //! additive, and one that swaps every lock for loom's would break every other test of a build that turns all features

@@ -139,7 +139,7 @@ impl RegistryBuilder {
 
     /// Most connections open at once, over all databases, for reads on their callers' threads
     /// ([`Builder::inline_reads`]): the databases read most take them as they need them (each up to its
-    /// [`Builder::inline_connections`]), and a connection unused for a while is closed, its place free for another
+    /// [`Builder::inline_connections`]), and a connection unused for a while is closed, leaving room for another
     /// database. Two file descriptors each (the database and WAL files). By default, four per CPU; 0 sends every
     /// read to the pool.
     pub fn inline_connections(mut self, n: usize) -> Self {

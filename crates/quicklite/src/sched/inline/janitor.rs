@@ -17,7 +17,7 @@ use crate::util::{lock, spawn};
 /// How often the janitor looks while snapshots are open, and how long one may stand unused before it is ended.
 pub(crate) const PERIOD: Duration = Duration::from_millis(10);
 
-/// How long a connection may stand unused before it is closed (and, in a registry, its place in the budget given
+/// How long a connection may stand unused before it is closed (and, in a registry, its permit of the budget given
 /// to another database).
 pub(crate) const CLOSE_AFTER: Duration = Duration::from_secs(30);
 

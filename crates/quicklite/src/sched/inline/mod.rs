@@ -102,7 +102,7 @@ impl Budget {
     }
 }
 
-/// One connection's place in a [`Budget`], given back when the connection closes.
+/// One connection's permit of a [`Budget`], given back when the connection closes.
 struct Permit(Arc<Budget>);
 
 impl Drop for Permit {

@@ -25,7 +25,7 @@ pub(crate) mod actor;
 mod checkpoints;
 pub(crate) mod elastic;
 mod evict;
-mod places;
+mod permits;
 pub(crate) mod ranked;
 mod roles;
 mod room;
@@ -34,7 +34,7 @@ pub(crate) mod task;
 
 use elastic::Lane;
 use evict::OpenSet;
-use places::Places;
+use permits::Permits;
 use ranked::{Rank, Ranked};
 use task::{PooledDatabase, Task};
 
@@ -49,9 +49,9 @@ pub(crate) struct Pool<D> {
     reads: Sender<Task<D>>,
     /// Databases with open connections.
     pub(crate) open: Ranked<OpenSet<D>>,
-    /// Places under the cap on open databases, taken by databases open or opening: a database reserves its place
+    /// Permits under the cap on open databases, taken by databases open or opening: a database reserves its permit
     /// ([`Pool::reserve_open`]) before it opens.
-    open_places: Places,
+    open_permits: Permits,
     /// Wakes the housekeeping thread (when the cap is passed); a full channel means a wake-up is pending already.
     wake: SyncSender<()>,
     pub(crate) opens: AtomicU64,
@@ -65,9 +65,9 @@ pub(crate) struct Pool<D> {
     waiting: Ranked<VecDeque<Task<D>>>,
     /// `waiting.len()`, readable without the lock.
     waiting_len: AtomicUsize,
-    /// Places under the cap on reader connections open at once, over all databases (each holds two file
+    /// Permits under the cap on reader connections open at once, over all databases (each holds two file
     /// descriptors).
-    reader_places: Places,
+    reader_permits: Permits,
     /// The write threads: their count grows while writes wait behind threads blocked in long writes.
     pub(crate) write_lane: Arc<Lane>,
     epoch: Instant,
@@ -131,7 +131,7 @@ impl<D: PooledDatabase> Pool<D> {
             writes,
             reads,
             open: Ranked::new(Rank::PoolOpen, OpenSet::default()),
-            open_places: Places::new(max_open),
+            open_permits: Permits::new(max_open),
             wake,
             opens: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
@@ -139,7 +139,7 @@ impl<D: PooledDatabase> Pool<D> {
             draws: AtomicU64::new(0),
             waiting: Ranked::new(Rank::PoolWaiting, VecDeque::new()),
             waiting_len: AtomicUsize::new(0),
-            reader_places: Places::new(max_readers),
+            reader_permits: Permits::new(max_readers),
             write_lane,
             epoch: Instant::now(),
         });
@@ -201,17 +201,17 @@ impl<D: PooledDatabase> Pool<D> {
 
     /// Takes one reader connection from the budget, if any is left.
     pub(crate) fn reserve_reader(&self) -> bool {
-        self.reader_places.try_take()
+        self.reader_permits.try_take()
     }
 
     /// Gives `n` closed reader connections back to the budget.
     pub(crate) fn release_readers(&self, n: usize) {
-        self.reader_places.give_back(n);
+        self.reader_permits.give_back(n);
     }
 
     /// Reader connections open now.
     pub(crate) fn reader_connections(&self) -> usize {
-        self.reader_places.taken()
+        self.reader_permits.taken()
     }
 }
 

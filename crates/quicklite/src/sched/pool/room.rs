@@ -1,4 +1,4 @@
-//! Room to open a database under the cap: a place reserved before it opens, another database closed to make room
+//! Room to open a database under the cap: a permit reserved before it opens, another database closed to make room
 //! when there is none ([`evict`](super::evict) chooses which), and the waiting room of tasks whose database cannot
 //! open yet.
 
@@ -9,11 +9,11 @@ use crate::sched::pool::evict::{DRAWS, SAMPLED, close_one};
 use crate::sched::pool::task::{PooledDatabase, Task};
 
 impl<D: PooledDatabase> Pool<D> {
-    /// Reserves a place under `max_open` for `opening`, closing another database first when the cap is reached;
+    /// Reserves a permit under `max_open` for `opening`, closing another database first when the cap is reached;
     /// `false` if none could be closed now (every open database runs a task): the opening waits for room. Checking
-    /// the count and taking the place are one step, so databases opening at once cannot pass the cap together.
+    /// the count and taking the permit are one step, so databases opening at once cannot pass the cap together.
     pub(crate) fn reserve_open(&self, opening: &str) -> bool {
-        while !self.open_places.try_take() {
+        while !self.open_permits.try_take() {
             if !self.evict_for(opening, self.max_open() - 1) {
                 return false;
             }
@@ -21,19 +21,19 @@ impl<D: PooledDatabase> Pool<D> {
         true
     }
 
-    /// Gives back the place of a database that closed, or failed to open.
+    /// Gives back the permit of a database that closed, or failed to open.
     pub(crate) fn release_open(&self) {
-        self.open_places.give_back(1);
+        self.open_permits.give_back(1);
     }
 
     /// Databases open, or opening.
     pub(crate) fn reserved(&self) -> usize {
-        self.open_places.taken()
+        self.open_permits.taken()
     }
 
     /// The cap on open databases.
     pub(crate) fn max_open(&self) -> usize {
-        self.open_places.max()
+        self.open_permits.max()
     }
 
     /// Closes open databases (other than `opening`; `""` for none) until at most `target` are open — on the pool

@@ -40,7 +40,7 @@ pub(crate) trait HandsOver {
     fn serve_first(&mut self, requests: VecDeque<Self::Request>);
 }
 
-/// What the protocol asks of the database around it: its queues, the pool's run queues and places, and the
+/// What the protocol asks of the database around it: its queues, the pool's run queues and permits, and the
 /// connections themselves.
 pub(crate) trait Host {
     /// The open writer.
@@ -60,14 +60,14 @@ pub(crate) trait Host {
     /// A task ended or a closer gave its roles back: whoever waits for that (room to open, closing for good) may
     /// look again.
     fn roles_released(&self);
-    /// Reserves a place under the cap on open databases, closing another database if need be; `false` if none
+    /// Reserves a permit under the cap on open databases, closing another database if need be; `false` if none
     /// could be closed now.
     fn reserve_open(&self) -> bool;
-    /// Opens the writer (with the place reserved; given back if it fails).
+    /// Opens the writer (with the permit reserved; given back if it fails).
     fn open_writer(&self) -> Result<Self::Writer>;
     /// The database just opened: it counts among the open ones, and callers waiting for it hear so.
     fn opened(&self);
-    /// A write task found the writer in place: callers waiting for the database to open hear that it is.
+    /// A write task found the writer in its slot: callers waiting for the database to open hear that it is.
     fn found_open(&self);
     /// Serves one turn of the writer; returns whether it left work behind (taken or queued).
     fn serve_turn(&self, writer: &mut Self::Writer) -> bool;
@@ -77,7 +77,7 @@ pub(crate) trait Host {
     fn close_readers(&self);
     /// Closes the writer, whose unserved requests were handed over.
     fn shut_down(&self, writer: Self::Writer, close: Close);
-    /// The database, open until now, closed: its place under the cap is free.
+    /// The database, open until now, closed: its permit under the cap is free.
     fn closed(&self);
 }
 

@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use super::*;
 use crate::inbox::Inbox;
 use crate::queue::{self, Receiver, Sender};
-use crate::sched::pool::places::Places;
+use crate::sched::pool::permits::Permits;
 use crate::sync::atomic::AtomicUsize;
 use crate::sync::{Arc, Mutex};
 
@@ -56,7 +56,7 @@ struct Db {
     /// Tasks set aside until there is room to open the database.
     waiting: Mutex<VecDeque<Task>>,
     /// The cap on open databases: one.
-    places: Places,
+    permits: Permits,
     /// Write requests served, in order.
     served: Mutex<Vec<u32>>,
     /// Reads served.
@@ -96,7 +96,7 @@ impl Host for Db {
     fn roles_released(&self) {}
 
     fn reserve_open(&self) -> bool {
-        self.places.try_take()
+        self.permits.try_take()
     }
 
     fn open_writer(&self) -> Result<Writer> {
@@ -129,7 +129,7 @@ impl Host for Db {
     }
 
     fn closed(&self) {
-        self.places.give_back(1);
+        self.permits.give_back(1);
         if let Some(task) = self.waiting.lock().unwrap().pop_front() {
             self.run.lock().unwrap().push_back(task);
         }
@@ -147,7 +147,7 @@ impl Db {
             reads: AtomicUsize::new(0),
             run: Mutex::new(VecDeque::new()),
             waiting: Mutex::new(VecDeque::new()),
-            places: Places::new(1),
+            permits: Permits::new(1),
             served: Mutex::new(Vec::new()),
             reads_served: AtomicUsize::new(0),
             opens: AtomicUsize::new(0),
@@ -214,7 +214,7 @@ impl Db {
     /// Checks, with every thread of the model ended, that no request is stranded and no role leaked: a request
     /// queued, handed over or taken by the writer has a write task scheduled to serve it (queued, or set aside
     /// until there is room); a role is held exactly while a task of its kind is scheduled; the database is open
-    /// exactly while its writer is in place.
+    /// exactly while its writer is in its slot.
     fn assert_settled(&self) {
         let tasks: Vec<Task> = {
             let run = self.run.lock().unwrap();
@@ -246,12 +246,12 @@ impl Db {
         assert_eq!(
             self.life.is_open(),
             slot.is_some(),
-            "open exactly while the writer is in place"
+            "open exactly while the writer is in its slot"
         );
         assert_eq!(
-            self.places.taken(),
+            self.permits.taken(),
             usize::from(slot.is_some()),
-            "a place under the cap is held exactly while the database is open"
+            "a permit under the cap is held exactly while the database is open"
         );
     }
 
@@ -394,7 +394,11 @@ fn model_a_closer_that_gives_up_changes_nothing() {
         assert!(!closed, "a read task is queued");
         assert!(db.life.is_open(), "still open");
         assert_eq!(db.opens.load(Ordering::SeqCst), 1, "the same writer");
-        assert_eq!(db.closes.load(Ordering::SeqCst), 0, "the writer in place");
+        assert_eq!(
+            db.closes.load(Ordering::SeqCst),
+            0,
+            "the writer still in its slot"
+        );
         assert_eq!(db.life.unserved(), 0, "nothing handed over");
         db.assert_settled();
         db.drain();

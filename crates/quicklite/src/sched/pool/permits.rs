@@ -1,29 +1,29 @@
-//! A budget of places under a cap, taken and given back from any thread: the pool's open databases under
+//! A budget of permits under a cap, taken and given back from any thread: the pool's open databases under
 //! `max_open`, and its reader connections under `max_reader_connections`.
 //!
-//! A place is taken by a compare-and-swap from a count below the cap, never by an increment checked afterwards, so
-//! the count is never past the cap, even for a moment: a database that opens has its place before it opens.
+//! A permit is taken by a compare-and-swap from a count below the cap, never by an increment checked afterwards, so
+//! the count is never past the cap, even for a moment: a database that opens has its permit before it opens.
 //! Its atomic comes from [`crate::sync`], so the models below (`RUSTFLAGS="--cfg quicklite_loom" cargo test -p
 //! quicklite --lib model_`) explore every interleaving of takers and givers.
 
 use crate::sync::atomic::{AtomicUsize, Ordering};
 
-/// Places under a cap.
-pub(crate) struct Places {
+/// Permits under a cap.
+pub(crate) struct Permits {
     taken: AtomicUsize,
     max: usize,
 }
 
-impl Places {
-    /// `max` places, none taken.
-    pub(crate) fn new(max: usize) -> Places {
-        Places {
+impl Permits {
+    /// `max` permits, none taken.
+    pub(crate) fn new(max: usize) -> Permits {
+        Permits {
             taken: AtomicUsize::new(0),
             max,
         }
     }
 
-    /// Takes a place if one is free; whether it did.
+    /// Takes a permit if one is free; whether it did.
     pub(crate) fn try_take(&self) -> bool {
         let mut n = self.taken.load(Ordering::SeqCst);
         while n < self.max {
@@ -38,15 +38,15 @@ impl Places {
         false
     }
 
-    /// Gives back `n` places taken before.
+    /// Gives back `n` permits taken before.
     pub(crate) fn give_back(&self, n: usize) {
         if n > 0 {
             let before = self.taken.fetch_sub(n, Ordering::SeqCst);
-            debug_assert!(before >= n, "{n} places given back, {before} taken");
+            debug_assert!(before >= n, "{n} permits given back, {before} taken");
         }
     }
 
-    /// Places taken now.
+    /// Permits taken now.
     pub(crate) fn taken(&self) -> usize {
         self.taken.load(Ordering::SeqCst)
     }
@@ -62,17 +62,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn places_are_taken_up_to_the_cap_and_again_once_given_back() {
-        let places = Places::new(2);
-        assert!(places.try_take() && places.try_take());
-        assert!(!places.try_take());
-        assert_eq!(places.taken(), 2);
-        places.give_back(1);
-        assert!(places.try_take());
-        places.give_back(2);
-        assert_eq!(places.taken(), 0);
-        places.give_back(0);
-        assert!(!Places::new(0).try_take());
+    fn permits_are_taken_up_to_the_cap_and_again_once_given_back() {
+        let permits = Permits::new(2);
+        assert!(permits.try_take() && permits.try_take());
+        assert!(!permits.try_take());
+        assert_eq!(permits.taken(), 2);
+        permits.give_back(1);
+        assert!(permits.try_take());
+        permits.give_back(2);
+        assert_eq!(permits.taken(), 0);
+        permits.give_back(0);
+        assert!(!Permits::new(0).try_take());
     }
 }
 
@@ -81,20 +81,20 @@ mod models {
     use super::*;
     use loom::sync::Arc;
 
-    /// Two takers race for one place, each giving it back after looking at the count: the count never passes the
-    /// cap, and the place is back at the end.
+    /// Two takers race for one permit, each giving it back after looking at the count: the count never passes the
+    /// cap, and the permit is back at the end.
     #[test]
-    fn model_places_are_never_taken_past_the_cap() {
+    fn model_permits_are_never_taken_past_the_cap() {
         loom::model(|| {
-            let places = Arc::new(Places::new(1));
+            let permits = Arc::new(Permits::new(1));
             let takers: Vec<_> = (0..2)
                 .map(|_| {
-                    let places = places.clone();
+                    let permits = permits.clone();
                     loom::thread::spawn(move || {
-                        let took = places.try_take();
-                        assert!(places.taken() <= places.max());
+                        let took = permits.try_take();
+                        assert!(permits.taken() <= permits.max());
                         if took {
-                            places.give_back(1);
+                            permits.give_back(1);
                         }
                         took
                     })
@@ -105,33 +105,33 @@ mod models {
                 .map(|t| t.join().unwrap())
                 .filter(|&took| took)
                 .count();
-            // At least one: a taker fails only while the other holds the place.
+            // At least one: a taker fails only while the other holds the permit.
             assert!(took >= 1, "{took}");
-            assert_eq!(places.taken(), 0);
+            assert_eq!(permits.taken(), 0);
         });
     }
 
-    /// A taker waiting for the one place, held by another that gives it back (as a database closed to make room):
+    /// A taker waiting for the one permit, held by another that gives it back (as a database closed to make room):
     /// the waiter gets it, and no one holds it twice.
     #[test]
-    fn model_a_place_given_back_goes_to_the_one_waiting() {
+    fn model_a_permit_given_back_goes_to_the_one_waiting() {
         loom::model(|| {
-            let places = Arc::new(Places::new(1));
-            assert!(places.try_take());
+            let permits = Arc::new(Permits::new(1));
+            assert!(permits.try_take());
             let holding = Arc::new(loom::sync::atomic::AtomicUsize::new(1));
             let waiter = {
-                let (places, holding) = (places.clone(), holding.clone());
+                let (permits, holding) = (permits.clone(), holding.clone());
                 loom::thread::spawn(move || {
-                    while !places.try_take() {
+                    while !permits.try_take() {
                         loom::thread::yield_now();
                     }
                     assert_eq!(holding.fetch_add(1, Ordering::SeqCst), 0, "held twice");
                 })
             };
             assert_eq!(holding.fetch_sub(1, Ordering::SeqCst), 1);
-            places.give_back(1);
+            permits.give_back(1);
             waiter.join().unwrap();
-            assert_eq!(places.taken(), 1);
+            assert_eq!(permits.taken(), 1);
         });
     }
 }
