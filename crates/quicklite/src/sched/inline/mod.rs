@@ -111,7 +111,7 @@ impl Drop for Permit {
     }
 }
 
-/// What a set's places hold, for the janitor.
+/// What a set's seats hold, for the janitor.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Holding {
     /// Some connection is open (or opening).
@@ -121,23 +121,23 @@ pub(super) struct Holding {
 }
 
 impl Holding {
-    /// A place in use: it may keep a snapshot when the read on it ends.
+    /// A seat in use: it may keep a snapshot when the read on it ends.
     const BUSY: Holding = Holding {
         connections: true,
         snapshots: true,
     };
 
-    fn of(place: &Place) -> Holding {
-        match place {
-            Place::Open(held) => Holding {
+    fn of(seat: &Seat) -> Holding {
+        match seat {
+            Seat::Open(own) => Holding {
                 connections: true,
-                snapshots: held.snapshot.began().is_some(),
+                snapshots: own.snapshot.began().is_some(),
             },
-            Place::Opening => Holding {
+            Seat::Opening => Holding {
                 connections: true,
                 snapshots: false,
             },
-            Place::Empty | Place::Failed(_) => Holding::default(),
+            Seat::Empty | Seat::Failed(_) => Holding::default(),
         }
     }
 
@@ -157,17 +157,18 @@ impl Holding {
     }
 }
 
-/// Locks `place` if no other thread holds it (also after a panic: a place's state is whole at every step).
-fn try_lock(place: &Mutex<Place>) -> Option<MutexGuard<'_, Place>> {
-    match place.try_lock() {
-        Ok(place) => Some(place),
+/// Locks `seat` if no other thread holds it (also after a panic: a seat's state is whole at every step).
+fn try_lock(seat: &Mutex<Seat>) -> Option<MutexGuard<'_, Seat>> {
+    match seat.try_lock() {
+        Ok(seat) => Some(seat),
         Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
         Err(TryLockError::WouldBlock) => None,
     }
 }
 
-/// A connection place of an [`Inline`] set.
-enum Place {
+/// A seat of an [`Inline`] set: where one of its own connections waits for reads, taken by one read at a time
+/// (as the writer's connection in its [`WriterSeat`]).
+enum Seat {
     /// No connection.
     Empty,
     /// A connection is being opened for it.
@@ -175,17 +176,17 @@ enum Place {
     /// The connection failed to open at this time.
     Failed(Instant),
     /// A connection.
-    Open(Box<Held>),
+    Open(Box<OwnConnection>),
 }
 
-/// An open connection and what the janitor needs to know of it.
-struct Held {
+/// One of the set's own connections, open, and what the janitor needs to know of it.
+struct OwnConnection {
     snapshot: KeptSnapshot,
     /// When a read last ended on it.
     last_used: Instant,
     /// The commit sequence at which a read found the writer's connection lent but in use by another thread: until
     /// the next commit this connection serves its thread's reads, cold or not, rather than contend for it.
-    seat_taken_at: Option<u64>,
+    writer_seat_taken_at: Option<u64>,
     _permit: Option<Permit>,
 }
 
@@ -194,12 +195,12 @@ pub(crate) struct Inline {
     path: PathBuf,
     config: Config,
     shared: Arc<Shared>,
-    /// One cache line each: threads on different places touch no line in common.
-    places: Box<[CachePadded<Mutex<Place>>]>,
+    /// One cache line each: threads on different seats touch no line in common.
+    seats: Box<[CachePadded<Mutex<Seat>>]>,
     /// Shared with other databases, for a registry's.
     budget: Option<Arc<Budget>>,
     /// Where the writer lends its connection while it waits for work, if it does (a standalone database's).
-    seat: Option<Arc<WriterSeat>>,
+    writer_seat: Option<Arc<WriterSeat>>,
     /// Set once the database closes: no read runs here afterwards.
     closed: AtomicBool,
     /// Whether the janitor looks after this set.
@@ -230,24 +231,24 @@ pub(crate) async fn take_turn() {
 
 impl Inline {
     /// The set for the database at `path`; `budget` bounds its connections together with other databases'; reads
-    /// may also take the writer's connection at `seat` while the writer waits.
+    /// may also take the writer's connection at `writer_seat` while the writer waits.
     pub(crate) fn new(
         path: PathBuf,
         config: Config,
         shared: Arc<Shared>,
         budget: Option<Arc<Budget>>,
-        seat: Option<Arc<WriterSeat>>,
+        writer_seat: Option<Arc<WriterSeat>>,
     ) -> Arc<Inline> {
-        let places = (0..config.inline_connections.max(1))
-            .map(|_| CachePadded::new(Mutex::new(Place::Empty)))
+        let seats = (0..config.inline_connections.max(1))
+            .map(|_| CachePadded::new(Mutex::new(Seat::Empty)))
             .collect();
         Arc::new(Inline {
             path,
             config,
             shared,
-            places,
+            seats,
             budget,
-            seat,
+            writer_seat,
             closed: AtomicBool::new(false),
             watched: AtomicBool::new(false),
         })
@@ -278,12 +279,12 @@ impl Inline {
         // Read-your-writes, and no read older than one already made: one load; a snapshot that may lack a commit
         // visible now ends before this read.
         let commit_seq = self.shared.visible_seq();
-        let mut place = self.free_connection();
-        let stay = matches!(place.as_deref(), Some(Place::Open(held))
-            if held.snapshot.warm(commit_seq) || held.seat_taken_at == Some(commit_seq));
-        if !stay && let Some(seat) = &self.seat {
-            if let Some(mut lent) = seat.borrow() {
-                drop(place);
+        let mut seat = self.free_seat();
+        let stay = matches!(seat.as_deref(), Some(Seat::Open(own))
+            if own.snapshot.warm(commit_seq) || own.writer_seat_taken_at == Some(commit_seq));
+        if !stay && let Some(writer_seat) = &self.writer_seat {
+            if let Some(mut lent) = writer_seat.borrow() {
+                drop(seat);
                 let Lent {
                     snapshot,
                     last_used,
@@ -293,25 +294,25 @@ impl Inline {
                 self.watch();
                 return out;
             }
-            if seat.lent()
-                && let Some(Place::Open(held)) = place.as_deref_mut()
+            if writer_seat.lent()
+                && let Some(Seat::Open(own)) = seat.as_deref_mut()
             {
-                held.seat_taken_at = Some(commit_seq);
+                own.writer_seat_taken_at = Some(commit_seq);
             }
         }
-        let Some(mut place) = place else {
+        let Some(mut seat) = seat else {
             return Err(f);
         };
-        let Place::Open(held) = &mut *place else {
+        let Seat::Open(own) = &mut *seat else {
             return Err(f);
         };
-        let Held {
+        let OwnConnection {
             snapshot,
             last_used,
             ..
-        } = &mut **held;
+        } = &mut **own;
         let out = self.read_on(snapshot, last_used, site, deadline, commit_seq, f);
-        drop(place);
+        drop(seat);
         self.watch();
         out
     }
@@ -405,32 +406,32 @@ impl Inline {
     }
 
     /// An open connection no other thread is using: the one this thread's number points at, or the next free one.
-    /// The first place with no connection met on the way starts opening one.
-    fn free_connection(self: &Arc<Self>) -> Option<MutexGuard<'_, Place>> {
-        let n = self.places.len();
+    /// The first seat with no connection met on the way starts opening one.
+    fn free_seat(self: &Arc<Self>) -> Option<MutexGuard<'_, Seat>> {
+        let n = self.seats.len();
         let first = NUMBER.with(|number| *number) % n;
         let mut may_open = true;
         for i in 0..n {
             let index = (first + i) % n;
-            let Some(mut place) = try_lock(&self.places[index]) else {
+            let Some(mut seat) = try_lock(&self.seats[index]) else {
                 continue;
             };
-            match &*place {
-                Place::Open(_) => return Some(place),
-                Place::Opening => {}
-                Place::Failed(at) if at.elapsed() < RETRY_OPEN_AFTER => {}
-                Place::Empty | Place::Failed(_) if may_open => {
+            match &*seat {
+                Seat::Open(_) => return Some(seat),
+                Seat::Opening => {}
+                Seat::Failed(at) if at.elapsed() < RETRY_OPEN_AFTER => {}
+                Seat::Empty | Seat::Failed(_) if may_open => {
                     may_open = false;
-                    self.open_in_background(index, &mut place);
+                    self.open_in_background(index, &mut seat);
                 }
-                Place::Empty | Place::Failed(_) => {}
+                Seat::Empty | Seat::Failed(_) => {}
             }
         }
         None
     }
 
-    /// Opens a connection for place `index` on a thread of its own, if the budget and the process's openers allow.
-    fn open_in_background(self: &Arc<Self>, index: usize, place: &mut Place) {
+    /// Opens a connection for seat `index` on a thread of its own, if the budget and the process's openers allow.
+    fn open_in_background(self: &Arc<Self>, index: usize, seat: &mut Seat) {
         let Some(opener) = Opener::take() else {
             return;
         };
@@ -441,34 +442,34 @@ impl Inline {
             },
             None => None,
         };
-        *place = Place::Opening;
+        *seat = Seat::Opening;
         let set = self.clone();
         let opened = spawn("quicklite-open", move || {
             let _opener = opener;
             let opened = KeptSnapshot::open(&set.path, &set.config, &set.shared);
-            let mut place = lock(&set.places[index]);
-            *place = match opened {
+            let mut seat = lock(&set.seats[index]);
+            *seat = match opened {
                 Ok(snapshot) if set.closed.load(Ordering::Acquire) => {
                     snapshot.close(&set.shared);
-                    Place::Empty
+                    Seat::Empty
                 }
-                Ok(snapshot) => Place::Open(Box::new(Held {
+                Ok(snapshot) => Seat::Open(Box::new(OwnConnection {
                     snapshot,
                     last_used: Instant::now(),
-                    seat_taken_at: None,
+                    writer_seat_taken_at: None,
                     _permit: permit,
                 })),
                 Err(e) => {
                     tracing::debug!(error = %e, "no connection for reads on callers' threads");
-                    Place::Failed(Instant::now())
+                    Seat::Failed(Instant::now())
                 }
             };
-            drop(place);
+            drop(seat);
             set.watch();
         });
         if let Err(e) = opened {
             tracing::debug!(error = %e, "no thread to open a connection for reads on callers' threads");
-            *place = Place::Failed(Instant::now());
+            *seat = Seat::Failed(Instant::now());
         }
     }
 
@@ -483,50 +484,51 @@ impl Inline {
     /// `close_after`; returns what the set still holds.
     fn sweep(&self, now: Instant, idle: Duration, close_after: Duration) -> Holding {
         let mut holding = Holding::default();
-        for place in self.places.iter() {
-            let Some(mut place) = try_lock(place) else {
+        for seat in self.seats.iter() {
+            let Some(mut seat) = try_lock(seat) else {
                 holding.busy();
                 continue;
             };
-            if let Place::Open(held) = &mut *place {
-                let unused = now.saturating_duration_since(held.last_used);
+            if let Seat::Open(own) = &mut *seat {
+                let unused = now.saturating_duration_since(own.last_used);
                 if unused >= close_after || self.closed.load(Ordering::Acquire) {
-                    if let Place::Open(held) = std::mem::replace(&mut *place, Place::Empty) {
-                        held.snapshot.close(&self.shared);
+                    if let Seat::Open(own) = std::mem::replace(&mut *seat, Seat::Empty) {
+                        own.snapshot.close(&self.shared);
                     }
                     continue;
                 }
-                let old = held.snapshot.began().is_some_and(|began| {
+                let old = own.snapshot.began().is_some_and(|began| {
                     now.saturating_duration_since(began) >= self.config.read_snapshot_max_age
                 });
                 if unused >= idle || old {
-                    held.snapshot.end(&self.shared);
+                    own.snapshot.end(&self.shared);
                 } else {
-                    held.snapshot.flush(&self.shared);
+                    own.snapshot.flush(&self.shared);
                 }
             }
-            holding = holding.or(Holding::of(&place));
+            holding = holding.or(Holding::of(&seat));
         }
-        if let Some(seat) = &self.seat
-            && seat.sweep(&self.shared, now, idle, self.config.read_snapshot_max_age)
+        if let Some(writer_seat) = &self.writer_seat
+            && writer_seat.sweep(&self.shared, now, idle, self.config.read_snapshot_max_age)
         {
             holding.busy();
         }
         holding
     }
 
-    /// What the set holds now (a place in use counts as a connection with a snapshot).
+    /// What the set holds now (a seat in use counts as a connection with a snapshot).
     fn holding(&self) -> Holding {
-        let mut holding = self
-            .places
-            .iter()
-            .fold(Holding::default(), |holding, place| {
-                holding.or(match try_lock(place) {
-                    Some(place) => Holding::of(&place),
-                    None => Holding::BUSY,
-                })
-            });
-        if self.seat.as_ref().is_some_and(|seat| seat.keeps_snapshot()) {
+        let mut holding = self.seats.iter().fold(Holding::default(), |holding, seat| {
+            holding.or(match try_lock(seat) {
+                Some(seat) => Holding::of(&seat),
+                None => Holding::BUSY,
+            })
+        });
+        if self
+            .writer_seat
+            .as_ref()
+            .is_some_and(|writer_seat| writer_seat.keeps_snapshot())
+        {
             holding.busy();
         }
         holding
@@ -534,25 +536,25 @@ impl Inline {
 
     /// Adds the reads counted on idle connections to the shared metrics (a connection in use adds its own later).
     pub(crate) fn flush_counts(&self) {
-        for place in self.places.iter() {
-            if let Some(mut place) = try_lock(place)
-                && let Place::Open(held) = &mut *place
+        for seat in self.seats.iter() {
+            if let Some(mut seat) = try_lock(seat)
+                && let Seat::Open(own) = &mut *seat
             {
-                held.snapshot.flush(&self.shared);
+                own.snapshot.flush(&self.shared);
             }
         }
-        if let Some(seat) = &self.seat {
-            seat.flush(&self.shared);
+        if let Some(writer_seat) = &self.writer_seat {
+            writer_seat.flush(&self.shared);
         }
     }
 
     /// Closes every connection (waiting for reads running on them): no read runs here afterwards.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        for place in self.places.iter() {
-            let mut place = lock(place);
-            if let Place::Open(held) = std::mem::replace(&mut *place, Place::Empty) {
-                held.snapshot.close(&self.shared);
+        for seat in self.seats.iter() {
+            let mut seat = lock(seat);
+            if let Seat::Open(own) = std::mem::replace(&mut *seat, Seat::Empty) {
+                own.snapshot.close(&self.shared);
             }
         }
     }
