@@ -268,7 +268,7 @@ impl<T> Sender<T> {
     }
 }
 
-/// A sender's place in the line for room, while it has one; leaving it when dropped (the sender's future dropped)
+/// A sender's turn in the line for room, while it has one; leaving it when dropped (the sender's future dropped)
 /// passes on room set aside for it.
 struct Turn<'a, T> {
     shared: &'a QueueState<T>,
@@ -301,7 +301,7 @@ impl<T> Turn<'_, T> {
                 }
                 None => {}
                 Some(ticket) => {
-                    let at = place(&queue, ticket);
+                    let at = index_of(&queue, ticket);
                     if at >= queue.granted {
                         let waker = &mut queue.line[at].waker;
                         if !waker.will_wake(cx.waker()) {
@@ -330,7 +330,7 @@ impl<T> Drop for Turn<'_, T> {
         if queue.closed {
             return;
         }
-        let at = place(&queue, ticket);
+        let at = index_of(&queue, ticket);
         queue.line.remove(at);
         if at < queue.granted {
             queue.granted -= 1;
@@ -339,12 +339,12 @@ impl<T> Drop for Turn<'_, T> {
     }
 }
 
-/// Where the sender holding `ticket` stands in the line (it is there: only it and closing take it out).
-fn place<T>(queue: &Queue<T>, ticket: u64) -> usize {
+/// The index in the line of the sender holding `ticket` (it is there: only it and closing take it out).
+fn index_of<T>(queue: &Queue<T>, ticket: u64) -> usize {
     queue
         .line
         .binary_search_by_key(&ticket, |sender| sender.ticket)
-        .expect("a sender keeps its place until it leaves")
+        .expect("a sender stays in the line until it leaves")
 }
 
 /// Marks a consumer as spinning while it exists; cleared before the consumer can lock the queue to sleep.

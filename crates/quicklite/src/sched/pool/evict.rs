@@ -11,50 +11,50 @@ pub(crate) const SAMPLED: usize = 16;
 /// Samples drawn before falling back to a scan of every open database, when all sampled ones are busy.
 pub(crate) const DRAWS: usize = 4;
 
-/// The open databases, in a vector for sampling at random, with each one's place by name for removal.
+/// The open databases, in a vector for sampling at random, with each one's index by name for removal.
 pub(crate) struct OpenSet<D> {
     actors: Vec<Arc<D>>,
-    places: HashMap<String, usize>,
+    indices: HashMap<String, usize>,
 }
 
 impl<D> Default for OpenSet<D> {
     fn default() -> Self {
         OpenSet {
             actors: Vec::new(),
-            places: HashMap::new(),
+            indices: HashMap::new(),
         }
     }
 }
 
 impl<D: PooledDatabase> OpenSet<D> {
     pub(crate) fn insert(&mut self, actor: Arc<D>) {
-        if !self.places.contains_key(actor.name()) {
-            self.places
+        if !self.indices.contains_key(actor.name()) {
+            self.indices
                 .insert(actor.name().to_string(), self.actors.len());
             self.actors.push(actor);
         }
     }
 
     pub(crate) fn remove(&mut self, name: &str) {
-        if let Some(place) = self.places.remove(name) {
-            self.actors.swap_remove(place);
-            if let Some(moved) = self.actors.get(place) {
-                self.places.insert(moved.name().to_string(), place);
+        if let Some(index) = self.indices.remove(name) {
+            self.actors.swap_remove(index);
+            if let Some(moved) = self.actors.get(index) {
+                self.indices.insert(moved.name().to_string(), index);
             }
         }
     }
 
-    /// Up to `n` distinct open databases at pseudo-random places.
+    /// Up to `n` distinct open databases at pseudo-random indices.
     pub(crate) fn sample(&self, n: usize, seed: u64) -> Vec<Arc<D>> {
-        sample_places(self.actors.len(), n, seed)
-            .map(|place| self.actors[place].clone())
+        sample_indices(self.actors.len(), n, seed)
+            .map(|index| self.actors[index].clone())
             .collect()
     }
 }
 
-/// `n` distinct places in `0..len` (all of them if `len <= n`), spread pseudo-randomly by `seed`: a start and a
+/// `n` distinct indices in `0..len` (all of them if `len <= n`), spread pseudo-randomly by `seed`: a start and a
 /// stride coprime with `len`.
-fn sample_places(len: usize, n: usize, seed: u64) -> impl Iterator<Item = usize> {
+fn sample_indices(len: usize, n: usize, seed: u64) -> impl Iterator<Item = usize> {
     let mut x = seed.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     x ^= x >> 29;
     let (start, mut stride) = if len <= n {
@@ -225,19 +225,19 @@ mod tests {
     }
 
     #[test]
-    fn sampled_places_are_distinct_and_in_range() {
+    fn sampled_indices_are_distinct_and_in_range() {
         for len in [1, 2, 15, 16, 17, 100, 3948, 4096] {
             for seed in 0..50 {
-                let places: Vec<usize> = sample_places(len, SAMPLED, seed).collect();
-                assert_eq!(places.len(), len.min(SAMPLED), "len {len}");
-                let distinct: std::collections::BTreeSet<_> = places.iter().collect();
-                assert_eq!(distinct.len(), places.len(), "len {len} seed {seed}");
-                assert!(places.iter().all(|&p| p < len));
+                let indices: Vec<usize> = sample_indices(len, SAMPLED, seed).collect();
+                assert_eq!(indices.len(), len.min(SAMPLED), "len {len}");
+                let distinct: std::collections::BTreeSet<_> = indices.iter().collect();
+                assert_eq!(distinct.len(), indices.len(), "len {len} seed {seed}");
+                assert!(indices.iter().all(|&p| p < len));
             }
         }
         // Different seeds look at different databases.
         let firsts: std::collections::BTreeSet<usize> = (0..50)
-            .map(|seed| sample_places(4000, SAMPLED, seed).next().unwrap())
+            .map(|seed| sample_indices(4000, SAMPLED, seed).next().unwrap())
             .collect();
         assert!(firsts.len() > 25, "{firsts:?}");
     }

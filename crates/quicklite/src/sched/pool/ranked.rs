@@ -6,7 +6,7 @@
 //! only under the interleaving that closes the circle; the order, checked at every `lock` in debug builds (every
 //! test), fails the first test that takes a wrong turn, whatever the interleaving. A `try_lock` never waits, so it
 //! is never out of order; what it holds counts for the locks taken after it. A database's writer slot has two
-//! places in the order — its own database's, and another's closing it to make room — so the closer takes it at the
+//! ranks in the order — its own database's, and another's closing it to make room — so the closer takes it at the
 //! second ([`Ranked::lock_at`]).
 //!
 //! The mutex comes from [`crate::sync`], so that the models of the actor's closing and reopening
@@ -18,7 +18,7 @@ use std::sync::{PoisonError, TryLockError};
 
 use crate::sync::{Mutex, MutexGuard};
 
-/// A lock's place in the order: a thread takes ranked locks in increasing rank, and never two of one rank (one
+/// A lock's rank in the order: a thread takes ranked locks in increasing rank, and never two of one rank (one
 /// database's actor state is taken alone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Rank {
@@ -63,7 +63,7 @@ impl<T> Ranked<T> {
         self.lock_at(self.rank)
     }
 
-    /// Takes the lock, waiting for it, at `rank` rather than its own: for a lock whose place in the order depends
+    /// Takes the lock, waiting for it, at `rank` rather than its own: for a lock whose rank depends
     /// on who takes it (a database's writer slot, taken by another database to close it).
     pub(crate) fn lock_at(&self, rank: Rank) -> RankedGuard<'_, T> {
         let held = Held::taking(rank);
