@@ -526,7 +526,7 @@ impl Builder {
             validate_pragma(&name, &value)?;
             let name = name.to_ascii_lowercase();
             match pragmas.iter_mut().find(|(n, _)| *n == name) {
-                Some(slot) => slot.1 = value,
+                Some(pragma) => pragma.1 = value,
                 None => pragmas.push((name, value)),
             }
         }

@@ -79,7 +79,7 @@ pub(crate) fn watch_blocking_work(
     flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
     raised: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 ) {
-    BLOCKING_WORK.with(|slot| *slot.borrow_mut() = Some(Watched { flag, raised }));
+    BLOCKING_WORK.with(|flags| *flags.borrow_mut() = Some(Watched { flag, raised }));
 }
 
 /// Runs `f`, an application's closure or a commit, with the calling thread's watched flag (if any) raised. On the
@@ -87,8 +87,8 @@ pub(crate) fn watch_blocking_work(
 pub(crate) fn blocking_work<T>(f: impl FnOnce() -> T) -> T {
     fn set(raised: bool) {
         use std::sync::atomic::Ordering::SeqCst;
-        BLOCKING_WORK.with(|slot| {
-            if let Some(watched) = &*slot.borrow()
+        BLOCKING_WORK.with(|flags| {
+            if let Some(watched) = &*flags.borrow()
                 && watched.flag.swap(raised, SeqCst) != raised
             {
                 if raised {

@@ -218,7 +218,7 @@ thread_local! {
 }
 
 /// Waits for this task's turn to run a read inline: yields once to the runtime, which polls the task again after
-/// the others ready to run (tokio's `yield_now`: the task goes behind them, not into the slot polled next).
+/// the others ready to run (tokio's `yield_now`: the task goes behind them, not to the front of the line).
 ///
 /// A read on the caller's thread costs about as much as a yield; a task that read without yielding would hold its
 /// worker for as long as it has reads to make (a task's cooperative budget, 128 of them, is a quarter of a

@@ -252,17 +252,17 @@ impl<D> GiveWay<D> {
 
 /// The body of a pool thread: runs tasks until the run queue is closed and empty, or it takes a retirement.
 pub(crate) fn run_pool_thread<D: PooledDatabase>(tasks: RunQueue<D>, serves: Serves<D>) {
-    let slot = match &serves {
+    let member = match &serves {
         Serves::Write(lane) => Some(lane.join()),
         Serves::Read(_) => None,
     };
     let mut buffer = VecDeque::with_capacity(1);
     while let Some(task) = tasks.next(&mut buffer) {
-        match (task, &serves, &slot) {
-            (Task::Write(actor), Serves::Write(lane), Some(slot)) => {
-                lane.started(slot);
+        match (task, &serves, &member) {
+            (Task::Write(actor), Serves::Write(lane), Some(member)) => {
+                lane.started(member);
                 actor.run_write();
-                lane.finished(slot);
+                lane.finished(member);
             }
             (Task::Write(actor), ..) => actor.run_write(),
             (Task::Read(actor), Serves::Read(give_way), _) => {
@@ -275,8 +275,8 @@ pub(crate) fn run_pool_thread<D: PooledDatabase>(tasks: RunQueue<D>, serves: Ser
             (Task::Retire, ..) => break,
         }
     }
-    if let (Serves::Write(lane), Some(slot)) = (&serves, &slot) {
-        lane.leave(slot);
+    if let (Serves::Write(lane), Some(member)) = (&serves, &member) {
+        lane.leave(member);
     }
 }
 
@@ -292,14 +292,14 @@ mod tests {
         let (lane, _stalls) = Lane::new(1, 4);
         let give_way = GiveWay::new(&writes_queue, &lane);
         // This thread is the lane's only write thread.
-        let slot = lane.join();
+        let member = lane.join();
         assert!(!give_way.due(), "no write queued");
         assert!(writes.try_send(Task::Retire).is_ok());
         assert!(
             give_way.due(),
             "a write queued, and the lane's thread has no task"
         );
-        lane.started(&slot);
+        lane.started(&member);
         assert!(
             give_way.due(),
             "its thread busy with quicklite's own work, which needs a core"
@@ -311,7 +311,7 @@ mod tests {
             );
         });
         assert!(give_way.due(), "out of the closure again");
-        lane.finished(&slot);
+        lane.finished(&member);
         let mut taken = VecDeque::new();
         assert!(matches!(writes_queue.next(&mut taken), Some(Task::Retire)));
         assert!(!give_way.due(), "the write was taken");

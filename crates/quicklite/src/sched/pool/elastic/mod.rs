@@ -43,7 +43,7 @@ const BLOCKED_LOOKS: u32 = 3;
 
 /// One thread of the lane: its current task, and where the kernel reports its state.
 #[derive(Debug, Default)]
-pub(crate) struct SlotState {
+pub(crate) struct MemberState {
     /// When its current task started, on the lane's clock, plus one; `0` while idle.
     started: AtomicU64,
     /// Its thread id, where the kernel says whether it runs (`/proc/self/task/<tid>/stat`); `None` where there is
@@ -58,7 +58,7 @@ pub(crate) struct SlotState {
     in_work: Arc<AtomicBool>,
 }
 
-type Slot = Arc<SlotState>;
+type Member = Arc<MemberState>;
 
 /// The write lane's thread counts and the threads' current tasks.
 pub(crate) struct Lane {
@@ -72,8 +72,8 @@ pub(crate) struct Lane {
     busy: AtomicUsize,
     /// Threads inside an application's closure or a commit now ([`crate::util::blocking_work`]).
     in_work: Arc<AtomicUsize>,
-    /// The threads' slots.
-    slots: Mutex<Vec<Slot>>,
+    /// Its members: the threads that joined it.
+    members: Mutex<Vec<Member>>,
     /// Wakes the supervisor: a task started with every thread busy. A full channel means a wake-up is pending.
     stall: SyncSender<()>,
     pub(crate) added: AtomicU64,
@@ -92,7 +92,7 @@ impl Lane {
             threads: AtomicUsize::new(base),
             busy: AtomicUsize::new(0),
             in_work: Arc::new(AtomicUsize::new(0)),
-            slots: Mutex::new(Vec::new()),
+            members: Mutex::new(Vec::new()),
             stall,
             added: AtomicU64::new(0),
             retired: AtomicU64::new(0),
@@ -102,37 +102,37 @@ impl Lane {
         (Arc::new(lane), stalls)
     }
 
-    /// Milliseconds since the lane started: the clock of the slots.
+    /// Milliseconds since the lane started: the clock of its members.
     fn now_ms(&self) -> u64 {
         u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Registers the calling thread in the lane; its slot says what it runs.
-    pub(crate) fn join(&self) -> Slot {
+    /// Registers the calling thread in the lane, a member that says what it runs.
+    pub(crate) fn join(&self) -> Member {
         let in_work = Arc::new(AtomicBool::new(false));
         watch_blocking_work(in_work.clone(), self.in_work.clone());
-        let slot = Arc::new(SlotState {
+        let member = Arc::new(MemberState {
             started: AtomicU64::new(0),
             tid: own_tid(),
             blocked_looks: AtomicU32::new(0),
             in_work,
         });
-        lock(&self.slots).push(slot.clone());
-        slot
+        lock(&self.members).push(member.clone());
+        member
     }
 
     /// Unregisters a thread that exits.
-    pub(crate) fn leave(&self, slot: &Slot) {
-        lock(&self.slots).retain(|s| !Arc::ptr_eq(s, slot));
+    pub(crate) fn leave(&self, member: &Member) {
+        lock(&self.members).retain(|m| !Arc::ptr_eq(m, member));
     }
 
     /// A thread of the lane starts a task.
-    pub(crate) fn started(&self, slot: &Slot) {
-        self.started_at(slot, self.now_ms());
+    pub(crate) fn started(&self, member: &Member) {
+        self.started_at(member, self.now_ms());
     }
 
-    fn started_at(&self, slot: &Slot, now_ms: u64) {
-        slot.started.store(now_ms + 1, Ordering::SeqCst);
+    fn started_at(&self, member: &Member, now_ms: u64) {
+        member.started.store(now_ms + 1, Ordering::SeqCst);
         let busy = self.busy.fetch_add(1, Ordering::SeqCst) + 1;
         if busy >= self.threads.load(Ordering::SeqCst) {
             let _ = self.stall.try_send(());
@@ -140,8 +140,8 @@ impl Lane {
     }
 
     /// A thread of the lane finished its task.
-    pub(crate) fn finished(&self, slot: &Slot) {
-        slot.started.store(0, Ordering::SeqCst);
+    pub(crate) fn finished(&self, member: &Member) {
+        member.started.store(0, Ordering::SeqCst);
         self.busy.fetch_sub(1, Ordering::SeqCst);
     }
 
@@ -149,17 +149,17 @@ impl Lane {
     /// now, and whether one of them is held — its task has run for `held_ms` or longer, and it was blocked at
     /// [`BLOCKED_LOOKS`] looks in a row, this one included.
     fn look(&self, now_ms: u64, held_ms: u64) -> Look {
-        let slots: Vec<Slot> = lock(&self.slots).clone();
+        let members: Vec<Member> = lock(&self.members).clone();
         let mut look = Look::default();
-        for slot in slots {
-            let blocked_looks = if slot.in_work.load(Ordering::SeqCst) && blocked(slot.tid) {
+        for member in members {
+            let blocked_looks = if member.in_work.load(Ordering::SeqCst) && blocked(member.tid) {
                 look.blocked += 1;
-                slot.blocked_looks.fetch_add(1, Ordering::Relaxed) + 1
+                member.blocked_looks.fetch_add(1, Ordering::Relaxed) + 1
             } else {
-                slot.blocked_looks.store(0, Ordering::Relaxed);
+                member.blocked_looks.store(0, Ordering::Relaxed);
                 0
             };
-            let started = slot.started.load(Ordering::SeqCst);
+            let started = member.started.load(Ordering::SeqCst);
             let long = started != 0 && now_ms.saturating_sub(started - 1) >= held_ms;
             look.held |= long && blocked_looks >= BLOCKED_LOOKS;
         }
@@ -168,8 +168,8 @@ impl Lane {
 
     /// Forgets the threads' looks in a row: the supervisor stopped looking.
     fn forget_looks(&self) {
-        for slot in lock(&self.slots).iter() {
-            slot.blocked_looks.store(0, Ordering::Relaxed);
+        for member in lock(&self.members).iter() {
+            member.blocked_looks.store(0, Ordering::Relaxed);
         }
     }
 
@@ -285,8 +285,8 @@ mod tests {
         let lane_for_thread = lane.clone();
         // A thread of the lane asleep in an application's closure.
         let sleeper = std::thread::spawn(move || {
-            let slot = lane_for_thread.join();
-            joined.send(slot).unwrap();
+            let member = lane_for_thread.join();
+            joined.send(member).unwrap();
             crate::util::blocking_work(|| stop_rx.recv().ok());
         });
         let asleep = joined_rx.recv().unwrap();

@@ -111,7 +111,9 @@ impl<W: HandsOver> Lifecycle<W> {
         }
     }
 
-    /// The writer's slot, held by a write task for its turn, by reads on the writer's connection and by closers.
+    /// The writer's slot, held by a write task for its turn, by reads on the writer's connection and by closers: where
+    /// the writer lives while the database is open (a standalone writer keeps its connection on its own thread, and
+    /// lends it to reads at a [`WriterSeat`](crate::engine::seat::WriterSeat) only while it waits for work).
     pub(crate) fn slot(&self) -> &Ranked<Option<W>> {
         &self.writer
     }
