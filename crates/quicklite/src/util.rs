@@ -72,7 +72,7 @@ thread_local! {
 }
 
 /// Has [`blocking_work`] raise `flag` on the calling thread while it runs, and count it in `raised`: a registry's
-/// write lane watches its threads this way, so that only a thread held by an application's closure or by SQLite's
+/// write lane watches its threads this way, so that only a thread inside an application's closure or SQLite's
 /// commit (work that may sleep or wait for the disk for as long as it likes) makes the lane grow — not one waiting
 /// inside quicklite — and its read threads give way only to write threads that are not.
 pub(crate) fn watch_blocking_work(

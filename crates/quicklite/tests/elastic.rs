@@ -62,8 +62,8 @@ async fn writes_that_block_every_write_thread_do_not_starve_the_other_databases(
         .unwrap();
     let base = registry.metrics().write_threads;
     assert_eq!(base, 1);
-    // Three databases whose writes block inside their transaction until the gate opens: they hold the base
-    // thread, and would hold any fixed number of them.
+    // Three databases whose writes block inside their transaction until the gate opens: they occupy the base
+    // thread, and would occupy any fixed number of them.
     let gate = Gate::default();
     let slow = write_behind(&registry, 3, &gate).await;
     // Another database's writes complete while the gate is still shut.

@@ -96,12 +96,12 @@ pub(crate) struct BatchedReads {
     batch_max: usize,
     /// Longest a read transaction serves queued reads before it ends.
     snapshot_max_age: Duration,
-    /// The bound the cost of reads on callers' threads is held to ([`crate::cost`]).
+    /// The bound on the cost of reads on callers' threads ([`crate::cost`]).
     inline_read_max: Duration,
     /// When the open read transaction began.
     began: Option<Instant>,
     /// Answers and counts not handed over yet.
-    held: Held,
+    pending: Pending,
     /// Answers handed to callers to pass on, delivered from here if they are not passed on in time.
     relays: Relays,
 }
@@ -109,7 +109,7 @@ pub(crate) struct BatchedReads {
 /// What a reader keeps between hand-overs: answers not sent yet, and counts not yet added to the shared metrics
 /// (readers adding to the same counters for every read would bounce their cache lines between cores).
 #[derive(Default)]
-struct Held {
+struct Pending {
     /// Each answer with the thread its request came from.
     answers: Answers,
     reads: u64,
@@ -134,7 +134,7 @@ impl BatchedReads {
             snapshot_max_age: config.read_snapshot_max_age,
             inline_read_max: config.inline_read_max,
             began: None,
-            held: Held::default(),
+            pending: Pending::default(),
             relays: Relays::default(),
         }
     }
@@ -202,7 +202,7 @@ impl BatchedReads {
         let mut snapshot = self.shared.commit_seq();
         self.begin(conn);
         let started = Instant::now();
-        let mut held_since = started;
+        let mut pending_since = started;
         let mut served = 0_usize;
         let mut next = Some(first);
         let mut queued = second;
@@ -218,7 +218,7 @@ impl BatchedReads {
                 served = 0;
             }
             let now = Instant::now();
-            let held = self.serve(conn, req, now);
+            let pending = self.serve(conn, req, now);
             served += 1;
             if served >= self.batch_max || now - started >= self.snapshot_max_age {
                 break;
@@ -226,9 +226,9 @@ impl BatchedReads {
             next = queued.take().or_else(|| self.next_request(take_more));
             // Answers go out during the batch only while more requests follow, so the batch's last answers leave
             // after its metrics are recorded: a caller holding every answer of a batch sees it counted.
-            if next.is_some() && (held >= REPLY_BATCH || now - held_since >= REPLY_EVERY) {
+            if next.is_some() && (pending >= REPLY_BATCH || now - pending_since >= REPLY_EVERY) {
                 self.hand_over();
-                held_since = now;
+                pending_since = now;
             }
         }
         if let Some(left) = queued {
@@ -240,12 +240,12 @@ impl BatchedReads {
         self.hand_over();
     }
 
-    /// Runs one request, keeping its answer until the next hand-over; returns the number of answers held. A
+    /// Runs one request, keeping its answer until the next hand-over; returns the number of answers pending. A
     /// request whose caller has stopped waiting is dropped without running, or interrupted if it is running.
     fn serve(&mut self, conn: &GuardedConnection, mut req: ReadRequest, now: Instant) -> usize {
         if req.job.abandoned() {
-            self.held.abandoned += 1;
-            return self.held.answers.len();
+            self.pending.abandoned += 1;
+            return self.pending.answers.len();
         }
         let ran = match req.deadline {
             // Past its deadline already (it waited in the queue): answered without running.
@@ -272,38 +272,38 @@ impl BatchedReads {
                 }
             }
         };
-        let held = &mut self.held;
-        held.wait_us.record_duration(now - req.enqueued);
+        let pending = &mut self.pending;
+        pending.wait_us.record_duration(now - req.enqueued);
         if !ran.is_ok() && req.job.abandoned() {
             // Its caller left while it ran (SQLite's progress handler interrupted it): nobody takes the answer.
-            held.abandoned += 1;
-            return held.answers.len();
+            pending.abandoned += 1;
+            return pending.answers.len();
         }
-        held.reads += 1;
-        held.errors += u64::from(!ran.is_ok());
-        held.panics += u64::from(ran == Ran::Panicked);
-        held.answers.push((req.caller, req.job));
-        held.answers.len()
+        pending.reads += 1;
+        pending.errors += u64::from(!ran.is_ok());
+        pending.panics += u64::from(ran == Ran::Panicked);
+        pending.answers.push((req.caller, req.job));
+        pending.answers.len()
     }
 
-    /// Adds the held counts to the shared metrics, then answers every held request (in that order: a caller that
+    /// Adds the pending counts to the shared metrics, then answers every pending request (in that order: a caller that
     /// has its answer finds its read counted).
     fn hand_over(&mut self) {
-        let held = &mut self.held;
+        let pending = &mut self.pending;
         let metrics = &self.shared.metrics;
         for (count, total) in [
-            (&mut held.reads, &metrics.reads),
-            (&mut held.errors, &metrics.read_errors),
-            (&mut held.panics, &metrics.panics),
-            (&mut held.abandoned, &metrics.abandoned_reads),
+            (&mut pending.reads, &metrics.reads),
+            (&mut pending.errors, &metrics.read_errors),
+            (&mut pending.panics, &metrics.panics),
+            (&mut pending.abandoned, &metrics.abandoned_reads),
         ] {
             if *count > 0 {
                 total.fetch_add(std::mem::take(count), Ordering::Relaxed);
             }
         }
-        held.wait_us.drain_into(&metrics.read_queue_wait_us);
+        pending.wait_us.drain_into(&metrics.read_queue_wait_us);
         // The answers leave with the relay; the next ones need a vector of their own.
-        let mut answers = std::mem::replace(&mut held.answers, Vec::with_capacity(REPLY_BATCH));
+        let mut answers = std::mem::replace(&mut pending.answers, Vec::with_capacity(REPLY_BATCH));
         self.relays.answer_all(&mut answers);
     }
 

@@ -4,14 +4,14 @@
 //! A kept snapshot holds the WAL back: a `RESTART` or `TRUNCATE` checkpoint waits for it to end, and a `PASSIVE`
 //! one cannot copy past it. A thread that stops reading (its task went on to other work, or the service went
 //! quiet) would keep its snapshot for ever; the janitor ends it within [`PERIOD`] of the last read. While no
-//! snapshot is open anywhere it dozes, until a snapshot begins or a connection is due to close; while no set holds
+//! snapshot is open anywhere it dozes, until a snapshot begins or a connection is due to close; while no set keeps
 //! a connection it sleeps.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use super::{Holding, Inline};
+use super::{Inline, Kept};
 use crate::util::{lock, spawn};
 
 /// How often the janitor looks while snapshots are open, and how long one may stand unused before it is ended.
@@ -81,9 +81,9 @@ fn wait(janitor: &Janitor, watched: MutexGuard<'_, Vec<Weak<Inline>>>, timeout: 
 
 fn run() {
     let janitor = janitor();
-    let mut holding = Holding::default();
+    let mut kept = Kept::default();
     loop {
-        if holding.snapshots {
+        if kept.snapshots {
             std::thread::sleep(PERIOD);
         } else {
             let watched = lock(&janitor.watched);
@@ -93,38 +93,38 @@ fn run() {
                 wait(
                     janitor,
                     watched,
-                    (!holding.is_empty()).then_some(CLOSE_AFTER / 4),
+                    (!kept.is_empty()).then_some(CLOSE_AFTER / 4),
                 );
             }
             DOZING.store(false, Ordering::SeqCst);
         }
         let sets: Vec<Weak<Inline>> = std::mem::take(&mut *lock(&janitor.watched));
-        holding = Holding::default();
-        let mut kept = Vec::with_capacity(sets.len());
+        kept = Kept::default();
+        let mut remaining = Vec::with_capacity(sets.len());
         for weak in sets {
             let Some(set) = weak.upgrade() else { continue };
-            let held = set.sweep(Instant::now(), PERIOD, CLOSE_AFTER);
-            if held.is_empty() && !keep_watching(&set) {
+            let left = set.sweep(Instant::now(), PERIOD, CLOSE_AFTER);
+            if left.is_empty() && !keep_watching(&set) {
                 continue;
             }
-            holding = holding.or(held);
-            kept.push(weak);
+            kept = kept.or(left);
+            remaining.push(weak);
         }
-        lock(&janitor.watched).extend(kept);
+        lock(&janitor.watched).extend(remaining);
     }
 }
 
-/// What the watched sets hold, without changing anything.
-fn sweep_all(_janitor: &Janitor, watched: &[Weak<Inline>]) -> Holding {
+/// What the watched sets keep, without changing anything.
+fn sweep_all(_janitor: &Janitor, watched: &[Weak<Inline>]) -> Kept {
     watched
         .iter()
         .filter_map(Weak::upgrade)
-        .fold(Holding::default(), |holding, set| holding.or(set.holding()))
+        .fold(Kept::default(), |kept, set| kept.or(set.kept()))
 }
 
-/// Stops watching `set`, which holds nothing, unless a connection appeared meanwhile (whose read found the set still
+/// Stops watching `set`, which keeps nothing, unless a connection appeared meanwhile (whose read found the set still
 /// watched and did not ask again); returns whether to keep watching it.
 fn keep_watching(set: &Inline) -> bool {
     set.watched.store(false, Ordering::SeqCst);
-    !set.holding().is_empty() && !set.watched.swap(true, Ordering::SeqCst)
+    !set.kept().is_empty() && !set.watched.swap(true, Ordering::SeqCst)
 }

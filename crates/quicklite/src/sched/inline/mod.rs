@@ -111,42 +111,42 @@ impl Drop for Permit {
     }
 }
 
-/// What a set's seats hold, for the janitor.
+/// What a set's seats keep, for the janitor.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct Holding {
+pub(super) struct Kept {
     /// Some connection is open (or opening).
     connections: bool,
     /// Some connection keeps a snapshot.
     snapshots: bool,
 }
 
-impl Holding {
+impl Kept {
     /// A seat in use: it may keep a snapshot when the read on it ends.
-    const BUSY: Holding = Holding {
+    const BUSY: Kept = Kept {
         connections: true,
         snapshots: true,
     };
 
-    fn of(seat: &Seat) -> Holding {
+    fn of(seat: &Seat) -> Kept {
         match seat {
-            Seat::Open(own) => Holding {
+            Seat::Open(own) => Kept {
                 connections: true,
                 snapshots: own.snapshot.began().is_some(),
             },
-            Seat::Opening => Holding {
+            Seat::Opening => Kept {
                 connections: true,
                 snapshots: false,
             },
-            Seat::Empty | Seat::Failed(_) => Holding::default(),
+            Seat::Empty | Seat::Failed(_) => Kept::default(),
         }
     }
 
     fn busy(&mut self) {
-        *self = self.or(Holding::BUSY);
+        *self = self.or(Kept::BUSY);
     }
 
-    fn or(self, other: Holding) -> Holding {
-        Holding {
+    fn or(self, other: Kept) -> Kept {
+        Kept {
             connections: self.connections || other.connections,
             snapshots: self.snapshots || other.snapshots,
         }
@@ -481,12 +481,12 @@ impl Inline {
     }
 
     /// Ends snapshots unused for `idle` (or older than the snapshot age bound) and closes connections unused for
-    /// `close_after`; returns what the set still holds.
-    fn sweep(&self, now: Instant, idle: Duration, close_after: Duration) -> Holding {
-        let mut holding = Holding::default();
+    /// `close_after`; returns what the set still keeps.
+    fn sweep(&self, now: Instant, idle: Duration, close_after: Duration) -> Kept {
+        let mut kept = Kept::default();
         for seat in self.seats.iter() {
             let Some(mut seat) = try_lock(seat) else {
-                holding.busy();
+                kept.busy();
                 continue;
             };
             if let Seat::Open(own) = &mut *seat {
@@ -506,22 +506,22 @@ impl Inline {
                     own.snapshot.flush(&self.shared);
                 }
             }
-            holding = holding.or(Holding::of(&seat));
+            kept = kept.or(Kept::of(&seat));
         }
         if let Some(writer_seat) = &self.writer_seat
             && writer_seat.sweep(&self.shared, now, idle, self.config.read_snapshot_max_age)
         {
-            holding.busy();
+            kept.busy();
         }
-        holding
+        kept
     }
 
-    /// What the set holds now (a seat in use counts as a connection with a snapshot).
-    fn holding(&self) -> Holding {
-        let mut holding = self.seats.iter().fold(Holding::default(), |holding, seat| {
-            holding.or(match try_lock(seat) {
-                Some(seat) => Holding::of(&seat),
-                None => Holding::BUSY,
+    /// What the set keeps now (a seat in use counts as a connection with a snapshot).
+    fn kept(&self) -> Kept {
+        let mut kept = self.seats.iter().fold(Kept::default(), |kept, seat| {
+            kept.or(match try_lock(seat) {
+                Some(seat) => Kept::of(&seat),
+                None => Kept::BUSY,
             })
         });
         if self
@@ -529,9 +529,9 @@ impl Inline {
             .as_ref()
             .is_some_and(|writer_seat| writer_seat.keeps_snapshot())
         {
-            holding.busy();
+            kept.busy();
         }
-        holding
+        kept
     }
 
     /// Adds the reads counted on idle connections to the shared metrics (a connection in use adds its own later).

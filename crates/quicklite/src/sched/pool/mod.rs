@@ -43,7 +43,7 @@ use task::{PooledDatabase, Task};
 pub(crate) struct Pool<D> {
     /// The run queue of write tasks.
     writes: Sender<Task<D>>,
-    /// The run queue of read tasks: reads have threads of their own, so writes that hold their thread for long
+    /// The run queue of read tasks: reads have threads of their own, so writes that occupy their thread for long
     /// (a slow closure, a commit waiting for the disk) never leave reads without one. Those threads give way to a
     /// write that waits for a core ([`GiveWay`]).
     reads: Sender<Task<D>>,
@@ -60,7 +60,7 @@ pub(crate) struct Pool<D> {
     /// Samples drawn for eviction: the seed of the next one.
     pub(crate) draws: AtomicU64,
     /// Tasks of databases that could not open because every open one was busy, oldest first. They leave the run
-    /// queues, so that the tasks of open databases (whose ending makes room) are not stuck behind them, and come
+    /// queues, so that the tasks of open databases (whose ending makes room) do not wait behind them, and come
     /// back when a task ends or a database closes ([`Pool::resume_waiting`]).
     waiting: Ranked<VecDeque<Task<D>>>,
     /// `waiting.len()`, readable without the lock.
@@ -217,7 +217,7 @@ impl<D: PooledDatabase> Pool<D> {
 
 /// What a pool thread serves.
 pub(crate) enum Serves<D> {
-    /// Write tasks, each reported to the write lane, whose supervisor adds threads while every one is held.
+    /// Write tasks, each reported to the write lane, whose supervisor adds threads while every one is stuck.
     Write(Arc<Lane>),
     /// Read tasks, giving way to writes after each one.
     Read(GiveWay<D>),

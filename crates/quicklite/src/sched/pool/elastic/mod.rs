@@ -1,17 +1,17 @@
-//! The write lane's threads: a base count that serves the normal case, and more while every one of them is held by
+//! The write lane's threads: a base count that serves the normal case, and more while every one of them is stuck in
 //! a long write and other databases' writes wait — the hand-off tokio's blocking pool and Go's scheduler make when a
-//! thread blocks. Without it, writes that block (work inside the transaction, a slow disk) hold every write thread
+//! thread blocks. Without it, writes that block (work inside the transaction, a slow disk) occupy every write thread
 //! and the other databases' writes stop completing, however few of them are slow.
 //!
 //! A supervisor thread sleeps until a write task starts with every write thread busy; from then on it looks every
-//! [`TICK`]. It adds threads (up to as many as are queued, doubling at most, within the cap) when write
-//! tasks have been queued at [`QUEUED_LOOKS`](rule::QUEUED_LOOKS) looks in a row, no thread is idle, most of the lane's
-//! threads are blocked in an application's closure or in a commit (asleep or waiting for the disk, as the kernel
-//! reports the thread: not running or runnable), and one of them has been so for long — its task has run for [`HELD`]
-//! or longer and it was blocked at [`BLOCKED_LOOKS`] looks in a row. Threads that run (or wait for a CPU) would not
-//! serve the queue faster with more threads beside them; blocked ones leave their CPUs idle. The rule asks for most
-//! threads blocked, not all held: at a hundred databases writing one long write after another, some thread has always
-//! just started its next write, so a lane that waited for every thread to be held would stop growing short of what the
+//! [`TICK`]. It adds threads (up to as many as are queued, doubling at most, within the cap) when write tasks have been
+//! queued at [`QUEUED_LOOKS`](rule::QUEUED_LOOKS) looks in a row, no thread is idle, most of the lane's threads are
+//! blocked in an application's closure or in a commit (asleep or waiting for the disk, as the kernel reports the
+//! thread: not running or runnable), and one of them has been so for long — its task has run for [`STUCK_AFTER`] or
+//! longer and it was blocked at [`BLOCKED_LOOKS`] looks in a row. Threads that run (or wait for a CPU) would not serve
+//! the queue faster with more threads beside them; blocked ones leave their CPUs idle. The rule asks for most threads
+//! blocked, not all stuck: at a hundred databases writing one long write after another, some thread has always just
+//! started its next write, so a lane that waited for every thread to be stuck would stop growing short of what the
 //! writes need, and the rest of the writes would wait. When, over the last [`RETIRE_AFTER`](rule::RETIRE_AFTER), the
 //! lane's threads were on average busy for fewer than half of them (less one), it retires the extra ones, one per tick,
 //! by queueing a [`Task::Retire`](super::task::Task::Retire) that the next free thread takes and exits on. The base
@@ -34,11 +34,11 @@ use crate::util::{lock, spawn, watch_blocking_work};
 use probe::{blocked, own_tid};
 use rule::{BusyAverage, Decision, Look, Seen, TICK, decide};
 
-/// How long a task must have run for its thread to count as held by it: far longer than a normal write group
+/// How long a task must have run for its thread to count as stuck in it: far longer than a normal write group
 /// (tens of microseconds to a millisecond), so a lane that is merely busy with short writes does not grow.
-const HELD: Duration = Duration::from_millis(20);
+const STUCK_AFTER: Duration = Duration::from_millis(20);
 
-/// Looks in a row that must find a held thread blocked before it counts as blocked.
+/// Looks in a row that must find a stuck thread blocked before it counts as blocked.
 const BLOCKED_LOOKS: u32 = 3;
 
 /// One thread of the lane: its current task, and where the kernel reports its state.
@@ -47,7 +47,7 @@ pub(crate) struct MemberState {
     /// When its current task started, on the lane's clock, plus one; `0` while idle.
     started: AtomicU64,
     /// Its thread id, where the kernel says whether it runs (`/proc/self/task/<tid>/stat`); `None` where there is
-    /// no `/proc`, and then a held thread counts as blocked.
+    /// no `/proc`, and then a stuck thread counts as blocked.
     tid: Option<u32>,
     /// The supervisor's looks in a row that found it blocked: a thread starved of CPU is caught waiting for a lock
     /// now and then, a thread in a long sleep or a slow write at every look.
@@ -146,9 +146,9 @@ impl Lane {
     }
 
     /// Looks at every registered thread at `now_ms` (the kernel's state of each one in work): how many are blocked
-    /// now, and whether one of them is held — its task has run for `held_ms` or longer, and it was blocked at
+    /// now, and whether one of them is stuck — its task has run for `stuck_ms` or longer, and it was blocked at
     /// [`BLOCKED_LOOKS`] looks in a row, this one included.
-    fn look(&self, now_ms: u64, held_ms: u64) -> Look {
+    fn look(&self, now_ms: u64, stuck_ms: u64) -> Look {
         let members: Vec<Member> = lock(&self.members).clone();
         let mut look = Look::default();
         for member in members {
@@ -160,8 +160,8 @@ impl Lane {
                 0
             };
             let started = member.started.load(Ordering::SeqCst);
-            let long = started != 0 && now_ms.saturating_sub(started - 1) >= held_ms;
-            look.held |= long && blocked_looks >= BLOCKED_LOOKS;
+            let long = started != 0 && now_ms.saturating_sub(started - 1) >= stuck_ms;
+            look.stuck |= long && blocked_looks >= BLOCKED_LOOKS;
         }
         look
     }
@@ -220,7 +220,7 @@ pub(crate) fn supervise<D: PooledDatabase>(
         // tick, so that "blocked at looks in a row" means what it says.
         let look = if queued > 0 {
             queued_looks += 1;
-            lane.look(lane.now_ms(), HELD.as_millis() as u64)
+            lane.look(lane.now_ms(), STUCK_AFTER.as_millis() as u64)
         } else {
             if queued_looks > 0 {
                 lane.forget_looks();
@@ -264,7 +264,7 @@ pub(crate) fn supervise<D: PooledDatabase>(
                 }
                 // The next retirement waits a tick, so the lane shrinks one thread at a time.
             }
-            Decision::Hold => {}
+            Decision::Stay => {}
         }
         started.retain(|h| !h.is_finished());
     }
@@ -278,7 +278,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_look_counts_the_blocked_threads_and_finds_one_held_once_its_task_has_run_long_enough() {
+    fn a_look_counts_the_blocked_threads_and_finds_one_stuck_once_its_task_has_run_long_enough() {
         let (lane, _stalls) = Lane::new(2, 4);
         let (joined, joined_rx) = std::sync::mpsc::channel();
         let (stop, stop_rx) = std::sync::mpsc::channel::<()>();
@@ -304,7 +304,7 @@ mod tests {
         let first = lane.look(110, 20);
         assert_eq!(first.blocked, 1);
         assert!(
-            !first.held,
+            !first.stuck,
             "its task is 10 ms old, and it was blocked at one look"
         );
         lane.look(120, 20);
@@ -313,12 +313,12 @@ mod tests {
             third,
             Look {
                 blocked: 1,
-                held: true
+                stuck: true
             }
         );
 
         lane.forget_looks();
-        assert!(!lane.look(140, 20).held, "its looks in a row start again");
+        assert!(!lane.look(140, 20).stuck, "its looks in a row start again");
 
         stop.send(()).unwrap();
         sleeper.join().unwrap();

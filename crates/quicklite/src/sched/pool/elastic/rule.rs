@@ -22,8 +22,9 @@ const LOOKS_PER_AVERAGE: usize = (RETIRE_AFTER.as_millis() / TICK.as_millis()) a
 pub(crate) struct Look {
     /// Threads blocked now in an application's closure or a commit.
     pub(crate) blocked: usize,
-    /// Whether one of them has been held for long ([`HELD`](super::HELD), [`BLOCKED_LOOKS`](super::BLOCKED_LOOKS)).
-    pub(crate) held: bool,
+    /// Whether one of them has been stuck for long ([`STUCK_AFTER`](super::STUCK_AFTER),
+    /// [`BLOCKED_LOOKS`](super::BLOCKED_LOOKS)).
+    pub(crate) stuck: bool,
 }
 
 /// What the supervisor saw on one tick.
@@ -51,7 +52,7 @@ pub(crate) enum Decision {
     /// Retire one extra thread.
     Retire,
     /// Nothing to do.
-    Hold,
+    Stay,
 }
 
 /// The supervisor's rule, apart from its clock and threads so that it can be tested alone: grow when tasks have
@@ -69,13 +70,13 @@ pub(crate) fn decide(seen: Seen, lane: (usize, usize)) -> Decision {
         mean_busy,
     } = seen;
     let waiting = queued > 0 && queued_looks >= QUEUED_LOOKS && !some_idle;
-    if waiting && look.held && 2 * look.blocked > threads && threads < max {
+    if waiting && look.stuck && 2 * look.blocked > threads && threads < max {
         return Decision::Grow(queued.min(threads.max(1)).min(max - threads));
     }
     if threads > base && mean_busy.is_some_and(|busy| 2.0 * busy + 1.0 < threads as f64) {
         return Decision::Retire;
     }
-    Decision::Hold
+    Decision::Stay
 }
 
 /// The lane's busy threads, one sample per [`TICK`], averaged over the last [`RETIRE_AFTER`].
@@ -121,7 +122,7 @@ impl BusyAverage {
 mod tests {
     use super::*;
 
-    /// Tasks queued at enough looks in a row, no thread idle, `blocked` threads blocked, one of them held.
+    /// Tasks queued at enough looks in a row, no thread idle, `blocked` threads blocked, one of them stuck.
     fn waiting(threads: usize, queued: usize, blocked: usize) -> Seen {
         Seen {
             threads,
@@ -130,7 +131,7 @@ mod tests {
             some_idle: false,
             look: Look {
                 blocked,
-                held: true,
+                stuck: true,
             },
             mean_busy: None,
         }
@@ -139,13 +140,13 @@ mod tests {
     #[test]
     fn the_lane_grows_while_work_waits_behind_threads_most_of_which_are_blocked() {
         let lane = (2, 8);
-        // Two threads held by long writes, five writes waiting: double.
+        // Two threads stuck in long writes, five writes waiting: double.
         assert_eq!(decide(waiting(2, 5, 2), lane), Decision::Grow(2));
         // One waiting: one more.
         assert_eq!(decide(waiting(4, 1, 3), lane), Decision::Grow(1));
         // Never past the cap.
         assert_eq!(decide(waiting(7, 50, 7), lane), Decision::Grow(1));
-        assert_eq!(decide(waiting(8, 50, 8), lane), Decision::Hold);
+        assert_eq!(decide(waiting(8, 50, 8), lane), Decision::Stay);
     }
 
     #[test]
@@ -159,29 +160,29 @@ mod tests {
     fn a_lane_busy_with_short_or_running_work_does_not_grow() {
         let lane = (2, 8);
         // Half the threads running (a CPU-bound write beside a long one): no growth.
-        assert_eq!(decide(waiting(2, 5, 1), lane), Decision::Hold);
-        assert_eq!(decide(waiting(4, 5, 2), lane), Decision::Hold);
+        assert_eq!(decide(waiting(2, 5, 1), lane), Decision::Stay);
+        assert_eq!(decide(waiting(4, 5, 2), lane), Decision::Stay);
         // No thread blocked for long: short commits caught waiting for the disk.
         let short = Seen {
             look: Look {
                 blocked: 2,
-                held: false,
+                stuck: false,
             },
             ..waiting(2, 5, 2)
         };
-        assert_eq!(decide(short, lane), Decision::Hold);
+        assert_eq!(decide(short, lane), Decision::Stay);
         // A queue the threads empty between looks, or a thread idle: it serves the queue.
         let brief = Seen {
             queued_looks: QUEUED_LOOKS - 1,
             ..waiting(2, 5, 2)
         };
-        assert_eq!(decide(brief, lane), Decision::Hold);
+        assert_eq!(decide(brief, lane), Decision::Stay);
         let idle = Seen {
             some_idle: true,
             ..waiting(2, 5, 2)
         };
-        assert_eq!(decide(idle, lane), Decision::Hold);
-        assert_eq!(decide(waiting(2, 0, 2), lane), Decision::Hold);
+        assert_eq!(decide(idle, lane), Decision::Stay);
+        assert_eq!(decide(waiting(2, 0, 2), lane), Decision::Stay);
     }
 
     #[test]
@@ -194,7 +195,7 @@ mod tests {
             ..Seen::default()
         };
         // Not looked at for `RETIRE_AFTER` yet.
-        assert_eq!(decide(quiet(6, None), lane), Decision::Hold);
+        assert_eq!(decide(quiet(6, None), lane), Decision::Stay);
         // Idle, or one short write at a time, whether or not a task was queued at some look.
         assert_eq!(decide(quiet(6, Some(0.0)), lane), Decision::Retire);
         assert_eq!(decide(quiet(6, Some(1.2)), lane), Decision::Retire);
@@ -205,11 +206,11 @@ mod tests {
         };
         assert_eq!(decide(queued_at_times, lane), Decision::Retire);
         // Most of them busy: they are kept.
-        assert_eq!(decide(quiet(6, Some(2.5)), lane), Decision::Hold);
-        assert_eq!(decide(quiet(6, Some(5.9)), lane), Decision::Hold);
+        assert_eq!(decide(quiet(6, Some(2.5)), lane), Decision::Stay);
+        assert_eq!(decide(quiet(6, Some(5.9)), lane), Decision::Stay);
         // Never below the base.
         assert_eq!(decide(quiet(3, Some(0.0)), lane), Decision::Retire);
-        assert_eq!(decide(quiet(2, Some(0.0)), lane), Decision::Hold);
+        assert_eq!(decide(quiet(2, Some(0.0)), lane), Decision::Stay);
     }
 
     #[test]
