@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use crate::engine::guard::GuardedConnection;
 
-/// How long the commit sequence must stand still before a reader maps the file again.
+/// How long the commit sequence must stand still (the database quiet: not written) before a reader maps the file
+/// again.
 pub(crate) const QUIET: Duration = Duration::from_secs(1);
 
 /// The memory map of one reader connection.

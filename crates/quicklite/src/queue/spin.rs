@@ -10,7 +10,7 @@ use crate::sync::atomic::Ordering;
 /// How long a spinning consumer goes on yielding its CPU once the backoff's own spins (a few microseconds) are
 /// over: longer than one task's round trip (the answer wakes its runtime, which polls it, and it sends the next
 /// request), so that a caller with one request in flight finds its reader still awake (docs/design.md, "Figures
-/// behind the design choices"). The price: a consumer whose queue goes quiet burns up to this much CPU, yielding,
+/// behind the design choices"). The price: a consumer whose queue stays empty burns up to this much CPU, yielding,
 /// before it sleeps.
 #[cfg(not(quicklite_loom))]
 pub(super) const SPIN_FOR: Duration = Duration::from_micros(50);

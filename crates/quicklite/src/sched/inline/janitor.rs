@@ -3,7 +3,7 @@
 //!
 //! A kept snapshot holds the WAL back: a `RESTART` or `TRUNCATE` checkpoint waits for it to end, and a `PASSIVE`
 //! one cannot copy past it. A thread that stops reading (its task went on to other work, or the service went
-//! quiet) would keep its snapshot for ever; the janitor ends it within [`PERIOD`] of the last read. While no
+//! idle) would keep its snapshot for ever; the janitor ends it within [`PERIOD`] of the last read. While no
 //! snapshot is open anywhere it dozes, until a snapshot begins or a connection is due to close; while no set keeps
 //! a connection it sleeps.
 

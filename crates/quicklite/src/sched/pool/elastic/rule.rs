@@ -188,29 +188,29 @@ mod tests {
     #[test]
     fn extra_threads_retire_while_fewer_than_half_were_busy_over_the_span_and_the_base_stays() {
         let lane = (2, 8);
-        let quiet = |threads, busy| Seen {
+        let unqueued = |threads, busy| Seen {
             threads,
             some_idle: true,
             mean_busy: busy,
             ..Seen::default()
         };
         // Not looked at for `RETIRE_AFTER` yet.
-        assert_eq!(decide(quiet(6, None), lane), Decision::Stay);
+        assert_eq!(decide(unqueued(6, None), lane), Decision::Stay);
         // Idle, or one short write at a time, whether or not a task was queued at some look.
-        assert_eq!(decide(quiet(6, Some(0.0)), lane), Decision::Retire);
-        assert_eq!(decide(quiet(6, Some(1.2)), lane), Decision::Retire);
+        assert_eq!(decide(unqueued(6, Some(0.0)), lane), Decision::Retire);
+        assert_eq!(decide(unqueued(6, Some(1.2)), lane), Decision::Retire);
         let queued_at_times = Seen {
             queued: 1,
             queued_looks: 1,
-            ..quiet(6, Some(1.2))
+            ..unqueued(6, Some(1.2))
         };
         assert_eq!(decide(queued_at_times, lane), Decision::Retire);
         // Most of them busy: they are kept.
-        assert_eq!(decide(quiet(6, Some(2.5)), lane), Decision::Stay);
-        assert_eq!(decide(quiet(6, Some(5.9)), lane), Decision::Stay);
+        assert_eq!(decide(unqueued(6, Some(2.5)), lane), Decision::Stay);
+        assert_eq!(decide(unqueued(6, Some(5.9)), lane), Decision::Stay);
         // Never below the base.
-        assert_eq!(decide(quiet(3, Some(0.0)), lane), Decision::Retire);
-        assert_eq!(decide(quiet(2, Some(0.0)), lane), Decision::Stay);
+        assert_eq!(decide(unqueued(3, Some(0.0)), lane), Decision::Retire);
+        assert_eq!(decide(unqueued(2, Some(0.0)), lane), Decision::Stay);
     }
 
     #[test]
