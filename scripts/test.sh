@@ -26,7 +26,7 @@ features=$(awk '/^\[features\]/{on=1; next} /^\[/{on=0} on && /^[a-z_]+ = \[/{pr
 bash scripts/test-rusqlite-lowest.sh --features "$features"
 # Encryption at rest: the same library built with SQLCipher (a SQLite of its own, so a build of its own).
 cargo test -p quicklite --features sqlcipher --test encryption
-# Model checks of the hand-written concurrency (the request queue, a pooled database's roles and its closing and
+# Model checks of the hand-written concurrency (the request queue, a pooled database's claims and its closing and
 # reopening, the pool's permits under its caps) under loom: a build of its own, with loom's primitives in place of std's (src/sync.rs). Every
 # interleaving with up to five preemptions (as tokio bounds its own models in CI): seconds instead of minutes; without
 # LOOM_MAX_PREEMPTIONS, loom explores them all.

@@ -1,4 +1,4 @@
-//! The atomics and locks of the hand-written concurrency (the request queue, a pooled database's roles, its closing
+//! The atomics and locks of the hand-written concurrency (the request queue, a pooled database's claims, its closing
 //! and reopening with the pool's ranked locks, the pool's permits under its caps), swapped for loom's when the crate
 //! is built with `--cfg quicklite_loom` so that their model checks explore every interleaving: `RUSTFLAGS="--cfg quicklite_loom" cargo test -p quicklite --lib model_`
 //! (scripts/test.sh runs it). A `cfg` rather than a Cargo feature, as tokio does with its own: features must be

@@ -709,7 +709,7 @@ mod tests {
             );
             std::thread::yield_now();
         }
-        // A consumer claims the spinning role and looks once, then is not scheduled again for a while (as one
+        // A consumer becomes the spinner and looks once, then is not scheduled again for a while (as one
         // that yielded its CPU while every CPU is busy). The sleep is that while: at least as long as asked.
         rx.shared.spinning.store(true, Ordering::SeqCst);
         rx.shared.heartbeat.beat();

@@ -9,8 +9,8 @@
 //! the others: every database with work gets a turn per round.
 //!
 //! Connections open on a database's first task and close when it has been idle for a while, or when the number of
-//! open databases passes its cap (least recently used first). Closing takes both roles (no task may run), so a
-//! request that arrives meanwhile waits in its queue and reopens the database when the roles are released.
+//! open databases passes its cap (least recently used first). Closing takes both claims (no task may run), so a
+//! request that arrives meanwhile waits in its queue and reopens the database when the claims are released.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -23,11 +23,11 @@ use crate::queue::{self, Length, Receiver, Sender, Taken, TrySendError};
 
 pub(crate) mod actor;
 mod checkpoints;
+mod claims;
 pub(crate) mod elastic;
 mod evict;
 mod permits;
 pub(crate) mod ranked;
-mod roles;
 mod room;
 pub(crate) mod start;
 pub(crate) mod task;

@@ -25,7 +25,7 @@ pub(crate) enum Rank {
     /// A database's writer slot.
     Writer,
     /// Another database's writer slot, taken by a database opening at the cap to close it and make room, once it
-    /// holds all of that database's roles ([`Ranked::lock_at`]).
+    /// holds all of that database's claims ([`Ranked::lock_at`]).
     OtherWriter,
     /// A database's readers, unserved writes or open waiters, each taken alone.
     ActorState,

@@ -5,10 +5,10 @@
 //! A thread that holds several of these locks took them in this order, and takes none of an earlier rank while it
 //! holds a later one:
 //!
-//! 1. the database's `writer` slot (held by a write task for its turn, by a closer that took every role, and by the
+//! 1. the database's `writer` slot (held by a write task for its turn, by a closer that took every claim, and by the
 //!    opening of the connections);
 //! 2. another database's `writer` slot — only by a database opening at the cap, which closes another to make room
-//!    ([`Pool::reserve_open`]), and only after taking all of that database's roles ([`Roles::take_all`]), so that
+//!    ([`Pool::reserve_open`]), and only after taking all of that database's claims ([`Claims::take_all`]), so that
 //!    no task of it holds its slot or waits for the opener's (a slot that may be held is only ever tried:
 //!    `try_lock`);
 //! 3. the database's `readers`, `unserved` and `open_waiters`, each taken alone;
@@ -18,10 +18,10 @@
 //! one panics (a `try_lock` never waits, so it is allowed anywhere). The run queues' lock is not ranked: the queue
 //! takes it inside its own calls and takes none of these meanwhile.
 //!
-//! Roles are not locks: they are taken with one atomic operation that fails rather than waits ([`Roles`]).
+//! Claims are not locks: they are taken with one atomic operation that fails rather than waits ([`Claims`]).
 //!
-//! [`Roles`]: crate::sched::pool::roles::Roles
-//! [`Roles::take_all`]: crate::sched::pool::roles::Roles::take_all
+//! [`Claims`]: crate::sched::pool::claims::Claims
+//! [`Claims::take_all`]: crate::sched::pool::claims::Claims::take_all
 //!
 //! How the connections close and reopen while requests keep coming — the writer's slot, the open flag, the requests
 //! handed over across a close, the closers and the write task — is [`lifecycle`], model-checked on its own; the actor
@@ -83,7 +83,7 @@ pub(crate) struct Actor {
     read_rx: queue::Receiver<ReadRequest>,
     /// Filled once, when the writer first opens.
     pragmas: Arc<OnceLock<BTreeMap<String, String>>>,
-    /// The writer's slot, the open flag, the roles and the requests handed over across a close: how the
+    /// The writer's slot, the open flag, the claims and the requests handed over across a close: how the
     /// connections close and reopen ([`Lifecycle`]).
     life: Lifecycle<OpenWriter>,
     /// Callers waiting for the database to open ([`Actor::open_now`]); `None` once it is closed for good.
@@ -200,7 +200,7 @@ impl Actor {
             return true;
         }
         !self.is_open()
-            && self.life.roles.idle()
+            && self.life.claims.idle()
             && self.write_rx.is_empty()
             && self.read_rx.is_empty()
             && !self.has_open_waiters()
@@ -241,8 +241,8 @@ impl Actor {
             ended.as_mut().enable();
             let (writes, reads) = self.queued();
             let opening = self.has_open_waiters();
-            if writes == 0 && reads == 0 && !opening && self.life.roles.take_all() {
-                // Both roles stay taken: the queues are closed, nothing may run any more.
+            if writes == 0 && reads == 0 && !opening && self.life.claims.take_all() {
+                // Both claims stay taken: the queues are closed, nothing may run any more.
                 let mut slot = self.life.slot().lock();
                 self.open_to_fold_the_wal(&mut slot);
                 self.life.close(&mut slot, self, Close::ForGood);

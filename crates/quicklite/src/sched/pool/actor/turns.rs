@@ -123,8 +123,8 @@ impl PooledDatabase for Actor {
                 // The write task using the writer's connection serves queued reads before it ends, and looks at the
                 // read queue when it ends (`release_write`), scheduling a read task then; if it ended meanwhile,
                 // schedule one here.
-                self.life.roles.end_read();
-                if !self.life.roles.write_scheduled() && !self.read_rx.is_empty() {
+                self.life.claims.end_read();
+                if !self.life.claims.write_scheduled() && !self.read_rx.is_empty() {
                     self.wake_reader();
                 }
                 self.task_ended.notify_waiters();
@@ -215,7 +215,7 @@ impl Host for Arc<Actor> {
         self.pool.wait_for_room(Task::Write(self.clone()));
     }
 
-    fn roles_released(&self) {
+    fn claims_released(&self) {
         self.made_room();
         self.task_ended.notify_waiters();
     }

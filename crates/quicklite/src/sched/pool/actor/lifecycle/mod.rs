@@ -7,14 +7,14 @@
 //!
 //! - a request a writer took from the queue and had not served when the database closed is handed over
 //!   (`unserved`) and served by the next writer, before anything queued, exactly once;
-//! - a request that arrives while a closer holds the roles is not stranded: the closer gives the write role back and
+//! - a request that arrives while a closer holds the claims is not stranded: the closer gives the write claim back and
 //!   then looks at the queue, as a write task does when it ends, so the database is either open and serving it, or
 //!   closed with the request queued and a write task scheduled to reopen it;
-//! - a closer that gives up changes nothing: the database stays open with its writer, and every role it took for a
+//! - a closer that gives up changes nothing: the database stays open with its writer, and every claim it took for a
 //!   moment is free again, the write queue looked at once more for requests that found it taken.
 //!
 //! The model checks in `lifecycle/model.rs` explore these over every interleaving, on a fake [`Host`] with the real
-//! queue, inbox, roles and locks (`RUSTFLAGS="--cfg quicklite_loom" cargo test -p quicklite --lib model_`). What
+//! queue, inbox, claims and locks (`RUSTFLAGS="--cfg quicklite_loom" cargo test -p quicklite --lib model_`). What
 //! touches SQLite (opening a writer, serving a turn, closing the readers) and the pool's bookkeeping are the host's:
 //! the registry's [`Actor`](super::Actor).
 
@@ -25,8 +25,8 @@ use std::collections::VecDeque;
 
 use crate::Result;
 use crate::engine::write::Close;
+use crate::sched::pool::claims::Claims;
 use crate::sched::pool::ranked::{Rank, Ranked};
-use crate::sched::pool::roles::Roles;
 use crate::sync::atomic::{AtomicBool, Ordering};
 
 /// An open writer as the protocol sees it: the requests it took from its queue and has not served, handed over
@@ -51,15 +51,15 @@ pub(crate) trait Host {
     fn reads_wait(&self) -> bool;
     /// Most read tasks scheduled at once.
     fn read_tasks(&self) -> usize;
-    /// Puts a write task on the run queue; the caller holds the write role for it.
+    /// Puts a write task on the run queue; the caller holds the write claim for it.
     fn push_write(&self);
-    /// Puts a read task on the run queue; the caller holds a read role for it.
+    /// Puts a read task on the run queue; the caller holds a read claim for it.
     fn push_read(&self);
-    /// Sets the write task aside until there is room to open the database; it keeps its role.
+    /// Sets the write task aside until there is room to open the database; it keeps its claim.
     fn defer_write(&self);
-    /// A task ended or a closer gave its roles back: whoever waits for that (room to open, closing for good) may
+    /// A task ended or a closer gave its claims back: whoever waits for that (room to open, closing for good) may
     /// look again.
-    fn roles_released(&self);
+    fn claims_released(&self);
     /// Reserves a permit under the cap on open databases, closing another database if need be; `false` if none
     /// could be closed now.
     fn reserve_open(&self) -> bool;
@@ -73,7 +73,7 @@ pub(crate) trait Host {
     fn serve_turn(&self, writer: &mut Self::Writer) -> bool;
     /// Answers every request waiting for the database with `error` (it could not be opened).
     fn fail_waiting(&self, error: &crate::Error);
-    /// Closes the reader connections (the caller holds every role).
+    /// Closes the reader connections (the caller holds every claim).
     fn close_readers(&self);
     /// Closes the writer, whose unserved requests were handed over.
     fn shut_down(&self, writer: Self::Writer, close: Close);
@@ -90,7 +90,7 @@ pub(crate) enum Opened {
 /// A pooled database's connections as they open and close (see the module documentation).
 pub(crate) struct Lifecycle<W: HandsOver> {
     /// Which tasks are scheduled, and whether the connections are being closed.
-    pub(crate) roles: Roles,
+    pub(crate) claims: Claims,
     /// The writer, while the database is open.
     writer: Ranked<Option<W>>,
     /// Requests a writer took from the queue and had not served when the database was closed with its write task
@@ -104,7 +104,7 @@ impl<W: HandsOver> Lifecycle<W> {
     /// Closed, with nothing scheduled.
     pub(crate) fn new() -> Self {
         Lifecycle {
-            roles: Roles::default(),
+            claims: Claims::default(),
             writer: Ranked::new(Rank::Writer, None),
             unserved: Ranked::new(Rank::ActorState, VecDeque::new()),
             open: AtomicBool::new(false),
@@ -125,7 +125,7 @@ impl<W: HandsOver> Lifecycle<W> {
 
     /// Open, with no task scheduled: a database that could be closed now.
     pub(crate) fn is_idle(&self) -> bool {
-        self.is_open() && self.roles.idle()
+        self.is_open() && self.claims.idle()
     }
 
     /// Requests handed over by a closed writer, not served yet.
@@ -146,22 +146,22 @@ impl<W: HandsOver> Lifecycle<W> {
 
     /// Schedules a write task unless one is queued or running.
     pub(crate) fn wake_writer(&self, host: &impl Host<Writer = W>) {
-        if self.roles.schedule_write() {
+        if self.claims.schedule_write() {
             host.push_write();
         }
     }
 
     /// Schedules a read task unless as many as allowed are queued or running.
     pub(crate) fn wake_reader(&self, host: &impl Host<Writer = W>) {
-        if self.roles.schedule_read(host.read_tasks()) {
+        if self.claims.schedule_read(host.read_tasks()) {
             host.push_read();
         }
     }
 
-    /// Gives the write role back, then schedules tasks for what came meanwhile.
+    /// Gives the write claim back, then schedules tasks for what came meanwhile.
     pub(crate) fn release_write(&self, host: &impl Host<Writer = W>) {
-        self.roles.end_write();
-        // A request queued after the last look but before the role was given back found it taken: look again.
+        self.claims.end_write();
+        // A request queued after the last look but before the claim was given back found it taken: look again.
         if host.writes_wait() {
             self.wake_writer(host);
         }
@@ -169,19 +169,19 @@ impl<W: HandsOver> Lifecycle<W> {
         if host.reads_wait() {
             self.wake_reader(host);
         }
-        host.roles_released();
+        host.claims_released();
     }
 
-    /// Gives a read role back, then schedules a read task for reads that came meanwhile.
+    /// Gives a read claim back, then schedules a read task for reads that came meanwhile.
     pub(crate) fn release_read(&self, host: &impl Host<Writer = W>) {
-        self.roles.end_read();
+        self.claims.end_read();
         if host.reads_wait() {
             self.wake_reader(host);
         }
-        host.roles_released();
+        host.claims_released();
     }
 
-    /// Closes the connections (the caller holds both roles and the writer's slot): readers first, then the writer,
+    /// Closes the connections (the caller holds both claims and the writer's slot): readers first, then the writer,
     /// whose unserved requests go to the next one.
     pub(crate) fn close(&self, slot: &mut Option<W>, host: &impl Host<Writer = W>, close: Close) {
         host.close_readers();
@@ -194,15 +194,15 @@ impl<W: HandsOver> Lifecycle<W> {
         }
     }
 
-    /// Closes the connections if no task is queued or running, taking both roles meanwhile so none can start.
+    /// Closes the connections if no task is queued or running, taking both claims meanwhile so none can start.
     /// Returns whether it closed them. Requests that arrive meanwhile wait in their queues; they reopen the
-    /// database when the roles are released.
+    /// database when the claims are released.
     pub(crate) fn try_close(&self, host: &impl Host<Writer = W>) -> bool {
         if !self.is_open() {
             return false;
         }
-        if !self.roles.take_all() {
-            // A request that came while the write role was held for a moment found it taken: look again.
+        if !self.claims.take_all() {
+            // A request that came while the write claim was held for a moment found it taken: look again.
             if host.writes_wait() {
                 self.wake_writer(host);
             }
@@ -214,7 +214,7 @@ impl<W: HandsOver> Lifecycle<W> {
             host,
             Close::ToReopen,
         );
-        self.roles.reopen_reads();
+        self.claims.reopen_reads();
         if host.reads_wait() {
             self.wake_reader(host);
         }
@@ -234,12 +234,12 @@ impl<W: HandsOver> Lifecycle<W> {
         let Some(mut slot) = self.writer.try_lock() else {
             return false;
         };
-        if slot.is_none() || !self.roles.shut_reads() {
+        if slot.is_none() || !self.claims.shut_reads() {
             return false;
         }
         self.close(&mut slot, host, Close::ToReopen);
         drop(slot);
-        self.roles.reopen_reads();
+        self.claims.reopen_reads();
         if host.reads_wait() {
             self.wake_reader(host);
         }
@@ -281,7 +281,7 @@ impl<W: HandsOver> Lifecycle<W> {
     /// A write task: one turn on the writer, opening it first if needed — and only if there is work for it:
     /// housekeeping wakes the writer of an open database (to look for commits from outside, to truncate the WAL),
     /// and one closed meanwhile has nothing to open for. A turn that leaves work behind puts the task back on the
-    /// run queue, still holding the write role; one that leaves none gives the role back.
+    /// run queue, still holding the write claim; one that leaves none gives the claim back.
     pub(crate) fn write_turn(&self, host: &impl Host<Writer = W>) {
         let more = {
             let mut slot = self.writer.lock();

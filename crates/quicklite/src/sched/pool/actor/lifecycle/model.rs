@@ -2,7 +2,7 @@
 //! closer (housekeeping's idle close, or another database evicting this one to open at the cap) and callers
 //! sending requests.
 //!
-//! The protocol is the real one: [`Lifecycle`] with its roles, writer slot, open flag and hand-over, on the real
+//! The protocol is the real one: [`Lifecycle`] with its claims, writer slot, open flag and hand-over, on the real
 //! request queue and [`Inbox`], their locks and atomics loom's. The host stands for the registry's actor
 //! (`impl Host for Arc<Actor>` in `actor/turns.rs`) without SQLite: its writer serves one request per turn from an
 //! inbox that takes two at a time, so that a turn leaves a request taken and not served — as a group that ends
@@ -93,7 +93,7 @@ impl Host for Db {
         self.waiting.lock().unwrap().push_back(Task::Write);
     }
 
-    fn roles_released(&self) {}
+    fn claims_released(&self) {}
 
     fn reserve_open(&self) -> bool {
         self.permits.try_take()
@@ -169,7 +169,7 @@ impl Db {
     }
 
     /// A read task, as `Actor::run_read`: opens the database if it is closed, serves the reads queued, and gives its
-    /// role back or goes to the back of the run queue.
+    /// claim back or goes to the back of the run queue.
     fn read_turn(&self) {
         match self.life.open_for_reads(self) {
             Ok(Opened::Yes) => {}
@@ -211,9 +211,9 @@ impl Db {
         self.served.lock().unwrap().clone()
     }
 
-    /// Checks, with every thread of the model ended, that no request is stranded and no role leaked: a request
+    /// Checks, with every thread of the model ended, that no request is stranded and no claim leaked: a request
     /// queued, handed over or taken by the writer has a write task scheduled to serve it (queued, or set aside
-    /// until there is room); a role is held exactly while a task of its kind is scheduled; the database is open
+    /// until there is room); a claim is held exactly while a task of its kind is scheduled; the database is open
     /// exactly while its writer is in its slot.
     fn assert_settled(&self) {
         let tasks: Vec<Task> = {
@@ -225,9 +225,9 @@ impl Db {
         let read_tasks = tasks.len() - write_tasks;
         assert!(write_tasks <= 1, "two write tasks: {tasks:?}");
         assert_eq!(
-            self.life.roles.write_scheduled(),
+            self.life.claims.write_scheduled(),
             write_tasks == 1,
-            "the write role is held exactly while a write task is scheduled: {tasks:?}"
+            "the write claim is held exactly while a write task is scheduled: {tasks:?}"
         );
         let slot = self.life.slot().lock();
         let taken = slot.as_ref().is_some_and(|w| w.inbox.has_work());
@@ -241,7 +241,10 @@ impl Db {
             "reads stranded with no task scheduled"
         );
         if tasks.is_empty() {
-            assert!(self.life.roles.idle(), "a role held with no task scheduled");
+            assert!(
+                self.life.claims.idle(),
+                "a claim held with no task scheduled"
+            );
         }
         assert_eq!(
             self.life.is_open(),
@@ -255,7 +258,7 @@ impl Db {
         );
     }
 
-    /// Runs every task left, on this thread, until none is scheduled; then nothing waits and every role is free.
+    /// Runs every task left, on this thread, until none is scheduled; then nothing waits and every claim is free.
     fn drain(&self) {
         loop {
             self.run_tasks();
@@ -267,7 +270,7 @@ impl Db {
         }
         assert!(self.write_rx.is_empty() && self.life.unserved() == 0);
         assert!(!self.reads_wait());
-        assert!(self.life.roles.idle(), "every role given back");
+        assert!(self.life.claims.idle(), "every claim given back");
     }
 }
 
@@ -357,7 +360,7 @@ fn model_an_eviction_racing_a_new_request_leaves_it_served_or_scheduled() {
         db.assert_settled();
         if !db.served().contains(&2) {
             assert!(
-                db.life.roles.write_scheduled(),
+                db.life.claims.write_scheduled(),
                 "evicted: {evicted}; the request waits for a task"
             );
         }
@@ -367,16 +370,16 @@ fn model_an_eviction_racing_a_new_request_leaves_it_served_or_scheduled() {
 }
 
 /// A closer that gives up changes nothing: an open database with a read task queued, which a caller writes to
-/// while a closer tries to close it. The read task's role keeps the closer out; it leaves the database open with
-/// the same writer, and gives back the write role it held for a moment — looking at the queue again for the write
-/// that found the role taken meanwhile, which would be stranded otherwise.
+/// while a closer tries to close it. The read task's claim keeps the closer out; it leaves the database open with
+/// the same writer, and gives back the write claim it held for a moment — looking at the queue again for the write
+/// that found the claim taken meanwhile, which would be stranded otherwise.
 ///
 /// The read arrives before the closer starts. A read arriving while a closer has reads shut is scheduled by the
 /// closer's look at the read queue after it reopens them, or by its own attempt after that: one of the two sees the
 /// other by the total order of `SeqCst` operations (the closer's swap of the read count, then its load of the
 /// queue's length; the caller's store of the length, then its load of the count), which loom weakens to
 /// acquire/release (its README, "Unsupported features") and would report as a read stranded. A write has no such
-/// gap: the caller and the closer both swap the write role, and the later swap sees what the earlier one's thread
+/// gap: the caller and the closer both swap the write claim, and the later swap sees what the earlier one's thread
 /// did before it.
 #[test]
 fn model_a_closer_that_gives_up_changes_nothing() {

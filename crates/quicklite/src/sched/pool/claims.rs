@@ -1,10 +1,10 @@
 //! Who may serve a pooled database right now: at most one write task, a few read tasks, or whoever closes it.
 //!
-//! A task is *scheduled* from the moment it is pushed onto the pool's run queue until it ends. The write role is
-//! one flag: a database has at most one write task, so its writes stay serialized. The read role counts read
-//! tasks, up to the database's `readers`. Closing a database's connections takes the write role and shuts reads
+//! A task is *scheduled* from the moment it is pushed onto the pool's run queue until it ends. The write claim is
+//! one flag: a database has at most one write task, so its writes stay serialized. Read claims are
+//! counted, one per read task, up to the database's `readers`. Closing a database's connections takes the write claim and shuts reads
 //! off (no read task may be scheduled meanwhile); requests that arrive meanwhile wait in their queues and
-//! schedule tasks once the roles are given back.
+//! schedule tasks once the claims are given back.
 //!
 //! Every transition is one atomic operation, and the model check at the bottom of this file (run with
 //! `RUSTFLAGS="--cfg quicklite_loom" cargo test -p quicklite --lib model_`) explores their interleavings.
@@ -15,22 +15,22 @@ use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 /// attempt to schedule one fails while it is set.
 const READS_SHUT: usize = usize::MAX / 2;
 
-/// A database's roles (see the module documentation).
+/// A database's claims (see the module documentation).
 #[derive(Debug, Default)]
-pub(crate) struct Roles {
+pub(crate) struct Claims {
     /// Whether a write task is scheduled (queued or running), or the database is being closed.
     write: AtomicBool,
     /// Read tasks scheduled, or [`READS_SHUT`].
     reads: AtomicUsize,
 }
 
-impl Roles {
-    /// Takes the write role for a new write task; `false` if one is scheduled already (it will see the request).
+impl Claims {
+    /// Takes the write claim for a new write task; `false` if one is scheduled already (it will see the request).
     pub(crate) fn schedule_write(&self) -> bool {
         !self.write.swap(true, Ordering::SeqCst)
     }
 
-    /// Gives the write role back. A swap, not a store: the caller's look at the queue after this must not move
+    /// Gives the write claim back. A swap, not a store: the caller's look at the queue after this must not move
     /// before it (a push and this release each write one side and read the other).
     pub(crate) fn end_write(&self) {
         self.write.swap(false, Ordering::SeqCst);
@@ -41,7 +41,7 @@ impl Roles {
         self.write.load(Ordering::SeqCst)
     }
 
-    /// Takes a read role for a new read task, if fewer than `max` are scheduled and reads are not shut off.
+    /// Takes a read claim for a new read task, if fewer than `max` are scheduled and reads are not shut off.
     pub(crate) fn schedule_read(&self, max: usize) -> bool {
         let mut n = self.reads.load(Ordering::SeqCst);
         while n < max.min(READS_SHUT) {
@@ -56,7 +56,7 @@ impl Roles {
         false
     }
 
-    /// Gives a read role back.
+    /// Gives a read claim back.
     pub(crate) fn end_read(&self) {
         self.reads.fetch_sub(1, Ordering::SeqCst);
     }
@@ -66,10 +66,10 @@ impl Roles {
         !self.write.load(Ordering::SeqCst) && self.reads.load(Ordering::SeqCst) == 0
     }
 
-    /// Takes the write role and shuts reads off, if no task is scheduled. Returns whether it took them: the caller
-    /// may then close the connections, and gives them back with [`Roles::reopen_reads`] and [`Roles::end_write`]
-    /// (or never, when closing for good). When it fails after holding the write role for a moment, a request that
-    /// found the role taken meanwhile scheduled nothing: the caller looks at the write queue again.
+    /// Takes the write claim and shuts reads off, if no task is scheduled. Returns whether it took them: the caller
+    /// may then close the connections, and gives them back with [`Claims::reopen_reads`] and [`Claims::end_write`]
+    /// (or never, when closing for good). When it fails after holding the write claim for a moment, a request that
+    /// found the claim taken meanwhile scheduled nothing: the caller looks at the write queue again.
     pub(crate) fn take_all(&self) -> bool {
         if self.write.swap(true, Ordering::SeqCst) {
             return false;
@@ -90,7 +90,7 @@ impl Roles {
             .is_ok()
     }
 
-    /// Lets read tasks be scheduled again after [`Roles::shut_reads`] (or [`Roles::take_all`]). A swap, not a
+    /// Lets read tasks be scheduled again after [`Claims::shut_reads`] (or [`Claims::take_all`]). A swap, not a
     /// store: the caller then looks at the read queue for requests that found reads shut, and that look must not
     /// move before this.
     pub(crate) fn reopen_reads(&self) {
@@ -105,18 +105,18 @@ mod model {
     use loom::sync::atomic::AtomicUsize as Count;
 
     /// A write task, a read task and a closer race; whatever the interleaving, a closer never runs while a task
-    /// holds a role, and at most `max` read tasks run at once.
+    /// holds a claim, and at most `max` read tasks run at once.
     #[test]
     fn model_closing_never_overlaps_a_task() {
         loom::model(|| {
-            let roles = Arc::new(Roles::default());
-            // Tasks running (holding a role) and closers running.
+            let claims = Arc::new(Claims::default());
+            // Tasks running (holding a claim) and closers running.
             let tasks = Arc::new(Count::new(0));
             let closers = Arc::new(Count::new(0));
             let writer = {
-                let (roles, tasks, closers) = (roles.clone(), tasks.clone(), closers.clone());
+                let (claims, tasks, closers) = (claims.clone(), tasks.clone(), closers.clone());
                 loom::thread::spawn(move || {
-                    if roles.schedule_write() {
+                    if claims.schedule_write() {
                         tasks.fetch_add(1, Ordering::SeqCst);
                         assert_eq!(
                             closers.load(Ordering::SeqCst),
@@ -124,63 +124,63 @@ mod model {
                             "a write task beside a closer"
                         );
                         tasks.fetch_sub(1, Ordering::SeqCst);
-                        roles.end_write();
+                        claims.end_write();
                     }
                 })
             };
             let reader = {
-                let (roles, tasks, closers) = (roles.clone(), tasks.clone(), closers.clone());
+                let (claims, tasks, closers) = (claims.clone(), tasks.clone(), closers.clone());
                 loom::thread::spawn(move || {
-                    if roles.schedule_read(1) {
+                    if claims.schedule_read(1) {
                         tasks.fetch_add(1, Ordering::SeqCst);
                         assert_eq!(
                             closers.load(Ordering::SeqCst),
                             0,
                             "a read task beside a closer"
                         );
-                        assert!(!roles.schedule_read(1), "two read tasks with one reader");
+                        assert!(!claims.schedule_read(1), "two read tasks with one reader");
                         tasks.fetch_sub(1, Ordering::SeqCst);
-                        roles.end_read();
+                        claims.end_read();
                     }
                 })
             };
-            if roles.take_all() {
+            if claims.take_all() {
                 closers.fetch_add(1, Ordering::SeqCst);
                 assert_eq!(tasks.load(Ordering::SeqCst), 0, "a closer beside a task");
                 closers.fetch_sub(1, Ordering::SeqCst);
-                roles.reopen_reads();
-                roles.end_write();
+                claims.reopen_reads();
+                claims.end_write();
             }
             writer.join().unwrap();
             reader.join().unwrap();
-            assert!(roles.idle(), "every role was given back");
+            assert!(claims.idle(), "every claim was given back");
         });
     }
 
-    /// A closer that gives up (a task was scheduled) leaves the roles as it found them.
+    /// A closer that gives up (a task was scheduled) leaves the claims as it found them.
     #[test]
     fn model_a_closer_that_gives_up_changes_nothing() {
         loom::model(|| {
-            let roles = Arc::new(Roles::default());
+            let claims = Arc::new(Claims::default());
             let reader = {
-                let roles = roles.clone();
+                let claims = claims.clone();
                 loom::thread::spawn(move || {
-                    let scheduled = roles.schedule_read(2);
+                    let scheduled = claims.schedule_read(2);
                     if scheduled {
-                        roles.end_read();
+                        claims.end_read();
                     }
                     scheduled
                 })
             };
-            let closed = roles.take_all();
+            let closed = claims.take_all();
             if closed {
-                roles.reopen_reads();
-                roles.end_write();
+                claims.reopen_reads();
+                claims.end_write();
             }
             let read = reader.join().unwrap();
             assert!(closed || read, "one of them got through");
-            assert!(roles.idle());
-            assert!(roles.schedule_write(), "the write role is free again");
+            assert!(claims.idle());
+            assert!(claims.schedule_write(), "the write claim is free again");
         });
     }
 }
@@ -190,31 +190,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn roles_are_taken_and_given_back_by_name() {
-        let roles = Roles::default();
-        assert!(roles.idle());
-        assert!(roles.schedule_write());
-        assert!(!roles.schedule_write(), "one write task at a time");
-        assert!(!roles.take_all(), "a scheduled task keeps the closer out");
-        roles.end_write();
-        assert!(roles.schedule_read(2));
-        assert!(roles.schedule_read(2));
-        assert!(!roles.schedule_read(2), "at most `readers` read tasks");
-        assert!(!roles.take_all());
+    fn claims_are_taken_and_given_back_by_name() {
+        let claims = Claims::default();
+        assert!(claims.idle());
+        assert!(claims.schedule_write());
+        assert!(!claims.schedule_write(), "one write task at a time");
+        assert!(!claims.take_all(), "a scheduled task keeps the closer out");
+        claims.end_write();
+        assert!(claims.schedule_read(2));
+        assert!(claims.schedule_read(2));
+        assert!(!claims.schedule_read(2), "at most `readers` read tasks");
+        assert!(!claims.take_all());
         assert!(
-            !roles.write_scheduled(),
-            "a closer that gives up leaves the write role free"
+            !claims.write_scheduled(),
+            "a closer that gives up leaves the write claim free"
         );
-        roles.end_read();
-        roles.end_read();
-        assert!(roles.take_all());
+        claims.end_read();
+        claims.end_read();
+        assert!(claims.take_all());
         assert!(
-            !roles.schedule_read(usize::MAX),
+            !claims.schedule_read(usize::MAX),
             "reads are shut while closing"
         );
-        assert!(!roles.schedule_write());
-        roles.reopen_reads();
-        roles.end_write();
-        assert!(roles.idle());
+        assert!(!claims.schedule_write());
+        claims.reopen_reads();
+        claims.end_write();
+        assert!(claims.idle());
     }
 }
