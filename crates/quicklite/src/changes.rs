@@ -145,7 +145,7 @@ pub(crate) const DEFAULT_ROWIDS: usize = 100;
 pub(crate) struct Changes {
     state: Mutex<State>,
     /// Whether anyone subscribes: while nobody does, the update hook records nothing.
-    watched: AtomicBool,
+    subscribed: AtomicBool,
     capacity: usize,
     max_rowids: usize,
 }
@@ -179,7 +179,7 @@ impl Changes {
                 log: ChangeLog::default(),
                 sender: Some(broadcast::channel(capacity).0),
             }),
-            watched: AtomicBool::new(false),
+            subscribed: AtomicBool::new(false),
             capacity,
             max_rowids,
         }
@@ -192,7 +192,7 @@ impl Changes {
         match &state.sender {
             Some(sender) => {
                 let receiver = sender.subscribe();
-                self.watched.store(true, Ordering::SeqCst);
+                self.subscribed.store(true, Ordering::SeqCst);
                 receiver
             }
             None => broadcast::channel(self.capacity).1,
@@ -201,7 +201,7 @@ impl Changes {
 
     /// Records a row change (the writer connection's update hook).
     pub(crate) fn record(&self, table: &str, rowid: i64) {
-        if self.watched.load(Ordering::Relaxed) {
+        if self.subscribed.load(Ordering::Relaxed) {
             lock(&self.state).log.record(table, rowid);
         }
     }
@@ -209,7 +209,7 @@ impl Changes {
     /// Where the log stands, before a write whose changes may have to be taken back. Without subscribers, the
     /// start: nothing is recorded, and what a subscriber arriving meanwhile sees recorded may be taken back.
     pub(crate) fn mark(&self) -> Mark {
-        if !self.watched.load(Ordering::Relaxed) {
+        if !self.subscribed.load(Ordering::Relaxed) {
             return Mark {
                 entries: 0,
                 tables: 0,
@@ -235,14 +235,14 @@ impl Changes {
 
     /// Forgets the transaction's changes (it rolled back).
     pub(crate) fn discard(&self) {
-        if self.watched.load(Ordering::Relaxed) {
+        if self.subscribed.load(Ordering::Relaxed) {
             lock(&self.state).log.clear();
         }
     }
 
     /// Tells every subscriber that the transaction whose changes are in the log committed as `seq`.
     pub(crate) fn committed(&self, seq: u64) {
-        if !self.watched.load(Ordering::Relaxed) {
+        if !self.subscribed.load(Ordering::Relaxed) {
             return;
         }
         let mut state = lock(&self.state);
@@ -253,7 +253,7 @@ impl Changes {
         if sender.receiver_count() == 0 {
             // The last subscriber has gone: record nothing until the next one comes (which subscribes under this
             // lock, so it cannot come between the count and the store).
-            self.watched.store(false, Ordering::SeqCst);
+            self.subscribed.store(false, Ordering::SeqCst);
             return;
         }
         let _ = sender.send(Notice::Committed(Arc::new(Commit { seq, tables })));
@@ -279,7 +279,7 @@ impl Changes {
     /// Ends every subscriber's stream (after the notices it holds); later subscribers get ended streams.
     pub(crate) fn close(&self) {
         lock(&self.state).sender = None;
-        self.watched.store(false, Ordering::SeqCst);
+        self.subscribed.store(false, Ordering::SeqCst);
     }
 }
 

@@ -59,42 +59,42 @@ pub(crate) fn lower_own_priority(nice: u8) {
     }
 }
 
-/// What [`blocking_work`] raises on a watched thread: its own flag, and the count of its lane's threads with theirs
+/// What [`blocking_work`] raises on a flagged thread: its own flag, and the count of its lane's threads with theirs
 /// raised.
-struct Watched {
+struct WorkFlags {
     flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
     raised: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 thread_local! {
-    /// The flags of a pool thread that watches its work ([`watch_blocking_work`]); `None` on other threads.
-    static BLOCKING_WORK: std::cell::RefCell<Option<Watched>> = const { std::cell::RefCell::new(None) };
+    /// The flags of a pool thread whose blocking work is flagged ([`flag_blocking_work`]); `None` on other threads.
+    static BLOCKING_WORK: std::cell::RefCell<Option<WorkFlags>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Has [`blocking_work`] raise `flag` on the calling thread while it runs, and count it in `raised`: a registry's
-/// write lane watches its threads this way, so that only a thread inside an application's closure or SQLite's
+/// write lane flags its threads this way, so that only a thread inside an application's closure or SQLite's
 /// commit (work that may sleep or wait for the disk for as long as it likes) makes the lane grow — not one waiting
 /// inside quicklite — and its read threads give way only to write threads that are not.
-pub(crate) fn watch_blocking_work(
+pub(crate) fn flag_blocking_work(
     flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
     raised: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 ) {
-    BLOCKING_WORK.with(|flags| *flags.borrow_mut() = Some(Watched { flag, raised }));
+    BLOCKING_WORK.with(|flags| *flags.borrow_mut() = Some(WorkFlags { flag, raised }));
 }
 
-/// Runs `f`, an application's closure or a commit, with the calling thread's watched flag (if any) raised. On the
+/// Runs `f`, an application's closure or a commit, with the calling thread's work flag (if any) raised. On the
 /// write path of every database: it touches the thread-local, never the flags' reference counts.
 pub(crate) fn blocking_work<T>(f: impl FnOnce() -> T) -> T {
     fn set(raised: bool) {
         use std::sync::atomic::Ordering::SeqCst;
         BLOCKING_WORK.with(|flags| {
-            if let Some(watched) = &*flags.borrow()
-                && watched.flag.swap(raised, SeqCst) != raised
+            if let Some(own) = &*flags.borrow()
+                && own.flag.swap(raised, SeqCst) != raised
             {
                 if raised {
-                    watched.raised.fetch_add(1, SeqCst);
+                    own.raised.fetch_add(1, SeqCst);
                 } else {
-                    watched.raised.fetch_sub(1, SeqCst);
+                    own.raised.fetch_sub(1, SeqCst);
                 }
             }
         });

@@ -580,7 +580,7 @@ mod tests {
             Arc::new(AtomicBool::new(false)),
             Arc::new(AtomicUsize::new(0)),
         );
-        crate::util::watch_blocking_work(flag.clone(), raised);
+        crate::util::flag_blocking_work(flag.clone(), raised);
         let mut conn = connection();
         let shared = Shared::default();
         for kind in [

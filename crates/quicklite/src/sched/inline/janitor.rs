@@ -24,9 +24,9 @@ pub(crate) const CLOSE_AFTER: Duration = Duration::from_secs(30);
 /// Set while the janitor dozes: the next snapshot to begin wakes it.
 static DOZING: AtomicBool = AtomicBool::new(false);
 
-/// The sets the janitor looks after.
+/// The sets the janitor tends.
 struct Janitor {
-    watched: Mutex<Vec<Weak<Inline>>>,
+    tended: Mutex<Vec<Weak<Inline>>>,
     wake: Condvar,
 }
 
@@ -38,17 +38,17 @@ fn janitor() -> &'static Janitor {
             tracing::error!(error = %e, "no janitor thread: idle snapshots will not be ended");
         }
         Janitor {
-            watched: Mutex::new(Vec::new()),
+            tended: Mutex::new(Vec::new()),
             wake: Condvar::new(),
         }
     })
 }
 
-/// Has the janitor look after `set` from now on.
-pub(super) fn watch(set: Weak<Inline>) {
+/// Has the janitor tend `set` from now on.
+pub(super) fn tend(set: Weak<Inline>) {
     let janitor = janitor();
-    let mut watched = lock(&janitor.watched);
-    watched.push(set);
+    let mut tended = lock(&janitor.tended);
+    tended.push(set);
     DOZING.store(false, Ordering::SeqCst);
     janitor.wake.notify_one();
 }
@@ -58,23 +58,23 @@ pub(super) fn snapshot_begun() {
     if DOZING.load(Ordering::SeqCst) && DOZING.swap(false, Ordering::SeqCst) {
         let janitor = janitor();
         // Taken so that the janitor, which sets `DOZING` under this lock before it waits, is waiting by now.
-        let _watched = lock(&janitor.watched);
+        let _tended = lock(&janitor.tended);
         janitor.wake.notify_one();
     }
 }
 
-fn wait(janitor: &Janitor, watched: MutexGuard<'_, Vec<Weak<Inline>>>, timeout: Option<Duration>) {
-    let _watched = match timeout {
+fn wait(janitor: &Janitor, tended: MutexGuard<'_, Vec<Weak<Inline>>>, timeout: Option<Duration>) {
+    let _tended = match timeout {
         Some(timeout) => {
             janitor
                 .wake
-                .wait_timeout(watched, timeout)
+                .wait_timeout(tended, timeout)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0
         }
         None => janitor
             .wake
-            .wait(watched)
+            .wait(tended)
             .unwrap_or_else(PoisonError::into_inner),
     };
 }
@@ -86,45 +86,45 @@ fn run() {
         if kept.snapshots {
             std::thread::sleep(PERIOD);
         } else {
-            let watched = lock(&janitor.watched);
+            let tended = lock(&janitor.tended);
             DOZING.store(true, Ordering::SeqCst);
             // A snapshot that began before `DOZING` was set did not wake us: look once more.
-            if !sweep_all(janitor, &watched).snapshots {
+            if !sweep_all(janitor, &tended).snapshots {
                 wait(
                     janitor,
-                    watched,
+                    tended,
                     (!kept.is_empty()).then_some(CLOSE_AFTER / 4),
                 );
             }
             DOZING.store(false, Ordering::SeqCst);
         }
-        let sets: Vec<Weak<Inline>> = std::mem::take(&mut *lock(&janitor.watched));
+        let sets: Vec<Weak<Inline>> = std::mem::take(&mut *lock(&janitor.tended));
         kept = Kept::default();
         let mut remaining = Vec::with_capacity(sets.len());
         for weak in sets {
             let Some(set) = weak.upgrade() else { continue };
             let left = set.sweep(Instant::now(), PERIOD, CLOSE_AFTER);
-            if left.is_empty() && !keep_watching(&set) {
+            if left.is_empty() && !keep_tending(&set) {
                 continue;
             }
             kept = kept.or(left);
             remaining.push(weak);
         }
-        lock(&janitor.watched).extend(remaining);
+        lock(&janitor.tended).extend(remaining);
     }
 }
 
-/// What the watched sets keep, without changing anything.
-fn sweep_all(_janitor: &Janitor, watched: &[Weak<Inline>]) -> Kept {
-    watched
+/// What the tended sets keep, without changing anything.
+fn sweep_all(_janitor: &Janitor, tended: &[Weak<Inline>]) -> Kept {
+    tended
         .iter()
         .filter_map(Weak::upgrade)
         .fold(Kept::default(), |kept, set| kept.or(set.kept()))
 }
 
-/// Stops watching `set`, which keeps nothing, unless a connection appeared meanwhile (whose read found the set still
-/// watched and did not ask again); returns whether to keep watching it.
-fn keep_watching(set: &Inline) -> bool {
-    set.watched.store(false, Ordering::SeqCst);
-    !set.kept().is_empty() && !set.watched.swap(true, Ordering::SeqCst)
+/// Stops tending `set`, which keeps nothing, unless a connection appeared meanwhile (whose read found the set still
+/// tended and did not ask again); returns whether to keep tending it.
+fn keep_tending(set: &Inline) -> bool {
+    set.tended.store(false, Ordering::SeqCst);
+    !set.kept().is_empty() && !set.tended.swap(true, Ordering::SeqCst)
 }

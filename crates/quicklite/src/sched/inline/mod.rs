@@ -203,8 +203,8 @@ pub(crate) struct Inline {
     writer_seat: Option<Arc<WriterSeat>>,
     /// Set once the database closes: no read runs here afterwards.
     closed: AtomicBool,
-    /// Whether the janitor looks after this set.
-    watched: AtomicBool,
+    /// Whether the janitor tends this set.
+    tended: AtomicBool,
 }
 
 thread_local! {
@@ -250,7 +250,7 @@ impl Inline {
             budget,
             writer_seat,
             closed: AtomicBool::new(false),
-            watched: AtomicBool::new(false),
+            tended: AtomicBool::new(false),
         })
     }
 
@@ -291,7 +291,7 @@ impl Inline {
                 } = &mut *lent;
                 let out = self.read_on(snapshot, last_used, site, deadline, commit_seq, f);
                 drop(lent);
-                self.watch();
+                self.tend();
                 return out;
             }
             if writer_seat.lent()
@@ -313,7 +313,7 @@ impl Inline {
         } = &mut **own;
         let out = self.read_on(snapshot, last_used, site, deadline, commit_seq, f);
         drop(seat);
-        self.watch();
+        self.tend();
         out
     }
 
@@ -465,7 +465,7 @@ impl Inline {
                 }
             };
             drop(seat);
-            set.watch();
+            set.tend();
         });
         if let Err(e) = opened {
             tracing::debug!(error = %e, "no thread to open a connection for reads on callers' threads");
@@ -473,10 +473,10 @@ impl Inline {
         }
     }
 
-    /// Has the janitor look after this set, if it does not already.
-    fn watch(self: &Arc<Self>) {
-        if !self.watched.load(Ordering::Relaxed) && !self.watched.swap(true, Ordering::AcqRel) {
-            janitor::watch(Arc::downgrade(self));
+    /// Has the janitor tend this set, if it does not already.
+    fn tend(self: &Arc<Self>) {
+        if !self.tended.load(Ordering::Relaxed) && !self.tended.swap(true, Ordering::AcqRel) {
+            janitor::tend(Arc::downgrade(self));
         }
     }
 

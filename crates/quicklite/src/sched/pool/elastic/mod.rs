@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use super::task::PooledDatabase;
 use super::{Pool, RunQueue, Serves, run_pool_thread};
-use crate::util::{lock, spawn, watch_blocking_work};
+use crate::util::{flag_blocking_work, lock, spawn};
 use probe::{blocked, own_tid};
 use rule::{BusyAverage, Decision, Look, Seen, TICK, decide};
 
@@ -110,7 +110,7 @@ impl Lane {
     /// Registers the calling thread in the lane, a member that says what it runs.
     pub(crate) fn join(&self) -> Member {
         let in_work = Arc::new(AtomicBool::new(false));
-        watch_blocking_work(in_work.clone(), self.in_work.clone());
+        flag_blocking_work(in_work.clone(), self.in_work.clone());
         let member = Arc::new(MemberState {
             started: AtomicU64::new(0),
             tid: own_tid(),
@@ -202,8 +202,8 @@ pub(crate) fn supervise<D: PooledDatabase>(
     let mut busy = BusyAverage::default();
     let mut queued_looks = 0;
     loop {
-        let watching = lane.threads.load(Ordering::SeqCst) > lane.base || !lane.some_idle();
-        let woke = if watching {
+        let looking = lane.threads.load(Ordering::SeqCst) > lane.base || !lane.some_idle();
+        let woke = if looking {
             stalls.recv_timeout(TICK)
         } else {
             stalls.recv().map_err(|_| RecvTimeoutError::Disconnected)
