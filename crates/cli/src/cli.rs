@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use quicklite_lab::ApproachName;
 use quicklite_lab::catalog::DEFAULT_BASELINE;
 
 /// Measure the ways a tokio service can use SQLite, side by side, with every number's settings.
@@ -60,9 +61,9 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "FILES")]
     pub workload_file: Vec<PathBuf>,
 
-    /// Approaches to compare [default: all].
+    /// Approaches to compare [default: all but quicklite's variants and postgres].
     #[arg(short, long, value_delimiter = ',', value_name = "NAMES")]
-    pub approaches: Option<Vec<String>>,
+    pub approaches: Option<Vec<ApproachName>>,
 
     /// Measured seconds per cell, after the warm-up [default: 10].
     #[arg(short, long, value_name = "SECS")]
@@ -190,8 +191,8 @@ pub struct BenchArgs {
     pub seed: Option<u64>,
 
     /// Approach the "N× faster than" ratios compare with (the slowest row stands in where it did not run).
-    #[arg(long, value_name = "APPROACH", default_value = DEFAULT_BASELINE)]
-    pub baseline: String,
+    #[arg(long, value_name = "APPROACH", default_value_t = DEFAULT_BASELINE)]
+    pub baseline: ApproachName,
 
     /// Results directory [default: results/<UTC timestamp>].
     #[arg(short, long, visible_alias = "output-dir", value_name = "DIR")]
@@ -325,8 +326,8 @@ pub struct ReportArgs {
     pub output: Option<PathBuf>,
 
     /// Approach the "N× faster than" ratios compare with.
-    #[arg(long, value_name = "APPROACH", default_value = DEFAULT_BASELINE)]
-    pub baseline: String,
+    #[arg(long, value_name = "APPROACH", default_value_t = DEFAULT_BASELINE)]
+    pub baseline: ApproachName,
 }
 
 /// `quicklite doctor`.
@@ -355,6 +356,46 @@ pub struct DoctorArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `bench` arguments of `quicklite bench <args>`, or clap's refusal.
+    fn bench(args: &[&str]) -> Result<BenchArgs, clap::Error> {
+        let cli = Cli::try_parse_from(["quicklite", "bench"].iter().chain(args))?;
+        match cli.command {
+            Command::Bench(bench) => Ok(*bench),
+            other => panic!("not bench: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn approaches_parse_into_names_and_a_typo_is_refused_with_the_valid_ones() {
+        let args = bench(&[
+            "--approaches",
+            "quicklite-no-inline,node-better-sqlite3,go-mattn",
+        ])
+        .unwrap();
+        assert_eq!(
+            args.approaches,
+            Some(vec![
+                ApproachName::QuickliteNoInline,
+                ApproachName::NodeBetterSqlite3,
+                ApproachName::GoMattn
+            ])
+        );
+        assert_eq!(args.baseline, ApproachName::TokioRusqlite);
+        assert_eq!(
+            bench(&["--baseline", "ceiling"]).unwrap().baseline,
+            ApproachName::Ceiling
+        );
+        for flag in ["--approaches", "--baseline"] {
+            let err = bench(&[flag, "tokio-sqlite"]).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::InvalidValue);
+            let message = err.to_string();
+            assert!(message.contains("'tokio-sqlite'"), "{message}");
+            for approach in ApproachName::ALL {
+                assert!(message.contains(approach.as_str()), "{approach}: {message}");
+            }
+        }
+    }
 
     #[test]
     fn rates_are_whole_requests_per_second() {

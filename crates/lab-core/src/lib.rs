@@ -7,14 +7,15 @@
 //! through the same workload code:
 //!
 //! - [`Workload`] and [`sql`] define the schema, the seed data and the statements, once;
-//! - an approach implements [`Approach`] (how to run each kind of operation);
+//! - an approach implements [`Approach`] (how to run each kind of operation), and [`ApproachName`] names it and
+//!   says what the lab needs to know of it (its [`RunnerProgram`], the workloads it implements);
 //! - [`drive`] runs the client tasks, the warm-up and the measured window, with HDR histograms, and beside them a
 //!   ticker that measures how late the runtime wakes a task ([`Lateness`]), the CPU each operation costs, and
 //!   after the window the CPU the approach costs while idle ([`IdleCpu`]);
 //! - [`run_runner_main`] is the whole `main` of a runner: stdin → runtime → [`Runner::run`] → stdout.
 //!
 //! ```no_run
-//! use quicklite_lab_core::{Cell, Environment, Measurement, Runner, run_runner_main};
+//! use quicklite_lab_core::{ApproachName, Cell, Environment, Measurement, Runner, run_runner_main};
 //!
 //! struct MyRunner;
 //!
@@ -22,13 +23,18 @@
 //!     fn name(&self) -> String {
 //!         "my-runner 0.1.0".into()
 //!     }
-//!     fn approaches(&self) -> Vec<&'static str> {
-//!         vec!["mine"]
+//!     fn approaches(&self) -> Vec<ApproachName> {
+//!         vec![ApproachName::Quicklite]
 //!     }
-//!     async fn run(&self, cell: &Cell, env: &mut Environment) -> anyhow::Result<Measurement> {
-//!         // seed the database, open the approach, then:
-//!         // quicklite_lab_core::drive(cell, std::sync::Arc::new(approach)).await
-//!         # let _ = (cell, env);
+//!     async fn run(
+//!         &self,
+//!         approach: ApproachName,
+//!         cell: &Cell,
+//!         env: &mut Environment,
+//!     ) -> anyhow::Result<Measurement> {
+//!         // seed the database, open `approach` as `opened` (an `Approach`), then:
+//!         // quicklite_lab_core::drive(cell, std::sync::Arc::new(opened)).await
+//!         # let _ = (approach, cell, env);
 //!         # unimplemented!()
 //!     }
 //! }
@@ -40,6 +46,7 @@
 
 mod alloc;
 mod approach;
+mod approach_name;
 mod cell;
 mod custom;
 mod data;
@@ -56,6 +63,7 @@ mod result;
 mod rng;
 mod round_trip;
 mod runner_main;
+mod runner_program;
 pub mod sql;
 mod stats;
 #[cfg(test)]
@@ -69,6 +77,7 @@ mod workload;
 
 pub use alloc::{AllocCount, CountingAllocator, allocations, start_counting, uncounted};
 pub use approach::Approach;
+pub use approach_name::{ApproachName, UnknownApproach};
 pub use cell::{Cell, DEFAULT_BUILD_PROFILE, DEFAULT_WRITE_PPM, MultiDb, PPM, WriteMode};
 pub use custom::{
     Bound, CustomStatement, CustomWorkload, SeedColumn, SeedTable, Transaction, Values,
@@ -78,8 +87,7 @@ pub use data::{
     NewItem, NewJob, Param, Statement, TRANSACTIONS_PER_BLOCK, item_seed,
 };
 pub use driver::{
-    CEILING_WORKLOADS, CeilingConnection, CeilingWrite, DRAIN_GRACE, QUEUE_PROBE_CYCLES, drive,
-    drive_ceiling,
+    CeilingConnection, CeilingWrite, DRAIN_GRACE, QUEUE_PROBE_CYCLES, drive, drive_ceiling,
 };
 pub use idle::IDLE_WINDOW;
 pub use knobs::{Knobs, MutexMode, Pragma, Profile, REPORTED_PRAGMAS, SERVER_PRAGMAS};
@@ -93,6 +101,7 @@ pub use result::{
 pub use rng::Rng;
 pub use round_trip::core_round_trip_ns;
 pub use runner_main::{Runner, run_runner_main};
+pub use runner_program::RunnerProgram;
 pub use stats::{MAX_ERROR_SAMPLES, OpKind, TaskStats};
 pub use ticker::TICK;
 pub use workload::{THROUGHPUT_ROWS_PER_TRANSACTION, Workload, multi_db_settings};

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
+use crate::approach_name::ApproachName;
 use crate::cell::Cell;
 use crate::measurement::{Measurement, failed_result};
 use crate::result::{CellResult, Environment};
@@ -19,13 +20,19 @@ pub trait Runner {
     /// Program name and version, e.g. `quicklite-runner 0.1.0`.
     fn name(&self) -> String;
 
-    /// Names of the approaches this runner implements.
-    fn approaches(&self) -> Vec<&'static str>;
+    /// The approaches this runner implements (for a runner of this project, its
+    /// [`RunnerProgram::approaches`](crate::RunnerProgram::approaches)).
+    fn approaches(&self) -> Vec<ApproachName>;
 
-    /// Runs `cell` (already checked to name one of [`Runner::approaches`]) inside the runner's tokio runtime:
-    /// process set-up, seeding, opening the approach, [`crate::drive`]. Fills the SQLite fields of `env`
-    /// as they become known, so a failure still reports them.
-    fn run(&self, cell: &Cell, env: &mut Environment) -> impl Future<Output = Result<Measurement>>;
+    /// Runs `cell`, whose approach is `approach` (one of [`Runner::approaches`], parsed from the cell), inside the
+    /// runner's tokio runtime: process set-up, seeding, opening the approach, [`crate::drive`]. Fills the SQLite
+    /// fields of `env` as they become known, so a failure still reports them.
+    fn run(
+        &self,
+        approach: ApproachName,
+        cell: &Cell,
+        env: &mut Environment,
+    ) -> impl Future<Output = Result<Measurement>>;
 }
 
 /// Runs a runner program: handles `--approaches`, reads the cell from standard input, builds the tokio
@@ -35,7 +42,12 @@ pub fn run_runner_main(runner: impl Runner) -> ExitCode {
     match args.as_slice() {
         [] => {}
         [flag] if flag == "--approaches" => {
-            return print_json(&runner.approaches());
+            let names: Vec<&str> = runner
+                .approaches()
+                .into_iter()
+                .map(ApproachName::as_str)
+                .collect();
+            return print_json(&names);
         }
         // The `http` workload's load generator: this same program, in another process.
         [flag] if flag == "--http-load" => {
@@ -74,15 +86,21 @@ fn run_cell(runner: &impl Runner, cell: Cell) -> CellResult {
                 .map(|(soft, _)| soft);
         }
     }
-    if !runner.approaches().contains(&cell.approach.as_str()) {
-        let message = format!(
-            "unknown approach `{}` for {} (supported: {})",
-            cell.approach,
-            runner.name(),
-            runner.approaches().join(", ")
-        );
-        return failed_result(cell, env, message);
-    }
+    // The edge: the cell's name becomes the approach, or the cell fails naming what this runner supports.
+    let supported = runner.approaches();
+    let approach = match cell.approach.parse::<ApproachName>() {
+        Ok(approach) if supported.contains(&approach) => approach,
+        _ => {
+            let names: Vec<&str> = supported.into_iter().map(ApproachName::as_str).collect();
+            let message = format!(
+                "unknown approach `{}` for {} (supported: {})",
+                cell.approach,
+                runner.name(),
+                names.join(", ")
+            );
+            return failed_result(cell, env, message);
+        }
+    };
     // The host's placement of the CPUs, on either side of the cell (see `core_round_trip_ns`).
     env.core_round_trip_before_ns = crate::round_trip::core_round_trip_ns();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -101,7 +119,7 @@ fn run_cell(runner: &impl Runner, cell: Cell) -> CellResult {
         cell.duration_ms,
         cell.warmup_ms
     );
-    let outcome = runtime.block_on(runner.run(&cell, &mut env));
+    let outcome = runtime.block_on(runner.run(approach, &cell, &mut env));
     // Operations still in flight (e.g. a writer inside its simulated delay) are not waited for: the window
     // is closed and the process is about to exit.
     runtime.shutdown_background();
@@ -149,11 +167,16 @@ mod tests {
             "noop-runner 0".into()
         }
 
-        fn approaches(&self) -> Vec<&'static str> {
-            vec!["noop"]
+        fn approaches(&self) -> Vec<ApproachName> {
+            vec![ApproachName::Ceiling]
         }
 
-        async fn run(&self, _cell: &Cell, env: &mut Environment) -> Result<Measurement> {
+        async fn run(
+            &self,
+            _approach: ApproachName,
+            _cell: &Cell,
+            env: &mut Environment,
+        ) -> Result<Measurement> {
             env.sqlite_version = "3.0.0".into();
             anyhow::bail!("set-up failed: disk on fire")
         }
@@ -165,6 +188,14 @@ mod tests {
         let failure = result.failure.unwrap();
         assert!(failure.contains("unknown approach `other`"), "{failure}");
         assert!(failure.contains("noop"), "{failure}");
+        assert!(failure.contains("(supported: ceiling)"), "{failure}");
+        // An approach the lab knows is refused too when this runner does not implement it.
+        let result = run_cell(&NoOp, sample_cell("point-read", "quicklite"));
+        let failure = result.failure.unwrap();
+        assert!(
+            failure.contains("unknown approach `quicklite`"),
+            "{failure}"
+        );
         assert_eq!(result.env.runner, "noop-runner 0");
         assert!(result.env.open_files_limit.is_some());
         assert!(result.env.allocator.is_some());
@@ -172,7 +203,7 @@ mod tests {
 
     #[test]
     fn set_up_error_keeps_the_environment_known_so_far() {
-        let result = run_cell(&NoOp, sample_cell("point-read", "noop"));
+        let result = run_cell(&NoOp, sample_cell("point-read", "ceiling"));
         assert_eq!(
             result.failure.as_deref(),
             Some("set-up failed: disk on fire")

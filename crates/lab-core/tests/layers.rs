@@ -51,6 +51,8 @@ const MODULES: &[(&str, Layer)] = &[
     ("orm", Vocabulary),                  // the `orm` suite's operations and seed
     ("result", Vocabulary),               // what a runner reports for one cell
     ("workload", Vocabulary),             // the workloads: names, schema, seed data
+    ("approach_name", Vocabulary),        // the approaches by name, and what the lab knows of each
+    ("runner_program", Vocabulary),       // which runner program measures an approach
     ("custom", Vocabulary),               // custom workloads: the user's schema, rows and transactions
     ("http_load", Instruments),           // the `http` load generator, in a process of its own
     ("stats", Instruments),               // counters and histograms of the client tasks

@@ -17,14 +17,6 @@ pub enum LabError {
         /// The valid names, comma-separated.
         valid: String,
     },
-    /// An approach name that the lab does not know.
-    #[error("unknown approach `{name}` (valid approaches: {valid})")]
-    UnknownApproach {
-        /// The name as given.
-        name: String,
-        /// The valid names, comma-separated.
-        valid: String,
-    },
     /// An option value that is out of range, empty, or contradicts another option.
     #[error("invalid {option}: {reason}")]
     InvalidOption {

@@ -15,14 +15,14 @@
 //! # Example
 //!
 //! ```no_run
-//! use quicklite_lab::{BenchOptions, ExecOptions, ResultStore, Runners, RunnerSetup, Silent};
+//! use quicklite_lab::{ApproachName, BenchOptions, ExecOptions, ResultStore, Runners, RunnerSetup, Silent};
 //!
 //! # fn main() -> Result<(), quicklite_lab::LabError> {
-//! let options = BenchOptions { approaches: vec!["quicklite".into()], ..BenchOptions::quick() };
+//! let options = BenchOptions { approaches: vec![ApproachName::Quicklite], ..BenchOptions::quick() };
 //! let cells = quicklite_lab::build_matrix(&options)?;
 //! let setup = RunnerSetup { build: true, ..RunnerSetup::default() };
 //! let runners = Runners::resolve(&options.approaches, &setup)?;
-//! let mut store = ResultStore::create("results/example".as_ref(), "tokio-rusqlite")?;
+//! let mut store = ResultStore::create("results/example".as_ref(), ApproachName::TokioRusqlite)?;
 //! quicklite_lab::run_all(&cells, &runners, &ExecOptions::default(), &mut store, &mut Silent)?;
 //! # Ok(())
 //! # }
@@ -60,7 +60,7 @@ pub use execute::{ExecOptions, default_timeout, run_cell};
 pub use export::{ExportFormat, Exporter};
 pub use matrix::{build_matrix, interleave, validate};
 pub use options::{BenchOptions, Variant, default_worker_threads};
-pub use quicklite_lab_core::{Cell, CellResult, IDLE_WINDOW, PPM, Workload};
+pub use quicklite_lab_core::{ApproachName, Cell, CellResult, IDLE_WINDOW, PPM, Workload};
 pub use report::{read_csv, write_reports};
 pub use row::{COLUMNS, CsvRow};
 pub use run::{Observer, Silent, cell_label, run_all};

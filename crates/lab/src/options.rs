@@ -1,6 +1,6 @@
 //! What a `bench` run measures: the lists of knobs whose product is the matrix.
 
-use quicklite_lab_core::CustomWorkload;
+use quicklite_lab_core::{ApproachName, CustomWorkload};
 
 use crate::catalog;
 
@@ -16,9 +16,9 @@ pub struct BenchOptions {
     /// Custom workloads from the user's files (`--workload-file`), checked; each runs where
     /// [`BenchOptions::workloads`] names it. By default, none.
     pub custom: Vec<CustomWorkload>,
-    /// Approaches to compare. By default, every approach: [`catalog::APPROACHES`], then the Go and Node drivers
-    /// ([`catalog::GO_APPROACHES`], [`catalog::NODE_APPROACHES`]) on the workloads they implement.
-    pub approaches: Vec<String>,
+    /// Approaches to compare. By default, every approach [`ApproachName::runs_by_default`] — the ceiling, the Rust
+    /// approaches, then the Go and Node drivers — on the workloads it implements.
+    pub approaches: Vec<ApproachName>,
     /// Measured time per cell, in milliseconds. By default, 10 s.
     pub duration_ms: u64,
     /// Warm-up per cell before measuring, in milliseconds. By default, 2 s.
@@ -85,12 +85,12 @@ pub struct BenchOptions {
 }
 
 /// One extra cell: a workload and approach at the first value of every axis, with some knobs changed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Variant {
     /// The workload; the variant is skipped when the run does not include it.
     pub workload: String,
     /// The approach; the variant is skipped when the run does not include it.
-    pub approach: String,
+    pub approach: ApproachName,
     /// Memory statistics, if different from the first value of [`BenchOptions::memstatus`].
     pub memstatus: Option<bool>,
     /// Mutex mode, if different from the first value of [`BenchOptions::mutex`].
@@ -106,19 +106,31 @@ pub struct Variant {
     pub profile: Option<String>,
 }
 
+impl Variant {
+    /// `approach` on `workload` at the first value of every axis: set the knobs to change on it.
+    pub fn new(workload: &str, approach: ApproachName) -> Self {
+        Self {
+            workload: workload.to_owned(),
+            approach,
+            memstatus: None,
+            mutex: None,
+            mmap_size: None,
+            concurrency: None,
+            build_profile: None,
+            profile: None,
+        }
+    }
+}
+
 impl Default for BenchOptions {
     fn default() -> Self {
         Self {
             workloads: owned(catalog::WORKLOADS),
             custom: Vec::new(),
-            approaches: owned(
-                &[
-                    catalog::APPROACHES,
-                    catalog::GO_APPROACHES,
-                    catalog::NODE_APPROACHES,
-                ]
-                .concat(),
-            ),
+            approaches: ApproachName::ALL
+                .into_iter()
+                .filter(|a| a.runs_by_default())
+                .collect(),
             duration_ms: 10_000,
             warmup_ms: 2_000,
             concurrency: vec![64],
@@ -157,21 +169,18 @@ impl BenchOptions {
     /// 78 cells of about 3.5 s each, the idle window after each included: roughly five minutes on a 2-core machine,
     /// once the runners are built.
     pub fn quick() -> Self {
-        let variant = |workload: &str, approach: &str| Variant {
-            workload: workload.to_owned(),
-            approach: approach.to_owned(),
-            ..Variant::default()
-        };
-        let point_read = |approach: &str, memstatus: Option<bool>, mutex: Option<&str>| Variant {
+        use ApproachName::{Ceiling, DirectBlocking, PerRequest, Quicklite, TokioRusqlite};
+        let variant = Variant::new;
+        let point_read = |approach, memstatus: Option<bool>, mutex: Option<&str>| Variant {
             memstatus,
             mutex: mutex.map(str::to_owned),
             ..variant("point-read", approach)
         };
-        let serial = |workload: &str, approach: &str| Variant {
+        let serial = |workload: &str, approach| Variant {
             concurrency: Some(1),
             ..variant(workload, approach)
         };
-        let untuned_orm = |approach: &str| Variant {
+        let untuned_orm = |approach| Variant {
             profile: Some("sqlite-default".to_owned()),
             ..variant(catalog::ORM, approach)
         };
@@ -183,10 +192,13 @@ impl BenchOptions {
             // The Rust approaches, but those whose runner needs more than the Rust toolchain to build (trailbase-sqlite
             // needs libclang): the README's first command must work on a fresh machine. The runners in other
             // languages take minutes to build. `--approaches` adds any of them.
-            approaches: catalog::APPROACHES
-                .iter()
-                .filter(|a| !catalog::NEEDS_MORE_THAN_RUST.contains(a))
-                .map(|a| (*a).to_owned())
+            approaches: ApproachName::ALL
+                .into_iter()
+                .filter(|a| {
+                    a.runs_by_default()
+                        && !a.is_other_language()
+                        && !a.runner().needs_more_than_rust()
+                })
                 .collect(),
             workloads: owned(&[
                 "point-read",
@@ -204,36 +216,36 @@ impl BenchOptions {
             write_delays_ms: vec![100],
             variants: vec![
                 // Seed 000: opening a connection per request pays the allocator mutex on every open.
-                point_read("per-request", Some(true), None),
-                point_read("quicklite", Some(true), None),
+                point_read(PerRequest, Some(true), None),
+                point_read(Quicklite, Some(true), None),
                 // Seed 001: the serialized mode's per-connection mutex, on the pattern that shares connections.
-                point_read("per-request", None, Some("fullmutex")),
-                point_read("quicklite", None, Some("fullmutex")),
+                point_read(PerRequest, None, Some("fullmutex")),
+                point_read(Quicklite, None, Some("fullmutex")),
                 // Seed 000 itself: the HTTP service with a connection per request, memory statistics on.
                 Variant {
                     memstatus: Some(true),
-                    ..variant(catalog::HTTP, "per-request")
+                    ..variant(catalog::HTTP, PerRequest)
                 },
                 // Seed 002: ns/op and allocations per operation, one cycle at a time.
-                serial(catalog::QUEUE, catalog::CEILING),
-                serial(catalog::QUEUE, "direct-blocking"),
-                serial(catalog::QUEUE, "tokio-rusqlite"),
-                serial(catalog::QUEUE, "quicklite"),
+                serial(catalog::QUEUE, Ceiling),
+                serial(catalog::QUEUE, DirectBlocking),
+                serial(catalog::QUEUE, TokioRusqlite),
+                serial(catalog::QUEUE, Quicklite),
                 // Seed 003: the ORM suite without the server PRAGMAs.
-                untuned_orm("direct-blocking"),
-                untuned_orm("quicklite"),
+                untuned_orm(DirectBlocking),
+                untuned_orm(Quicklite),
                 // Reads beside a writer, one request at a time.
-                serial("mixed", catalog::CEILING),
-                serial("mixed", "direct-blocking"),
-                serial("mixed", "tokio-rusqlite"),
-                serial("mixed", "quicklite"),
+                serial("mixed", Ceiling),
+                serial("mixed", DirectBlocking),
+                serial("mixed", TokioRusqlite),
+                serial("mixed", Quicklite),
                 // Seed 003's memory map: what it gains on reads alone and costs beside a writer.
-                unmapped(variant("point-read", "tokio-rusqlite")),
-                unmapped(variant("point-read", "quicklite")),
-                unmapped(variant("mixed", "tokio-rusqlite")),
-                unmapped(variant("mixed", "quicklite")),
-                unmapped(serial("mixed", "tokio-rusqlite")),
-                unmapped(serial("mixed", "quicklite")),
+                unmapped(variant("point-read", TokioRusqlite)),
+                unmapped(variant("point-read", Quicklite)),
+                unmapped(variant("mixed", TokioRusqlite)),
+                unmapped(variant("mixed", Quicklite)),
+                unmapped(serial("mixed", TokioRusqlite)),
+                unmapped(serial("mixed", Quicklite)),
             ],
             ..Self::default()
         }

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use quicklite_lab_core::CellResult;
+use quicklite_lab_core::{ApproachName, CellResult};
 
 use crate::atomic::write_atomically;
 use crate::error::{LabError, Result};
@@ -29,7 +29,11 @@ pub fn read_csv(path: &Path) -> Result<Vec<CellResult>> {
 }
 
 /// Writes the Markdown, HTML and ASCII reports for `results` into `dir`; returns the paths written.
-pub fn write_reports(results: &[CellResult], dir: &Path, baseline: &str) -> Result<Vec<PathBuf>> {
+pub fn write_reports(
+    results: &[CellResult],
+    dir: &Path,
+    baseline: ApproachName,
+) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|source| LabError::OutputDir {
         path: dir.to_owned(),
         source,
@@ -53,12 +57,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let results = fixtures::results();
         let csv = dir.path().join("results.csv");
-        std::fs::write(&csv, ExportFormat::Csv.serialize(&results, "x").unwrap()).unwrap();
+        std::fs::write(
+            &csv,
+            ExportFormat::Csv
+                .serialize(&results, ApproachName::TokioRusqlite)
+                .unwrap(),
+        )
+        .unwrap();
         let back = read_csv(&csv).unwrap();
         for format in ExportFormat::REPORTS {
             assert_eq!(
-                format.serialize(&back, "tokio-rusqlite").unwrap(),
-                format.serialize(&results, "tokio-rusqlite").unwrap(),
+                format
+                    .serialize(&back, ApproachName::TokioRusqlite)
+                    .unwrap(),
+                format
+                    .serialize(&results, ApproachName::TokioRusqlite)
+                    .unwrap(),
                 "{format:?}"
             );
         }
@@ -71,7 +85,7 @@ mod tests {
         std::fs::write(
             &csv,
             ExportFormat::Csv
-                .serialize(&fixtures::results(), "x")
+                .serialize(&fixtures::results(), ApproachName::TokioRusqlite)
                 .unwrap(),
         )
         .unwrap();
@@ -140,7 +154,7 @@ mod tests {
             results.iter().map(|r| r.reads.ops).collect::<Vec<_>>()
         );
         let markdown = ExportFormat::Markdown
-            .serialize(&back, "tokio-rusqlite")
+            .serialize(&back, ApproachName::TokioRusqlite)
             .unwrap();
         assert!(!markdown.is_empty());
     }

@@ -1,6 +1,6 @@
 //! The run loop: every cell in order, each result stored before the next cell starts.
 
-use quicklite_lab_core::{Cell, CellResult};
+use quicklite_lab_core::{ApproachName, Cell, CellResult};
 
 use crate::clock::now_rfc3339;
 use crate::error::Result;
@@ -38,14 +38,16 @@ pub fn run_all(
     let total = cells.len();
     for (index, cell) in cells.iter().enumerate() {
         observer.cell_started(index, total, cell);
-        let result = match runners.program(&cell.approach, &cell.build_profile) {
+        // The matrix names approaches the lab knows; a cell built otherwise has no runner, and says so.
+        let approach = cell.approach.parse::<ApproachName>().ok();
+        let result = match approach.and_then(|a| runners.program(a, &cell.build_profile)) {
             Some(program) => run_cell(program, cell, exec),
             // resolve() guarantees a program per approach; a gap here is still reported, not a panic.
             None => failed_result(
                 cell,
                 std::path::Path::new(""),
                 &now_rfc3339(),
-                match runners.unavailable(&cell.approach) {
+                match approach.and_then(|a| runners.unavailable(a)) {
                     Some(reason) => format!("{} is not available here: {reason}", cell.approach),
                     None => format!(
                         "no runner for approach `{}` with build profile `{}` (a profile with runner features, e.g. \

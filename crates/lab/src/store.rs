@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use quicklite_lab_core::CellResult;
+use quicklite_lab_core::{ApproachName, CellResult};
 
 use crate::atomic::write_atomically;
 use crate::error::{LabError, Result};
@@ -17,7 +17,7 @@ pub struct ResultStore {
     /// The results directory.
     dir: PathBuf,
     /// The approach report ratios are against.
-    baseline: String,
+    baseline: ApproachName,
     /// Every result so far, in run order.
     results: Vec<CellResult>,
 }
@@ -25,7 +25,7 @@ pub struct ResultStore {
 impl ResultStore {
     /// Creates `dir` (and its parents) and checks that a file can be written there, so an unwritable
     /// directory is reported before the first cell runs rather than after it.
-    pub fn create(dir: &Path, baseline: &str) -> Result<Self> {
+    pub fn create(dir: &Path, baseline: ApproachName) -> Result<Self> {
         let fail = |source| LabError::OutputDir {
             path: dir.to_owned(),
             source,
@@ -37,7 +37,7 @@ impl ResultStore {
             .map_err(fail)?;
         Ok(Self {
             dir: dir.to_owned(),
-            baseline: baseline.to_owned(),
+            baseline,
             results: Vec::new(),
         })
     }
@@ -65,7 +65,7 @@ impl ResultStore {
 
     fn write_all(&self) -> Result<()> {
         for format in ExportFormat::ALL {
-            let bytes = format.serialize(&self.results, &self.baseline)?;
+            let bytes = format.serialize(&self.results, self.baseline)?;
             write_atomically(&self.path(format), &bytes)?;
         }
         Ok(())
@@ -80,7 +80,8 @@ mod tests {
     #[test]
     fn every_push_rewrites_every_file() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = ResultStore::create(&dir.path().join("run"), "tokio-rusqlite").unwrap();
+        let mut store =
+            ResultStore::create(&dir.path().join("run"), ApproachName::TokioRusqlite).unwrap();
         let results = fixtures::results();
         store.push(results[0].clone()).unwrap();
         store.push(results[1].clone()).unwrap();
@@ -99,7 +100,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("not-a-dir");
         std::fs::write(&file, b"x").unwrap();
-        let err = ResultStore::create(&file.join("run"), "x").unwrap_err();
+        let err = ResultStore::create(&file.join("run"), ApproachName::TokioRusqlite).unwrap_err();
         assert!(err.to_string().contains("not writable"), "{err}");
     }
 }

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use quicklite_lab::{
-    BenchOptions, CellResult, ExecOptions, ExportFormat, ResultStore, RunnerSetup, Runners, Silent,
-    build_matrix, read_csv, run_all,
+    ApproachName, BenchOptions, CellResult, ExecOptions, ExportFormat, ResultStore, RunnerSetup,
+    Runners, Silent, build_matrix, read_csv, run_all,
 };
 
 fn mock_runner() -> PathBuf {
@@ -16,7 +16,7 @@ fn mock_runner() -> PathBuf {
 fn options(approaches: &[&str]) -> BenchOptions {
     BenchOptions {
         workloads: vec!["point-read".into()],
-        approaches: approaches.iter().map(|a| (*a).to_owned()).collect(),
+        approaches: approaches.iter().map(|a| a.parse().unwrap()).collect(),
         duration_ms: 100,
         warmup_ms: 0,
         repeat: 1,
@@ -24,7 +24,7 @@ fn options(approaches: &[&str]) -> BenchOptions {
     }
 }
 
-fn runners(approaches: &[String]) -> Runners {
+fn runners(approaches: &[ApproachName]) -> Runners {
     let setup = RunnerSetup {
         programs: vec![mock_runner()],
         ..RunnerSetup::default()
@@ -51,7 +51,8 @@ fn crash_hang_and_garbage_are_recorded_and_the_run_continues() {
         timeout: Some(Duration::from_secs(2)),
         db_root: Some(out.path().to_owned()),
     };
-    let mut store = ResultStore::create(&out.path().join("run"), "direct-blocking").unwrap();
+    let mut store =
+        ResultStore::create(&out.path().join("run"), ApproachName::DirectBlocking).unwrap();
     run_all(&cells, &runners, &exec, &mut store, &mut Silent).unwrap();
 
     let results: Vec<CellResult> =
@@ -104,7 +105,7 @@ fn a_missing_runner_program_is_a_clear_error() {
         programs: vec![PathBuf::from("/nonexistent/runner")],
         ..RunnerSetup::default()
     };
-    let err = Runners::resolve(&["quicklite".to_owned()], &setup).unwrap_err();
+    let err = Runners::resolve(&[ApproachName::Quicklite], &setup).unwrap_err();
     assert!(err.to_string().contains("cannot start it"), "{err}");
 }
 

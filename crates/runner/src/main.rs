@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use quicklite_lab_core::{
-    Approach, Cell, Environment, Knobs, Measurement, Runner, Workload, drive, drive_ceiling,
+    Approach, ApproachName, Cell, Environment, Knobs, Measurement, Runner, RunnerProgram, Workload,
+    drive, drive_ceiling,
 };
 
 use approaches::async_sqlite::AsyncSqlite;
@@ -41,21 +42,26 @@ impl Runner for QuickliteRunner {
         format!("quicklite-runner {}", env!("CARGO_PKG_VERSION"))
     }
 
-    fn approaches(&self) -> Vec<&'static str> {
-        approaches::NAMES.to_vec()
+    fn approaches(&self) -> Vec<ApproachName> {
+        RunnerProgram::Quicklite.approaches()
     }
 
-    async fn run(&self, cell: &Cell, env: &mut Environment) -> Result<Measurement> {
+    async fn run(
+        &self,
+        approach: ApproachName,
+        cell: &Cell,
+        env: &mut Environment,
+    ) -> Result<Measurement> {
         let knobs = Knobs::from_cell(cell)?;
         let workload = Workload::of_cell(cell)?;
-        if cell.approach == "postgres" {
+        if approach == ApproachName::Postgres {
             // A server of its own: no SQLite set-up, no SQLite file.
-            let approach = Postgres::open(cell, workload, env).await?;
-            return drive(cell, Arc::new(approach)).await;
+            let postgres = Postgres::open(cell, workload, env).await?;
+            return drive(cell, Arc::new(postgres)).await;
         }
 
         // Process-wide, before the first connection of the process (seeding included).
-        let is_quicklite = cell.approach.starts_with("quicklite");
+        let is_quicklite = approach.base() == ApproachName::Quicklite;
         let memstatus_request = if is_quicklite {
             env.memstatus = approaches::quicklite::configure(&knobs);
             None
@@ -68,35 +74,31 @@ impl Runner for QuickliteRunner {
             checkpointer::start(&workload.database_path(cell, 0), &knobs)?;
         }
 
-        match cell.approach.as_str() {
-            "direct-blocking" => {
-                let approach = DirectBlocking::open(cell, workload, &knobs, env)?;
-                measure(cell, env, memstatus_request, Arc::new(approach)).await
+        match approach {
+            ApproachName::DirectBlocking => {
+                let direct = DirectBlocking::open(cell, workload, &knobs, env)?;
+                measure(cell, env, memstatus_request, Arc::new(direct)).await
             }
-            "spawn-blocking" => {
-                let approach = SpawnBlocking::open(cell, workload, &knobs, env)?;
-                measure(cell, env, memstatus_request, Arc::new(approach)).await
+            ApproachName::SpawnBlocking => {
+                let spawn = SpawnBlocking::open(cell, workload, &knobs, env)?;
+                measure(cell, env, memstatus_request, Arc::new(spawn)).await
             }
-            "per-request" => {
-                let approach = PerRequest::open(cell, workload, &knobs, env)?;
-                measure(cell, env, memstatus_request, Arc::new(approach)).await
+            ApproachName::PerRequest => {
+                let per_request = PerRequest::open(cell, workload, &knobs, env)?;
+                measure(cell, env, memstatus_request, Arc::new(per_request)).await
             }
-            "async-sqlite" => {
-                let approach = AsyncSqlite::open(cell, workload, &knobs, env).await?;
-                measure(cell, env, memstatus_request, Arc::new(approach)).await
+            ApproachName::AsyncSqlite => {
+                let pool = AsyncSqlite::open(cell, workload, &knobs, env).await?;
+                measure(cell, env, memstatus_request, Arc::new(pool)).await
             }
-            "quicklite"
-            | "quicklite-timeouts"
-            | "quicklite-writes-first"
-            | "quicklite-no-inline"
-            | "quicklite-subscribed"
-            | "quicklite-subscribed-100" => {
-                let approach = Arc::new(Quicklite::open(cell, workload, &knobs, env).await?);
-                let measured = measure(cell, env, memstatus_request, approach.clone()).await;
-                approach.log_metrics();
+            _ if is_quicklite => {
+                let quicklite =
+                    Arc::new(Quicklite::open(approach, cell, workload, &knobs, env).await?);
+                let measured = measure(cell, env, memstatus_request, quicklite.clone()).await;
+                quicklite.log_metrics();
                 measured
             }
-            "ceiling" => {
+            ApproachName::Ceiling => {
                 // The first thread's connection, opened here to describe the settings in effect.
                 let first = Ceiling::open(cell, workload, &knobs)?;
                 first.describe(env)?;

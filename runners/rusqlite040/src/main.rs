@@ -16,7 +16,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use quicklite_lab_core::{
-    Approach, Cell, Environment, Knobs, Measurement, Runner, Workload, drive,
+    Approach, ApproachName, Cell, Environment, Knobs, Measurement, Runner, RunnerProgram, Workload,
+    drive,
 };
 
 use sqlite::{checkpointer, report, seed};
@@ -38,11 +39,16 @@ impl Runner for Rusqlite040Runner {
         format!("runner-rusqlite040 {}", env!("CARGO_PKG_VERSION"))
     }
 
-    fn approaches(&self) -> Vec<&'static str> {
-        vec!["tokio-rusqlite", "deadpool-sqlite"]
+    fn approaches(&self) -> Vec<ApproachName> {
+        RunnerProgram::Rusqlite040.approaches()
     }
 
-    async fn run(&self, cell: &Cell, env: &mut Environment) -> Result<Measurement> {
+    async fn run(
+        &self,
+        approach: ApproachName,
+        cell: &Cell,
+        env: &mut Environment,
+    ) -> Result<Measurement> {
         let knobs = Knobs::from_cell(cell)?;
         let workload = Workload::of_cell(cell)?;
         // Process-wide, before the first connection of the process (seeding included).
@@ -51,15 +57,15 @@ impl Runner for Rusqlite040Runner {
         if workload == Workload::Throughput {
             checkpointer::start(&workload.database_path(cell, 0), &knobs)?;
         }
-        match cell.approach.as_str() {
-            "tokio-rusqlite" => {
-                let approach =
+        match approach {
+            ApproachName::TokioRusqlite => {
+                let connection =
                     tokio_rusqlite_conn::TokioRusqlite::open(cell, workload, &knobs, env).await?;
-                measure(cell, env, memstatus, approach).await
+                measure(cell, env, memstatus, connection).await
             }
-            "deadpool-sqlite" => {
-                let approach = deadpool::DeadpoolSqlite::open(cell, workload, &knobs, env).await?;
-                measure(cell, env, memstatus, approach).await
+            ApproachName::DeadpoolSqlite => {
+                let pool = deadpool::DeadpoolSqlite::open(cell, workload, &knobs, env).await?;
+                measure(cell, env, memstatus, pool).await
             }
             other => anyhow::bail!("approach `{other}` is listed but not wired up"),
         }

@@ -13,7 +13,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Result;
-use quicklite_lab_core::{Cell, Environment, Knobs, Measurement, Runner, Workload, drive};
+use quicklite_lab_core::{
+    ApproachName, Cell, Environment, Knobs, Measurement, Runner, RunnerProgram, Workload, drive,
+};
 
 fn main() -> ExitCode {
     quicklite_lab_core::run_runner_main(SqlxRunner)
@@ -29,11 +31,16 @@ impl Runner for SqlxRunner {
         format!("runner-sqlx {}", env!("CARGO_PKG_VERSION"))
     }
 
-    fn approaches(&self) -> Vec<&'static str> {
-        vec!["sqlx"]
+    fn approaches(&self) -> Vec<ApproachName> {
+        RunnerProgram::Sqlx.approaches()
     }
 
-    async fn run(&self, cell: &Cell, env: &mut Environment) -> Result<Measurement> {
+    async fn run(
+        &self,
+        _approach: ApproachName,
+        cell: &Cell,
+        env: &mut Environment,
+    ) -> Result<Measurement> {
         let knobs = Knobs::from_cell(cell)?;
         let workload = Workload::of_cell(cell)?;
         // Process-wide, before the first connection of the process (seeding included).

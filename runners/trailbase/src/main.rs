@@ -20,7 +20,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use quicklite_lab_core::{
-    Approach, Cell, Environment, Knobs, Measurement, Runner, Workload, drive,
+    Approach, ApproachName, Cell, Environment, Knobs, Measurement, Runner, RunnerProgram, Workload,
+    drive,
 };
 
 use sqlite::{report, seed};
@@ -42,21 +43,26 @@ impl Runner for TrailbaseRunner {
         format!("runner-trailbase {}", env!("CARGO_PKG_VERSION"))
     }
 
-    fn approaches(&self) -> Vec<&'static str> {
-        vec!["trailbase-sqlite"]
+    fn approaches(&self) -> Vec<ApproachName> {
+        RunnerProgram::Trailbase.approaches()
     }
 
-    async fn run(&self, cell: &Cell, env: &mut Environment) -> Result<Measurement> {
+    async fn run(
+        &self,
+        approach: ApproachName,
+        cell: &Cell,
+        env: &mut Environment,
+    ) -> Result<Measurement> {
         let knobs = Knobs::from_cell(cell)?;
         let workload = Workload::of_cell(cell)?;
         // Process-wide, before the first connection of the process (seeding included).
         let memstatus = report::configure_memstatus(knobs.memstatus);
         seed::seed_databases(cell, workload, &knobs)?;
-        match cell.approach.as_str() {
-            "trailbase-sqlite" => {
-                let approach =
+        match approach {
+            ApproachName::TrailbaseSqlite => {
+                let connection =
                     trailbase_conn::TrailbaseSqlite::open(cell, workload, &knobs, env).await?;
-                measure(cell, env, memstatus, approach).await
+                measure(cell, env, memstatus, connection).await
             }
             other => anyhow::bail!("approach `{other}` is listed but not wired up"),
         }

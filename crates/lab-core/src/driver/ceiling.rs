@@ -19,6 +19,7 @@ use super::custom::transactions;
 use super::queue::{QUEUE_OPERATIONS, now_ms, operations};
 use super::window::{Window, WindowedRun};
 use crate::alloc;
+use crate::approach_name::ApproachName;
 use crate::cell::Cell;
 use crate::custom::{Bound, Drawer, leaked_names};
 use crate::data::{self, NewItem, NewJob};
@@ -71,16 +72,6 @@ pub trait CeilingConnection: Send + 'static {
     }
 }
 
-/// The workloads the ceiling is defined for: single-row operations on one database.
-pub const CEILING_WORKLOADS: [Workload; 6] = [
-    Workload::PointRead,
-    Workload::Insert,
-    Workload::Mixed,
-    Workload::WriteRead,
-    Workload::Queue,
-    Workload::Custom,
-];
-
 /// Runs `cell` as the ceiling: `open` gives each thread its connection (all opened before the warm-up begins).
 pub(super) async fn drive<C, F>(cell: &Cell, mut open: F) -> Result<Measurement>
 where
@@ -88,10 +79,16 @@ where
     F: FnMut() -> Result<C>,
 {
     let workload = Workload::of_cell(cell)?;
-    if !CEILING_WORKLOADS.contains(&workload) {
+    if !ApproachName::Ceiling.implements(workload) {
+        let defined: Vec<&str> = Workload::ALL
+            .into_iter()
+            .chain([Workload::Custom])
+            .filter(|w| ApproachName::Ceiling.implements(*w))
+            .map(Workload::name)
+            .collect();
         bail!(
             "the ceiling is defined for single-row operations on one database ({}), not for {workload}",
-            CEILING_WORKLOADS.map(Workload::name).join(", ")
+            defined.join(", ")
         );
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -34,7 +34,7 @@ use crate::idle::{IDLE_WINDOW, measure_idle};
 use crate::measurement::Measurement;
 use crate::workload::Workload;
 
-pub use ceiling::{CEILING_WORKLOADS, CeilingConnection, CeilingWrite};
+pub use ceiling::{CeilingConnection, CeilingWrite};
 pub use open_loop::DRAIN_GRACE;
 pub use queue::QUEUE_PROBE_CYCLES;
 

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use quicklite_lab_core::CellResult;
+use quicklite_lab_core::{ApproachName, CellResult};
 
 use super::Exporter;
 use super::columns::{Columns, columns, settings_line};
@@ -18,7 +18,7 @@ const BAR_WIDTH: usize = 40;
 pub struct AsciiExporter;
 
 impl Exporter for AsciiExporter {
-    fn serialize(&self, results: &[CellResult], baseline: &str) -> Result<Vec<u8>> {
+    fn serialize(&self, results: &[CellResult], baseline: ApproachName) -> Result<Vec<u8>> {
         let summary = Summary::new(results, baseline);
         let mut out = String::new();
         let _ = writeln!(out, "{}\n", crate::summary::repetitions_note(results));
@@ -142,7 +142,7 @@ mod tests {
     #[test]
     fn ascii_snapshot() {
         let bytes = AsciiExporter
-            .serialize(&fixtures::results(), "tokio-rusqlite")
+            .serialize(&fixtures::results(), ApproachName::TokioRusqlite)
             .unwrap();
         insta::assert_snapshot!(String::from_utf8(bytes).unwrap());
     }

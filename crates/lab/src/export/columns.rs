@@ -311,6 +311,8 @@ pub fn settings_line(table: &Table) -> String {
 
 #[cfg(test)]
 mod tests {
+    use quicklite_lab_core::ApproachName;
+
     use super::*;
     use crate::fixtures;
     use crate::summary::Summary;
@@ -320,7 +322,7 @@ mod tests {
         results: &[quicklite_lab_core::CellResult],
         title: &str,
     ) -> Option<Vec<(String, String)>> {
-        let summary = Summary::new(results, "tokio-rusqlite");
+        let summary = Summary::new(results, ApproachName::TokioRusqlite);
         let table = summary.tables.iter().find(|t| t.title == title).unwrap();
         let cols = columns(table);
         let at = cols.headers.iter().position(|h| h == "lateness p99")?;
@@ -361,7 +363,7 @@ mod tests {
         title: &str,
         heading: &str,
     ) -> Option<Vec<(String, String)>> {
-        let summary = Summary::new(results, "tokio-rusqlite");
+        let summary = Summary::new(results, ApproachName::TokioRusqlite);
         let table = summary.tables.iter().find(|t| t.title == title).unwrap();
         let cols = columns(table);
         let at = cols.headers.iter().position(|h| h == heading)?;

@@ -1,6 +1,6 @@
 //! The raw CSV: one row per cell (see [`CsvRow`] for the columns).
 
-use quicklite_lab_core::CellResult;
+use quicklite_lab_core::{ApproachName, CellResult};
 
 use super::Exporter;
 use crate::error::{LabError, Result};
@@ -11,7 +11,7 @@ use crate::row::CsvRow;
 pub struct CsvExporter;
 
 impl Exporter for CsvExporter {
-    fn serialize(&self, results: &[CellResult], _baseline: &str) -> Result<Vec<u8>> {
+    fn serialize(&self, results: &[CellResult], _baseline: ApproachName) -> Result<Vec<u8>> {
         let mut writer = csv::Writer::from_writer(Vec::new());
         if results.is_empty() {
             // csv writes the header with the first record; an empty run still gets one so the file parses.
@@ -38,17 +38,21 @@ mod tests {
     #[test]
     fn csv_snapshot() {
         let bytes = CsvExporter
-            .serialize(&fixtures::results(), "tokio-rusqlite")
+            .serialize(&fixtures::results(), ApproachName::TokioRusqlite)
             .unwrap();
         insta::assert_snapshot!(String::from_utf8(bytes).unwrap());
     }
 
     #[test]
     fn header_lists_every_column() {
-        let bytes = CsvExporter.serialize(&[], "x").unwrap();
+        let bytes = CsvExporter
+            .serialize(&[], ApproachName::TokioRusqlite)
+            .unwrap();
         let text = String::from_utf8(bytes).unwrap();
         assert_eq!(text.trim_end(), crate::row::COLUMNS.join(","));
-        let full = CsvExporter.serialize(&fixtures::results(), "x").unwrap();
+        let full = CsvExporter
+            .serialize(&fixtures::results(), ApproachName::TokioRusqlite)
+            .unwrap();
         assert!(
             String::from_utf8(full)
                 .unwrap()

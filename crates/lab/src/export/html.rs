@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use quicklite_lab_core::CellResult;
+use quicklite_lab_core::{ApproachName, CellResult};
 
 use super::Exporter;
 use super::columns::{columns, settings_line};
@@ -37,7 +37,7 @@ code { background: #f0f4f8; padding: 0 .2rem; font-size: .8rem; word-break: brea
 ";
 
 impl Exporter for HtmlExporter {
-    fn serialize(&self, results: &[CellResult], baseline: &str) -> Result<Vec<u8>> {
+    fn serialize(&self, results: &[CellResult], baseline: ApproachName) -> Result<Vec<u8>> {
         let summary = Summary::new(results, baseline);
         let mut out = String::new();
         // Writing to a String cannot fail.
@@ -54,7 +54,7 @@ impl Exporter for HtmlExporter {
              plain connection per core, reads batched in one transaction, writes grouped per commit); \
              <i>of ceiling</i> is each row's share of it.</p>",
             results.len(),
-            escape(baseline)
+            escape(baseline.as_str())
         );
         let _ = writeln!(
             out,
@@ -85,7 +85,7 @@ fn bar_role(row: &Row) -> BarRole {
     }
 }
 
-fn section(out: &mut String, table: &Table, baseline: &str) {
+fn section(out: &mut String, table: &Table, baseline: ApproachName) {
     let _ = writeln!(out, "<h2>{}</h2>", escape(&table.title));
     let _ = writeln!(
         out,
@@ -96,7 +96,7 @@ fn section(out: &mut String, table: &Table, baseline: &str) {
         let _ = writeln!(
             out,
             "<p class=\"settings\">{} did not run here; ratios are against the slowest, {}.</p>",
-            escape(baseline),
+            escape(baseline.as_str()),
             escape(&b.label)
         );
     }
@@ -375,7 +375,7 @@ mod tests {
     #[test]
     fn html_snapshot() {
         let bytes = HtmlExporter
-            .serialize(&fixtures::results(), "tokio-rusqlite")
+            .serialize(&fixtures::results(), ApproachName::TokioRusqlite)
             .unwrap();
         insta::assert_snapshot!(String::from_utf8(bytes).unwrap());
     }

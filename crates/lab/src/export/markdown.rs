@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use quicklite_lab_core::CellResult;
+use quicklite_lab_core::{ApproachName, CellResult};
 
 use super::Exporter;
 use super::columns::{columns, settings_line};
@@ -16,7 +16,7 @@ use crate::summary::{Summary, repetitions_note};
 pub struct MarkdownExporter;
 
 impl Exporter for MarkdownExporter {
-    fn serialize(&self, results: &[CellResult], baseline: &str) -> Result<Vec<u8>> {
+    fn serialize(&self, results: &[CellResult], baseline: ApproachName) -> Result<Vec<u8>> {
         let summary = Summary::new(results, baseline);
         let mut out = String::new();
         // Writing to a String cannot fail; the results are ignored through `let _`.
@@ -275,7 +275,7 @@ mod tests {
     fn repeated_cells_show_their_range_and_paired_ratios() {
         let text = String::from_utf8(
             MarkdownExporter
-                .serialize(&fixtures::repeated(3), "tokio-rusqlite")
+                .serialize(&fixtures::repeated(3), ApproachName::TokioRusqlite)
                 .unwrap(),
         )
         .unwrap();
@@ -290,7 +290,7 @@ mod tests {
     #[test]
     fn markdown_snapshot() {
         let bytes = MarkdownExporter
-            .serialize(&fixtures::results(), "tokio-rusqlite")
+            .serialize(&fixtures::results(), ApproachName::TokioRusqlite)
             .unwrap();
         insta::assert_snapshot!(String::from_utf8(bytes).unwrap());
     }

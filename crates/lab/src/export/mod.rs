@@ -11,7 +11,7 @@ mod json;
 mod markdown;
 mod svg;
 
-use quicklite_lab_core::CellResult;
+use quicklite_lab_core::{ApproachName, CellResult};
 
 pub use self::ascii::AsciiExporter;
 pub use self::csv::CsvExporter;
@@ -24,8 +24,8 @@ use crate::summary::Summary;
 
 /// Turns results into the bytes of one file.
 pub trait Exporter {
-    /// Serializes `results`; report formats compute ratios against `baseline` (an approach name).
-    fn serialize(&self, results: &[CellResult], baseline: &str) -> Result<Vec<u8>>;
+    /// Serializes `results`; report formats compute ratios against `baseline`.
+    fn serialize(&self, results: &[CellResult], baseline: ApproachName) -> Result<Vec<u8>>;
 }
 
 /// The formats the lab writes, with their file names inside a results directory.
@@ -79,7 +79,7 @@ impl ExportFormat {
     }
 
     /// Shorthand for `self.exporter().serialize(..)`.
-    pub fn serialize(self, results: &[CellResult], baseline: &str) -> Result<Vec<u8>> {
+    pub fn serialize(self, results: &[CellResult], baseline: ApproachName) -> Result<Vec<u8>> {
         self.exporter().serialize(results, baseline)
     }
 }

@@ -9,7 +9,6 @@ use quicklite_lab_core::{Cell, CustomWorkload};
 
 pub use self::rounds::interleave;
 pub use self::validation::validate;
-use crate::catalog;
 use crate::error::Result;
 use crate::options::BenchOptions;
 use product::{dedup, product, scenarios, supports, takes_rate};
@@ -36,9 +35,9 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
                 for (mutex, mmap_size) in
                     product(&dedup(&options.mutex), &dedup(&options.mmap_size))
                 {
-                    for approach in approaches
+                    for &approach in approaches
                         .iter()
-                        .filter(|a| supports(options, workload, a) && takes_rate(base, a))
+                        .filter(|&&a| supports(options, workload, a) && takes_rate(base, a))
                     {
                         // A server-backed approach has no SQLite knobs: one cell, at the first values.
                         let sqlite_knobs_vary = memstatus != first_memstatus
@@ -46,9 +45,7 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
                             || mmap_size != first_mmap
                             || base.profile != first_profile
                             || base.build_profile != first_build;
-                        if catalog::SERVER_APPROACHES.contains(&approach.as_str())
-                            && sqlite_knobs_vary
-                        {
+                        if approach.needs_server() && sqlite_knobs_vary {
                             continue;
                         }
                         // A runner in another language links its own SQLite, set up by its driver: the process
@@ -56,15 +53,15 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
                         let process_knobs_vary = memstatus != first_memstatus
                             || mutex != first_mutex
                             || base.build_profile != first_build;
-                        if catalog::is_other_language(approach) && process_knobs_vary {
+                        if approach.is_other_language() && process_knobs_vary {
                             continue;
                         }
                         cells.push(Cell {
-                            postgres_url: catalog::SERVER_APPROACHES
-                                .contains(&approach.as_str())
+                            postgres_url: approach
+                                .needs_server()
                                 .then(|| options.postgres_url.clone())
                                 .flatten(),
-                            approach: approach.clone(),
+                            approach: approach.to_string(),
                             memstatus,
                             mutex: mutex.clone(),
                             mmap_size,
@@ -75,11 +72,11 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
             }
         }
         for variant in variants_for(workload, &approaches, &options.variants)
-            .filter(|v| supports(options, workload, &v.approach))
+            .filter(|v| supports(options, workload, v.approach))
         {
             if let Some(base) = scenarios
                 .first()
-                .filter(|b| takes_rate(b, &variant.approach))
+                .filter(|b| takes_rate(b, variant.approach))
             {
                 let cell = apply(base, variant, options);
                 if !cells.contains(&cell) {
@@ -98,6 +95,8 @@ fn custom<'o>(options: &'o BenchOptions, name: &str) -> Option<&'o CustomWorkloa
 
 #[cfg(test)]
 mod tests {
+    use quicklite_lab_core::ApproachName;
+
     use super::*;
 
     /// The full run's defaults, each cell once: the tests of the product count cells.
@@ -137,8 +136,8 @@ mod tests {
         assert!(
             cells
                 .iter()
-                .filter(|c| c.approach == catalog::CEILING)
-                .all(|c| catalog::ceiling_supports(&c.workload))
+                .filter(|c| c.approach == ApproachName::Ceiling)
+                .all(|c| ApproachName::Ceiling.implements(c.workload.parse().unwrap()))
         );
         assert!(cells.iter().all(|c| c.approach != "trailbase-sqlite"));
         let unmapped: Vec<&Cell> = cells.iter().filter(|c| c.mmap_size == Some(0)).collect();
@@ -159,15 +158,16 @@ mod tests {
             2
         );
         for workload in ["point-read", "insert", "multi-db"] {
-            for approach in catalog::APPROACHES
-                .iter()
-                .filter(|a| !catalog::NEEDS_MORE_THAN_RUST.contains(a))
-                .filter(|a| catalog::supports(workload, a))
+            for approach in ApproachName::ALL
+                .into_iter()
+                .filter(|a| a.runs_by_default() && !a.is_other_language())
+                .filter(|a| !a.runner().needs_more_than_rust())
+                .filter(|a| a.implements(workload.parse().unwrap()))
             {
                 assert!(
                     cells
                         .iter()
-                        .any(|c| c.workload == workload && c.approach == *approach),
+                        .any(|c| c.workload == workload && c.approach == approach),
                     "{workload} × {approach} missing"
                 );
             }

@@ -1,6 +1,6 @@
 //! The product of the axes: a workload's knob combinations, and which approaches take a cell of them.
 
-use quicklite_lab_core::{Cell, DEFAULT_WRITE_PPM, MultiDb, WriteMode};
+use quicklite_lab_core::{ApproachName, Cell, DEFAULT_WRITE_PPM, MultiDb, Workload, WriteMode};
 
 use super::custom;
 use crate::catalog::{self, MULTI_DB};
@@ -112,16 +112,17 @@ pub(super) fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
 }
 
 /// Whether `approach` implements `workload`, built in or one of the run's custom workloads.
-pub(super) fn supports(options: &BenchOptions, workload: &str, approach: &str) -> bool {
+pub(super) fn supports(options: &BenchOptions, workload: &str, approach: ApproachName) -> bool {
     if custom(options, workload).is_some() {
-        return catalog::runs_custom(approach);
+        return approach.runs_custom();
     }
-    catalog::supports(workload, approach)
+    // Validated before: every name is a built-in workload or a custom one.
+    Workload::parse(workload).is_ok_and(|workload| approach.implements(workload))
 }
 
 /// Whether `approach` has a cell at `base`'s load: the ceiling runs flat out only, so it has none at a rate.
-pub(super) fn takes_rate(base: &Cell, approach: &str) -> bool {
-    base.rate.is_none() || approach != catalog::CEILING
+pub(super) fn takes_rate(base: &Cell, approach: ApproachName) -> bool {
+    base.rate.is_none() || approach != ApproachName::Ceiling
 }
 
 /// Every pair of `a` and `b`, `b` innermost.
@@ -154,7 +155,7 @@ mod tests {
     fn postgres_needs_a_server_and_runs_the_orm_suite_once() {
         let mut options = BenchOptions {
             workloads: vec!["orm".into(), "point-read".into()],
-            approaches: vec!["direct-blocking".into(), "postgres".into()],
+            approaches: vec![ApproachName::DirectBlocking, ApproachName::Postgres],
             profiles: vec!["server".into(), "sqlite-default".into()],
             memstatus: vec![false, true],
             ..once()
@@ -191,7 +192,7 @@ mod tests {
     fn build_profiles_are_an_axis() {
         let options = BenchOptions {
             workloads: vec!["point-read".into()],
-            approaches: vec!["quicklite".into()],
+            approaches: vec![ApproachName::Quicklite],
             build_profiles: vec!["tuned".into(), "default".into(), "tuned".into()],
             ..once()
         };
@@ -204,7 +205,7 @@ mod tests {
     fn product_multiplies_only_the_axes_a_workload_uses() {
         let options = BenchOptions {
             workloads: vec!["point-read".into(), "multi-db".into()],
-            approaches: vec!["quicklite".into()],
+            approaches: vec![ApproachName::Quicklite],
             concurrency: vec![1, 64],
             num_databases: vec![1, 10],
             write_delays_ms: vec![100],
@@ -223,7 +224,7 @@ mod tests {
     fn the_memory_map_is_a_set_up_axis_that_skips_server_approaches() {
         let options = BenchOptions {
             workloads: vec!["orm".into()],
-            approaches: vec!["quicklite".into(), "postgres".into()],
+            approaches: vec![ApproachName::Quicklite, ApproachName::Postgres],
             mmap_size: vec![None, Some(0), None],
             postgres_url: Some("postgres://localhost/x".into()),
             ..once()
@@ -257,7 +258,7 @@ mod tests {
     fn write_modes_and_total_readers_are_multi_db_axes() {
         let options = BenchOptions {
             workloads: vec!["multi-db".into()],
-            approaches: vec!["quicklite".into(), "tokio-rusqlite".into()],
+            approaches: vec![ApproachName::Quicklite, ApproachName::TokioRusqlite],
             num_databases: vec![1, 1_000],
             write_delays_ms: vec![100],
             write_modes: vec!["blocking".into(), "paced".into()],
@@ -293,7 +294,7 @@ mod tests {
     fn shares_of_writes_are_an_axis_of_mixed_only() {
         let options = BenchOptions {
             workloads: vec!["mixed".into(), "point-read".into()],
-            approaches: vec!["quicklite".into(), "tokio-rusqlite".into()],
+            approaches: vec![ApproachName::Quicklite, ApproachName::TokioRusqlite],
             concurrency: vec![64, 1],
             write_ppm: vec![0, 1_000, 10_000, 0],
             ..once()
@@ -350,9 +351,9 @@ mod tests {
         let options = BenchOptions {
             workloads: vec!["point-read".into(), "mixed".into()],
             approaches: vec![
-                "quicklite".into(),
-                "ceiling".into(),
-                "tokio-rusqlite".into(),
+                ApproachName::Quicklite,
+                ApproachName::Ceiling,
+                ApproachName::TokioRusqlite,
             ],
             concurrency: vec![64],
             rates: vec![Some(1_000), Some(20_000), Some(1_000)],

@@ -28,6 +28,8 @@ pub fn interleave(cells: Vec<Cell>, repeat: u32) -> Vec<Cell> {
 
 #[cfg(test)]
 mod tests {
+    use quicklite_lab_core::ApproachName;
+
     use super::*;
     use crate::matrix::build_matrix;
     use crate::matrix::tests::once;
@@ -37,7 +39,7 @@ mod tests {
     fn repetitions_run_in_rounds_within_each_table() {
         let options = BenchOptions {
             workloads: vec!["point-read".into(), "insert".into()],
-            approaches: vec!["quicklite".into(), "tokio-rusqlite".into()],
+            approaches: vec![ApproachName::Quicklite, ApproachName::TokioRusqlite],
             memstatus: vec![false, true],
             concurrency: vec![64, 1],
             repeat: 2,

@@ -1,12 +1,12 @@
 //! The variants: extra cells of one approach with some knobs changed, at the first value of every other axis.
 
-use quicklite_lab_core::Cell;
+use quicklite_lab_core::{ApproachName, Cell};
 
 use crate::options::{BenchOptions, Variant};
 
 pub(super) fn variants_for<'a>(
     workload: &'a str,
-    approaches: &'a [String],
+    approaches: &'a [ApproachName],
     variants: &'a [Variant],
 ) -> impl Iterator<Item = &'a Variant> {
     variants
@@ -27,7 +27,7 @@ pub(super) fn apply(base: &Cell, variant: &Variant, options: &BenchOptions) -> C
         _ => base.concurrency,
     };
     Cell {
-        approach: variant.approach.clone(),
+        approach: variant.approach.to_string(),
         memstatus: variant.memstatus.unwrap_or(first_memstatus),
         mutex: variant.mutex.clone().unwrap_or(first_mutex),
         mmap_size: variant.mmap_size.or(first_mmap),
@@ -49,7 +49,7 @@ mod tests {
     #[test]
     fn variants_skip_approaches_not_in_the_run() {
         let options = BenchOptions {
-            approaches: vec!["sqlx".into()],
+            approaches: vec![ApproachName::Sqlx],
             ..BenchOptions::quick()
         };
         let cells = build_matrix(&options).unwrap();

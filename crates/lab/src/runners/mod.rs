@@ -18,8 +18,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use quicklite_lab_core::{ApproachName, RunnerProgram};
+
 use crate::build_profiles;
-use crate::catalog;
 use crate::error::{LabError, Result};
 use build::{build, prebuilt, script_runner};
 
@@ -33,8 +34,8 @@ struct RunnerSpec {
     manifest: Option<&'static str>,
     /// How a runner in another language is built; `None` for a Rust runner, which cargo builds.
     script: Option<Script>,
-    /// Approaches it provides.
-    approaches: &'static [&'static str],
+    /// The program it is: the approaches it provides are those whose [`ApproachName::runner`] it is.
+    program: RunnerProgram,
     /// Cargo features it declares for build profiles (`+name` in the profile list).
     features: &'static [&'static str],
 }
@@ -44,41 +45,28 @@ const RUNNERS: &[RunnerSpec] = &[
         bin: "quicklite-runner",
         manifest: None,
         script: None,
-        approaches: &[
-            catalog::CEILING,
-            "direct-blocking",
-            "spawn-blocking",
-            "per-request",
-            "async-sqlite",
-            "quicklite",
-            "quicklite-timeouts",
-            "quicklite-writes-first",
-            "quicklite-no-inline",
-            "quicklite-subscribed",
-            "quicklite-subscribed-100",
-            "postgres",
-        ],
+        program: RunnerProgram::Quicklite,
         features: &["sqlcipher"],
     },
     RunnerSpec {
         bin: "runner-rusqlite040",
         manifest: Some("runners/rusqlite040/Cargo.toml"),
         script: None,
-        approaches: &["tokio-rusqlite", "deadpool-sqlite"],
+        program: RunnerProgram::Rusqlite040,
         features: &[],
     },
     RunnerSpec {
         bin: "runner-sqlx",
         manifest: Some("runners/sqlx/Cargo.toml"),
         script: None,
-        approaches: &["sqlx"],
+        program: RunnerProgram::Sqlx,
         features: &[],
     },
     RunnerSpec {
         bin: "runner-trailbase",
         manifest: Some("runners/trailbase/Cargo.toml"),
         script: None,
-        approaches: &["trailbase-sqlite"],
+        program: RunnerProgram::Trailbase,
         features: &[],
     },
     RunnerSpec {
@@ -88,7 +76,7 @@ const RUNNERS: &[RunnerSpec] = &[
             dir: "runners/go",
             program: "target/runner-go",
         }),
-        approaches: catalog::GO_APPROACHES,
+        program: RunnerProgram::Go,
         features: &[],
     },
     RunnerSpec {
@@ -98,7 +86,7 @@ const RUNNERS: &[RunnerSpec] = &[
             dir: "runners/node",
             program: "runner-node",
         }),
-        approaches: catalog::NODE_APPROACHES,
+        program: RunnerProgram::Node,
         features: &[],
     },
 ];
@@ -131,21 +119,21 @@ pub struct RunnerSetup {
 #[derive(Debug, Clone, Default)]
 pub struct Runners {
     /// The workspace build's programs, by approach.
-    programs: BTreeMap<String, PathBuf>,
+    programs: BTreeMap<ApproachName, PathBuf>,
     /// Other build profiles' programs, by (approach, profile).
-    profiled: BTreeMap<(String, String), PathBuf>,
+    profiled: BTreeMap<(ApproachName, String), PathBuf>,
     /// Programs given as they are, by approach: they serve every profile.
-    given: BTreeMap<String, PathBuf>,
+    given: BTreeMap<ApproachName, PathBuf>,
     /// Approaches whose runner could not be built or does not provide them here, with the reason: their cells
     /// fail saying so (a toolchain of another language may be missing on this machine).
-    unavailable: BTreeMap<String, String>,
+    unavailable: BTreeMap<ApproachName, String>,
 }
 
 impl Runners {
     /// Finds (and, if asked, builds) a runner for every approach in `approaches` under every build profile in
     /// `profiles`. Build output goes to this process's stderr, never to stdout where the summary goes.
     pub fn resolve_profiles(
-        approaches: &[String],
+        approaches: &[ApproachName],
         profiles: &[String],
         setup: &RunnerSetup,
     ) -> Result<Self> {
@@ -164,10 +152,10 @@ impl Runners {
             if profile.is_workspace_build() {
                 continue;
             }
-            let missing: Vec<String> = approaches
+            let missing: Vec<ApproachName> = approaches
                 .iter()
                 .filter(|a| !runners.given.contains_key(*a))
-                .cloned()
+                .copied()
                 .collect();
             if missing.is_empty() {
                 continue;
@@ -179,9 +167,10 @@ impl Runners {
             let flags = profile.expanded_flags(&build_profiles::read_workspace_flags(&root)?);
             // Runners in other languages link their own SQLite: they measure the workspace's profile only.
             for spec in RUNNERS.iter().filter(|s| s.script.is_none()) {
-                let wanted: Vec<&String> = missing
+                let wanted: Vec<ApproachName> = missing
                     .iter()
-                    .filter(|a| spec.approaches.contains(&a.as_str()))
+                    .copied()
+                    .filter(|a| a.runner() == spec.program)
                     .collect();
                 // A runner without the profile's features does not measure it: its cells fail, naming why.
                 let lacking: Vec<&String> = profile
@@ -200,7 +189,7 @@ impl Runners {
                 for approach in wanted {
                     runners
                         .profiled
-                        .insert((approach.clone(), profile.name.clone()), program.clone());
+                        .insert((approach, profile.name.clone()), program.clone());
                 }
             }
         }
@@ -209,16 +198,21 @@ impl Runners {
 
     /// Finds (and, if asked, builds) a runner for every approach in `approaches`, for the workspace's own build
     /// profile. Build output goes to this process's stderr, never to stdout where the summary goes.
-    pub fn resolve(approaches: &[String], setup: &RunnerSetup) -> Result<Self> {
+    pub fn resolve(approaches: &[ApproachName], setup: &RunnerSetup) -> Result<Self> {
         let mut programs = BTreeMap::new();
         for program in &setup.programs {
-            for approach in query_approaches(program)? {
+            // A name the lab does not know cannot be asked for: it is left out.
+            for approach in query_approaches(program)?
+                .iter()
+                .filter_map(|name| name.parse::<ApproachName>().ok())
+            {
                 programs.entry(approach).or_insert_with(|| program.clone());
             }
         }
-        let missing: Vec<&String> = approaches
+        let missing: Vec<ApproachName> = approaches
             .iter()
-            .filter(|a| !programs.contains_key(*a))
+            .copied()
+            .filter(|a| !programs.contains_key(a))
             .collect();
         let given = programs.clone();
         if missing.is_empty() {
@@ -234,10 +228,10 @@ impl Runners {
             None => find_repo_root()?,
         };
         for spec in RUNNERS {
-            let wanted: Vec<&String> = missing
+            let wanted: Vec<ApproachName> = missing
                 .iter()
                 .copied()
-                .filter(|a| spec.approaches.contains(&a.as_str()))
+                .filter(|a| a.runner() == spec.program)
                 .collect();
             if wanted.is_empty() {
                 continue;
@@ -246,11 +240,11 @@ impl Runners {
                 match script_runner(&root, spec, script, setup.build) {
                     Ok((program, provided)) => {
                         for approach in wanted {
-                            if provided.contains(approach) {
-                                programs.insert(approach.clone(), program.clone());
+                            if provided.iter().any(|name| *name == approach) {
+                                programs.insert(approach, program.clone());
                             } else {
                                 unavailable.insert(
-                                    approach.clone(),
+                                    approach,
                                     format!(
                                         "{} does not provide it on this machine (it provides: {})",
                                         spec.bin,
@@ -263,7 +257,7 @@ impl Runners {
                     Err(reason) => {
                         eprintln!("{}: {reason}; its cells will fail saying so", spec.bin);
                         for approach in wanted {
-                            unavailable.insert(approach.clone(), reason.clone());
+                            unavailable.insert(approach, reason.clone());
                         }
                     }
                 }
@@ -277,18 +271,13 @@ impl Runners {
             let program = match program {
                 Ok(program) => program,
                 // A runner that needs more than the Rust toolchain (libclang) fails its own cells, not the run.
-                Err(e)
-                    if spec
-                        .approaches
-                        .iter()
-                        .all(|a| catalog::NEEDS_MORE_THAN_RUST.contains(a)) =>
-                {
+                Err(e) if spec.program.needs_more_than_rust() => {
                     let reason = format!(
                         "{e} (its build needs more than the Rust toolchain; scripts/install-test-deps.sh installs it)"
                     );
                     eprintln!("{}: {reason}; its cells will fail saying so", spec.bin);
                     for approach in wanted {
-                        unavailable.insert(approach.clone(), reason.clone());
+                        unavailable.insert(approach, reason.clone());
                     }
                     continue;
                 }
@@ -296,19 +285,19 @@ impl Runners {
             };
             let provided = query_approaches(&program)?;
             for approach in wanted {
-                if !provided.contains(approach) {
+                if !provided.iter().any(|name| *name == approach) {
                     return Err(LabError::NoRunner {
-                        approach: approach.clone(),
+                        approach: approach.to_string(),
                         hint: format!(" ({} provides only: {})", spec.bin, provided.join(", ")),
                     });
                 }
-                programs.insert(approach.clone(), program.clone());
+                programs.insert(approach, program.clone());
             }
         }
         for approach in approaches {
             if !programs.contains_key(approach) && !unavailable.contains_key(approach) {
                 return Err(LabError::NoRunner {
-                    approach: approach.clone(),
+                    approach: approach.to_string(),
                     hint: String::new(),
                 });
             }
@@ -322,21 +311,21 @@ impl Runners {
     }
 
     /// Why `approach` has no runner on this machine, if its runner could not be built or does not provide it.
-    pub fn unavailable(&self, approach: &str) -> Option<&str> {
-        self.unavailable.get(approach).map(String::as_str)
+    pub fn unavailable(&self, approach: ApproachName) -> Option<&str> {
+        self.unavailable.get(&approach).map(String::as_str)
     }
 
     /// The program that measures `approach` under `build_profile`.
-    pub fn program(&self, approach: &str, build_profile: &str) -> Option<&Path> {
-        if let Some(program) = self.given.get(approach) {
+    pub fn program(&self, approach: ApproachName, build_profile: &str) -> Option<&Path> {
+        if let Some(program) = self.given.get(&approach) {
             return Some(program);
         }
         let workspace = build_profiles::find(build_profile).is_ok_and(|p| p.is_workspace_build());
         if workspace {
-            return self.programs.get(approach).map(PathBuf::as_path);
+            return self.programs.get(&approach).map(PathBuf::as_path);
         }
         self.profiled
-            .get(&(approach.to_owned(), build_profile.to_owned()))
+            .get(&(approach, build_profile.to_owned()))
             .map(PathBuf::as_path)
     }
 }
@@ -391,17 +380,10 @@ mod tests {
 
     #[test]
     fn every_approach_has_exactly_one_runner() {
-        let all = [
-            catalog::APPROACHES,
-            catalog::GO_APPROACHES,
-            catalog::NODE_APPROACHES,
-            catalog::VARIANT_APPROACHES,
-        ]
-        .concat();
-        for approach in &all {
+        for approach in ApproachName::ALL {
             let owners = RUNNERS
                 .iter()
-                .filter(|s| s.approaches.contains(approach))
+                .filter(|s| s.program == approach.runner())
                 .count();
             assert_eq!(owners, 1, "{approach}");
         }
@@ -423,14 +405,14 @@ mod tests {
             ..RunnerSetup::default()
         };
         let outcome =
-            Runners::resolve_profiles(&["quicklite".to_owned()], &["default".to_owned()], &setup);
+            Runners::resolve_profiles(&[ApproachName::Quicklite], &["default".to_owned()], &setup);
         // Not the workspace build's target/release: the default profile's own directory, found (when
         // CARGO_TARGET_DIR points at a target where it was built) or named as missing.
         let looked_at = match outcome {
             Ok(runners) => {
-                assert_eq!(runners.program("quicklite", "tuned"), None);
+                assert_eq!(runners.program(ApproachName::Quicklite, "tuned"), None);
                 runners
-                    .program("quicklite", "default")
+                    .program(ApproachName::Quicklite, "default")
                     .unwrap()
                     .display()
                     .to_string()
@@ -473,24 +455,30 @@ mod tests {
             repo_root: Some(root.path().to_owned()),
             ..RunnerSetup::default()
         };
-        let wanted: Vec<String> = ["go-mattn", "node-better-sqlite3", "node-sqlite"]
-            .map(str::to_owned)
-            .to_vec();
+        let wanted = [
+            ApproachName::GoMattn,
+            ApproachName::NodeBetterSqlite3,
+            ApproachName::NodeSqlite,
+        ];
         let runners = Runners::resolve(&wanted, &setup).unwrap();
-        assert_eq!(runners.program("go-mattn", "tuned"), None);
-        let reason = runners.unavailable("go-mattn").unwrap();
+        assert_eq!(runners.program(ApproachName::GoMattn, "tuned"), None);
+        let reason = runners.unavailable(ApproachName::GoMattn).unwrap();
         assert!(
             reason.contains("bash runners/go/build.sh` failed")
                 && reason.contains("go is not installed"),
             "{reason}"
         );
         assert_eq!(
-            runners.program("node-better-sqlite3", "tuned"),
+            runners.program(ApproachName::NodeBetterSqlite3, "tuned"),
             Some(node.join("runner-node").as_path())
         );
-        assert!(runners.program("node-better-sqlite3", "default").is_none());
+        assert!(
+            runners
+                .program(ApproachName::NodeBetterSqlite3, "default")
+                .is_none()
+        );
         assert_eq!(
-            runners.unavailable("node-sqlite"),
+            runners.unavailable(ApproachName::NodeSqlite),
             Some(
                 "runner-node does not provide it on this machine (it provides: node-better-sqlite3)"
             )
@@ -511,7 +499,7 @@ mod tests {
         .unwrap();
         assert!(
             unbuilt
-                .unavailable("go-mattn")
+                .unavailable(ApproachName::GoMattn)
                 .unwrap()
                 .contains("run `bash runners/go/build.sh`, or drop --no-build"),
         );
@@ -529,13 +517,13 @@ mod tests {
             repo_root: Some(root.path().to_owned()),
             ..RunnerSetup::default()
         };
-        let runners = Runners::resolve(&["trailbase-sqlite".to_owned()], &setup).unwrap();
-        let reason = runners.unavailable("trailbase-sqlite").unwrap();
+        let runners = Runners::resolve(&[ApproachName::TrailbaseSqlite], &setup).unwrap();
+        let reason = runners.unavailable(ApproachName::TrailbaseSqlite).unwrap();
         assert!(
             reason.contains("not built at") && reason.contains("install-test-deps"),
             "{reason}"
         );
-        let err = Runners::resolve(&["sqlx".to_owned()], &setup).unwrap_err();
+        let err = Runners::resolve(&[ApproachName::Sqlx], &setup).unwrap_err();
         assert!(err.to_string().contains("runner-sqlx"), "{err}");
     }
 }

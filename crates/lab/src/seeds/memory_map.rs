@@ -1,6 +1,6 @@
 //! Seed 003's memory map: the profile's `mmap_size` against none, on reads alone and beside a writer.
 
-use quicklite_lab_core::CellResult;
+use quicklite_lab_core::{ApproachName, CellResult};
 
 use super::Finding;
 use super::pairing::comparisons;
@@ -35,7 +35,7 @@ pub(super) fn memory_map(results: &[&CellResult]) -> Finding {
             "reads alone"
         };
         // quicklite's readers give the map up while the database is written (docs/design.md).
-        let map = if cell.approach == "quicklite" {
+        let map = if cell.approach == ApproachName::Quicklite {
             "the profile's map (dropped by readers while the database is written)"
         } else {
             "the profile's map"

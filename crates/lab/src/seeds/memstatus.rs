@@ -1,6 +1,6 @@
 //! Seed 000, memory statistics: a connection per request with SQLite's memory statistics on and off.
 
-use quicklite_lab_core::CellResult;
+use quicklite_lab_core::{ApproachName, CellResult};
 
 use super::Finding;
 use super::pairing::comparisons;
@@ -11,7 +11,7 @@ pub(super) fn memstatus(results: &[&CellResult]) -> Finding {
     let seed_ratio = 30_737.0 / 5_622.0;
     let mut found = comparisons(
         results,
-        |c| !c.memstatus && c.approach == "per-request",
+        |c| !c.memstatus && c.approach == ApproachName::PerRequest,
         |c| c.memstatus = true,
     );
     // The seed's endpoint is HTTP on rusqlite's bundled build; the point read is the same pattern without the HTTP

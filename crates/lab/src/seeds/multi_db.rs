@@ -1,7 +1,7 @@
 //! Seed 004, many databases: how many writes complete when SQLite is called directly on tokio's workers,
 //! against a thread per database.
 
-use quicklite_lab_core::CellResult;
+use quicklite_lab_core::{ApproachName, CellResult};
 
 use super::Finding;
 use super::pairing::twin;
@@ -25,7 +25,7 @@ pub(super) fn multi_db(results: &[&CellResult]) -> Finding {
     let completion = |r: &CellResult| r.write_completion.as_ref().map(|c| c.ratio);
     let blocking: Vec<&&CellResult> = results
         .iter()
-        .filter(|r| r.cell.approach == "direct-blocking")
+        .filter(|r| r.cell.approach == ApproachName::DirectBlocking)
         .filter(|r| {
             r.cell
                 .multi_db
@@ -51,10 +51,10 @@ pub(super) fn multi_db(results: &[&CellResult]) -> Finding {
         // Per repetition: did direct blocking leave writes incomplete while every other approach completed them?
         let mut outcomes: Vec<Option<bool>> = vec![Some(true); group.len()];
         let mut any_other = false;
-        for other in ["spawn-blocking", "tokio-rusqlite"] {
+        for other in [ApproachName::SpawnBlocking, ApproachName::TokioRusqlite] {
             let twins: Vec<Option<&CellResult>> = group
                 .iter()
-                .map(|direct| twin(results, &direct.cell, |c| c.approach = other.to_owned()))
+                .map(|direct| twin(results, &direct.cell, |c| c.approach = other.to_string()))
                 .collect();
             let Some(other_median) = median(
                 twins

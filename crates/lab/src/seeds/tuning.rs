@@ -1,7 +1,7 @@
 //! Seed 003, tuning: SQLite's default PRAGMAs against the server ones, the default build against the tuned
 //! one, and the ORM suite against PostgreSQL.
 
-use quicklite_lab_core::{Cell, CellResult};
+use quicklite_lab_core::{ApproachName, Cell, CellResult};
 
 use super::Finding;
 use super::pairing::comparisons;
@@ -85,13 +85,15 @@ pub(super) fn tuning(results: &[&CellResult]) -> Finding {
             .collect();
         Spread::of(&values).map(|s| s.median)
     };
-    let postgres = suites(&|c| c.approach == "postgres");
+    let postgres = suites(&|c| c.approach == ApproachName::Postgres);
     let sqlite = suites(&|c| {
-        c.approach == "direct-blocking" && c.profile == "server" && c.build_profile == "tuned"
+        c.approach == ApproachName::DirectBlocking
+            && c.profile == "server"
+            && c.build_profile == "tuned"
     });
     let server_version = results
         .iter()
-        .find(|r| r.cell.approach == "postgres" && r.cell.workload == "orm")
+        .find(|r| r.cell.approach == ApproachName::Postgres && r.cell.workload == "orm")
         .map(|r| r.env.sqlite_version.clone())
         .unwrap_or_default();
     if let (Some(pg), Some(lite)) = (postgres, sqlite) {

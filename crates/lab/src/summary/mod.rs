@@ -11,7 +11,7 @@ mod settings;
 mod table;
 mod throughput;
 
-use quicklite_lab_core::{Cell, CellResult};
+use quicklite_lab_core::{ApproachName, Cell, CellResult};
 
 pub use self::notes::{open_loop_note, repetitions_note};
 pub use self::ratio::Baseline;
@@ -24,14 +24,14 @@ use table::table;
 #[derive(Debug, Clone)]
 pub struct Summary {
     /// The approach ratios are computed against, as requested.
-    pub baseline: String,
+    pub baseline: ApproachName,
     /// Tables in the order their first cell ran.
     pub tables: Vec<Table>,
 }
 
 impl Summary {
     /// Groups `results` into tables and ranks them against `baseline`.
-    pub fn new(results: &[CellResult], baseline: &str) -> Self {
+    pub fn new(results: &[CellResult], baseline: ApproachName) -> Self {
         let mut groups: Vec<(Cell, Vec<&CellResult>)> = Vec::new();
         for result in results {
             let key = load_key(&result.cell);
@@ -45,10 +45,7 @@ impl Summary {
             .map(|(_, members)| table(members, baseline))
             .collect();
         distinguish_titles(&mut tables);
-        Self {
-            baseline: baseline.to_owned(),
-            tables,
-        }
+        Self { baseline, tables }
     }
 
     /// All failures, with the title of their table.

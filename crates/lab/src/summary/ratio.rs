@@ -1,6 +1,8 @@
 //! Ratios: a row's throughput over the baseline's and its share of the ceiling, repetitions paired round by
 //! round, and how a row writes them.
 
+use quicklite_lab_core::ApproachName;
+
 use super::table::Row;
 use super::throughput::throughput;
 use crate::format;
@@ -45,7 +47,7 @@ impl Row {
     /// ceiling itself; empty without one.
     pub fn of_ceiling_text(&self) -> String {
         if self.is_ceiling {
-            return "ceiling".to_owned();
+            return ApproachName::Ceiling.to_string();
         }
         match (self.of_ceiling, &self.of_ceiling_spread) {
             (Some(share), Some(s)) => format!(
@@ -107,7 +109,8 @@ pub(super) fn paired_ratio(row: &Row, base: &Row) -> (f64, Option<Spread>, usize
 
 #[cfg(test)]
 mod tests {
-    use crate::catalog;
+    use quicklite_lab_core::ApproachName;
+
     use crate::fixtures;
     use crate::summary::Summary;
 
@@ -119,10 +122,10 @@ mod tests {
             .find(|r| r.cell.workload == "point-read" && r.cell.approach == "quicklite")
             .unwrap();
         let mut ceiling = quicklite.clone();
-        ceiling.cell.approach = catalog::CEILING.to_owned();
+        ceiling.cell.approach = ApproachName::Ceiling.to_string();
         ceiling.reads.ops_per_sec *= 2.0;
         results.push(ceiling);
-        let summary = Summary::new(&results, "no-such-baseline");
+        let summary = Summary::new(&results, ApproachName::Sqlx);
         let reads = &summary.tables[0];
         assert!(reads.has_ceiling);
         assert!(reads.rows[0].is_ceiling);
@@ -161,7 +164,7 @@ mod tests {
             r.env.core_round_trip_before_ns = Some(330.0);
             r.env.core_round_trip_after_ns = Some(350.0);
         }
-        let summary = Summary::new(&results, "tokio-rusqlite");
+        let summary = Summary::new(&results, ApproachName::TokioRusqlite);
         let quicklite = &summary.tables[0].rows[0];
         assert_eq!(quicklite.pairs_set_aside, 1);
         assert_eq!(quicklite.ratio_spread.map(|s| s.n), Some(2));
@@ -174,7 +177,7 @@ mod tests {
 
     #[test]
     fn a_missing_baseline_falls_back_to_the_slowest() {
-        let summary = Summary::new(&fixtures::results(), "tokio-rusqlite");
+        let summary = Summary::new(&fixtures::results(), ApproachName::TokioRusqlite);
         let inserts = &summary.tables[1];
         let baseline = inserts.baseline.as_ref().unwrap();
         assert!(!baseline.requested);

@@ -1,7 +1,7 @@
 //! One table: the cells of one workload under one load, a row per cell with its repetitions, labelled by the
 //! set-up knobs that differ, and ranked.
 
-use quicklite_lab_core::{Cell, CellResult};
+use quicklite_lab_core::{ApproachName, Cell, CellResult};
 
 use super::ratio::{Baseline, compare, paired_ratio};
 use super::settings::{mmap_text, settings};
@@ -27,7 +27,7 @@ pub struct Table {
     pub failures: Vec<Failure>,
     /// What the ratios are against; `None` when no cell succeeded.
     pub baseline: Option<Baseline>,
-    /// Whether a row is the [`catalog::CEILING`]: every row then shows its share of it.
+    /// Whether a row is the [`ApproachName::Ceiling`]: every row then shows its share of it.
     pub has_ceiling: bool,
     /// Whether any row did reads, writes, or paced writes, so empty columns are left out.
     pub has_reads: bool,
@@ -78,7 +78,7 @@ pub struct Row {
     pub pairs_set_aside: usize,
     /// Whether this row is the baseline.
     pub is_baseline: bool,
-    /// Whether this row is the [`catalog::CEILING`], the reference every row is a share of.
+    /// Whether this row is the [`ApproachName::Ceiling`], the reference every row is a share of.
     pub is_ceiling: bool,
     /// This row's throughput as a share of the ceiling's (paired as the ratio is), when the table has a ceiling.
     pub of_ceiling: Option<f64>,
@@ -142,7 +142,7 @@ impl Row {
     }
 }
 
-pub(super) fn table(members: &[&CellResult], baseline_name: &str) -> Table {
+pub(super) fn table(members: &[&CellResult], baseline_name: ApproachName) -> Table {
     let first = &members[0].cell;
     let memstatus = majority(members.iter().map(|r| r.cell.memstatus));
     let mutex = majority(members.iter().map(|r| r.cell.mutex.clone()));
@@ -193,7 +193,7 @@ pub(super) fn table(members: &[&CellResult], baseline_name: &str) -> Table {
     // Prefer the baseline approach at the table's usual set-up (its label is the bare name).
     let named = rows
         .iter()
-        .position(|r| r.label == baseline_name)
+        .position(|r| r.label == baseline_name.as_str())
         .or_else(|| {
             rows.iter()
                 .position(|r| r.result.cell.approach == baseline_name)
@@ -274,7 +274,7 @@ fn row(label: String, samples: &[&CellResult]) -> Row {
         ratio_spread: None,
         pairs_set_aside: 0,
         is_baseline: false,
-        is_ceiling: median.cell.approach == catalog::CEILING,
+        is_ceiling: median.cell.approach == ApproachName::Ceiling,
         of_ceiling: None,
         of_ceiling_spread: None,
     }
@@ -305,12 +305,14 @@ fn majority<T: PartialEq + Clone + Default>(values: impl Iterator<Item = T>) -> 
 
 #[cfg(test)]
 mod tests {
+    use quicklite_lab_core::ApproachName;
+
     use crate::fixtures;
     use crate::summary::{Summary, repetitions_note};
 
     #[test]
     fn tables_rank_by_throughput_against_the_named_baseline() {
-        let summary = Summary::new(&fixtures::results(), "tokio-rusqlite");
+        let summary = Summary::new(&fixtures::results(), ApproachName::TokioRusqlite);
         let reads = &summary.tables[0];
         assert_eq!(reads.workload, "point-read");
         let labels: Vec<&str> = reads.rows.iter().map(|r| r.label.as_str()).collect();
@@ -346,7 +348,7 @@ mod tests {
             })
             .unwrap();
         failed.failure = Some("runner exited with exit status: 101".to_owned());
-        let summary = Summary::new(&results, "tokio-rusqlite");
+        let summary = Summary::new(&results, ApproachName::TokioRusqlite);
         let reads = &summary.tables[0];
         assert_eq!(reads.repetitions, 3);
         assert_eq!(reads.rows.len(), 5, "one row per cell, not per repetition");

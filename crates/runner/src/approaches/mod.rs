@@ -8,19 +8,3 @@ pub mod postgres;
 pub mod quicklite;
 pub mod shared;
 pub mod spawn_blocking;
-
-/// Approach names, as used in cells and by `--approaches`.
-pub const NAMES: &[&str] = &[
-    "direct-blocking",
-    "spawn-blocking",
-    "per-request",
-    "async-sqlite",
-    "quicklite",
-    "quicklite-timeouts",
-    "quicklite-writes-first",
-    "quicklite-no-inline",
-    "quicklite-subscribed",
-    "quicklite-subscribed-100",
-    "postgres",
-    "ceiling",
-];

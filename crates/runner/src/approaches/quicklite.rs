@@ -11,8 +11,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use quicklite::{Builder, Database, Registry};
 use quicklite_lab_core::{
-    Approach, Block, Bound, Cell, Environment, Knobs, NewItem, NewJob, OrmOp, Profile,
-    REPORTED_PRAGMAS, Workload, process, sql,
+    Approach, ApproachName, Block, Bound, Cell, Environment, Knobs, NewItem, NewJob, OrmOp,
+    Profile, REPORTED_PRAGMAS, Workload, process, sql,
 };
 
 use crate::sqlite::report::crate_versions;
@@ -93,13 +93,13 @@ enum Variant {
 }
 
 impl Variant {
-    fn of(approach: &str) -> Variant {
+    fn of(approach: ApproachName) -> Variant {
         match approach {
-            "quicklite-timeouts" => Variant::Timeouts,
-            "quicklite-writes-first" => Variant::WritesFirst,
-            "quicklite-no-inline" => Variant::NoInline,
-            "quicklite-subscribed" => Variant::Subscribed(1),
-            "quicklite-subscribed-100" => Variant::Subscribed(100),
+            ApproachName::QuickliteTimeouts => Variant::Timeouts,
+            ApproachName::QuickliteWritesFirst => Variant::WritesFirst,
+            ApproachName::QuickliteNoInline => Variant::NoInline,
+            ApproachName::QuickliteSubscribed => Variant::Subscribed(1),
+            ApproachName::QuickliteSubscribed100 => Variant::Subscribed(100),
             _ => Variant::Defaults,
         }
     }
@@ -169,18 +169,20 @@ pub fn caps(databases: usize, open_files_limit: u64) -> (usize, usize) {
 }
 
 impl Quicklite {
-    /// Opens every database with the cell's knobs and describes database 0 into `env`.
+    /// Opens every database with the cell's knobs and `approach`'s settings (quicklite or one of its variants), and
+    /// describes database 0 into `env`.
     pub async fn open(
+        approach: ApproachName,
         cell: &Cell,
         workload: Workload,
         knobs: &Knobs,
         env: &mut Environment,
     ) -> Result<Self> {
+        let variant = Variant::of(approach);
         let approach = if workload == Workload::MultiDb {
-            Self::open_registry(cell, workload, knobs).await?
+            Self::open_registry(cell, workload, knobs, variant).await?
         } else {
             let path = workload.database_path(cell, 0);
-            let variant = Variant::of(&cell.approach);
             let database = with_knobs(Database::builder(&path), knobs, variant)
                 .open()
                 .await
@@ -210,11 +212,15 @@ impl Quicklite {
 
     /// One registry over the cell's directory, with the library's default pool size; `get` on every database
     /// (the lab's file names are registry names), a few at a time so every pool thread opens some.
-    async fn open_registry(cell: &Cell, workload: Workload, knobs: &Knobs) -> Result<Self> {
+    async fn open_registry(
+        cell: &Cell,
+        workload: Workload,
+        knobs: &Knobs,
+        variant: Variant,
+    ) -> Result<Self> {
         let databases = workload.databases(cell);
         let limit = process::open_files_limits().map_or(1024, |(soft, _)| soft);
         let knobs = knobs.clone();
-        let variant = Variant::of(&cell.approach);
         let (max_open, max_readers) = caps(databases, limit);
         let registry = Registry::builder(&cell.dir)
             .max_open(max_open)
@@ -457,16 +463,34 @@ mod tests {
 
     #[test]
     fn each_variant_has_its_settings() {
-        assert_eq!(Variant::of("quicklite"), Variant::Defaults);
-        assert_eq!(Variant::of("quicklite-timeouts"), Variant::Timeouts);
-        assert_eq!(Variant::of("quicklite-writes-first"), Variant::WritesFirst);
-        assert_eq!(Variant::of("quicklite-no-inline"), Variant::NoInline);
-        assert_eq!(Variant::of("quicklite-subscribed").subscribers(), 1);
-        assert_eq!(Variant::of("quicklite-subscribed-100").subscribers(), 100);
-        assert_eq!(Variant::of("quicklite").read_thread_nice(), 0);
-        assert_eq!(Variant::of("quicklite-timeouts").read_thread_nice(), 0);
+        assert_eq!(Variant::of(ApproachName::Quicklite), Variant::Defaults);
         assert_eq!(
-            Variant::of("quicklite-writes-first").read_thread_nice(),
+            Variant::of(ApproachName::QuickliteTimeouts),
+            Variant::Timeouts
+        );
+        assert_eq!(
+            Variant::of(ApproachName::QuickliteWritesFirst),
+            Variant::WritesFirst
+        );
+        assert_eq!(
+            Variant::of(ApproachName::QuickliteNoInline),
+            Variant::NoInline
+        );
+        assert_eq!(
+            Variant::of(ApproachName::QuickliteSubscribed).subscribers(),
+            1
+        );
+        assert_eq!(
+            Variant::of(ApproachName::QuickliteSubscribed100).subscribers(),
+            100
+        );
+        assert_eq!(Variant::of(ApproachName::Quicklite).read_thread_nice(), 0);
+        assert_eq!(
+            Variant::of(ApproachName::QuickliteTimeouts).read_thread_nice(),
+            0
+        );
+        assert_eq!(
+            Variant::of(ApproachName::QuickliteWritesFirst).read_thread_nice(),
             WRITES_FIRST_NICE
         );
     }
