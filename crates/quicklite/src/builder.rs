@@ -19,6 +19,11 @@ const DEFAULT_WAL_SIZE_WARNING: u64 = 1 << 30;
 /// The default of [`Builder::inline_read_max`].
 const DEFAULT_INLINE_READ_MAX: Duration = Duration::from_micros(20);
 
+/// The default of [`Builder::write_lock_wait`] (unless the busy timeout is longer): well past the longest the
+/// write lock was seen held by Litestream (3–5 s, 3,000 databases on two busy cores), short enough that a writer
+/// stuck behind a program that never lets go tells its callers.
+const DEFAULT_WRITE_LOCK_WAIT: Duration = Duration::from_secs(30);
+
 /// Builds a [`Database`] with non-default options. Made by [`Database::builder`].
 ///
 /// ```no_run
@@ -42,6 +47,7 @@ pub struct Builder {
     read_thread_nice: u8,
     overrides: Vec<(String, String)>,
     busy_timeout: Option<Duration>,
+    write_lock_wait: Option<Duration>,
     open_flags: OpenFlags,
     write_queue_capacity: usize,
     read_queue_capacity: usize,
@@ -98,6 +104,7 @@ impl Builder {
             read_thread_nice: 0,
             overrides: Vec::new(),
             busy_timeout: None,
+            write_lock_wait: None,
             open_flags: OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_URI
@@ -165,10 +172,25 @@ impl Builder {
         self
     }
 
-    /// How long a connection waits for a lock held by another process before `SQLITE_BUSY`.
+    /// How long a connection waits for a lock held by another process before `SQLITE_BUSY`. A write's wait for
+    /// the write lock itself is [`Builder::write_lock_wait`].
     /// By default, the profile's (5 s for `Server` and `Durable`; rusqlite's 5 s for `SqliteDefault`).
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = Some(timeout);
+        self
+    }
+
+    /// How long a write without a deadline waits for the database's write lock while another connection holds it —
+    /// another process, such as Litestream, which holds it around each of its checkpoints (for 5 s and more while it
+    /// watched 3,000 databases on a busy machine), or another program writing the file. A write still waiting then
+    /// fails with [`Error::WriteLockHeld`], which names the process that held the lock when the system tells; it did
+    /// not run. A write with a deadline ([`Builder::write_timeout`], [`Database::with_timeout`],
+    /// [`Database::write_with_timeout`]) waits up to its deadline instead, and then fails with [`Error::Timeout`].
+    /// The writer waits on its own thread (a registry's: on a thread of its pool), and the database's other writes
+    /// wait behind it.
+    /// By default 30 s, or the busy timeout if that is longer.
+    pub fn write_lock_wait(mut self, wait: Duration) -> Self {
+        self.write_lock_wait = Some(wait);
         self
     }
 
@@ -580,6 +602,9 @@ impl Builder {
             slow_statement: self.slow_statement,
             log_statement_parameters: self.log_statement_parameters,
             busy_timeout,
+            write_lock_wait: self
+                .write_lock_wait
+                .unwrap_or(busy_timeout.max(DEFAULT_WRITE_LOCK_WAIT)),
             stable_query_plans: self
                 .stable_query_plans
                 .unwrap_or(self.profile != Profile::SqliteDefault),
@@ -637,6 +662,16 @@ mod tests {
         assert_eq!(b.change_rowids, 100);
         assert_eq!(b.statement_cache_capacity, 128);
         assert_eq!(b.wal_size_warning, Some(1 << 30));
+        let lock_wait = |b: Builder| config(b).unwrap().write_lock_wait;
+        assert_eq!(lock_wait(b), Duration::from_secs(30));
+        let longer = Duration::from_secs(60);
+        let b = Builder::new(Path::new("x.db"));
+        assert_eq!(lock_wait(b.clone().busy_timeout(longer)), longer);
+        let shorter = Duration::from_millis(200);
+        assert_eq!(
+            lock_wait(b.busy_timeout(longer).write_lock_wait(shorter)),
+            shorter
+        );
     }
 
     #[test]

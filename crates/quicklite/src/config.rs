@@ -165,6 +165,8 @@ pub(crate) struct Config {
     pub(crate) log_statement_parameters: bool,
     /// The busy timeout the PRAGMAs ask for, which the busy handler enforces.
     pub(crate) busy_timeout: Duration,
+    /// How long a write without a deadline waits for the write lock another connection holds.
+    pub(crate) write_lock_wait: Duration,
     /// Whether connections turn on SQLite's query planner stability guarantee.
     pub(crate) stable_query_plans: bool,
     /// The application's set-up functions and migration.

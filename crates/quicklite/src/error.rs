@@ -91,6 +91,26 @@ pub enum Error {
         ran: bool,
     },
 
+    /// A write waited for the database's write lock while another connection held it — another process
+    /// (Litestream holds it while it checkpoints; another program writing the same file) or a connection of this
+    /// process that the handle does not own — for as long as a write without a deadline may wait
+    /// ([`Builder::write_lock_wait`](crate::Builder::write_lock_wait)), and gave up. It did not run: nothing of it
+    /// was committed, and it is safe to retry. A write with a deadline waits up to it instead, and then fails with
+    /// [`Error::Timeout`]. [`Error::sqlite_code`] says `SQLITE_BUSY`, as SQLite reported it.
+    #[error(
+        "the database's write lock was held by {} for {waited:?}: this write did not run, nothing of it was committed",
+        lock_holder(*pid, program.as_deref())
+    )]
+    WriteLockHeld {
+        /// How long the write waited for the lock.
+        waited: std::time::Duration,
+        /// The process that held the lock when the write gave up, as the system tells (`/proc/locks` on Linux);
+        /// `None` when it cannot tell (another system, or the lock let go meanwhile).
+        pid: Option<u32>,
+        /// That process's program name (`/proc/<pid>/comm`), when known.
+        program: Option<String>,
+    },
+
     /// A builder setting or the path is not usable; nothing was opened.
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
@@ -232,6 +252,15 @@ impl Error {
                 connection,
                 message: message.clone(),
             },
+            Error::WriteLockHeld {
+                waited,
+                pid,
+                program,
+            } => Error::WriteLockHeld {
+                waited: *waited,
+                pid: *pid,
+                program: program.clone(),
+            },
             Error::Io(e) => Error::Io(std::io::Error::new(e.kind(), e.to_string())),
             other => Error::Io(std::io::Error::other(other.to_string())),
         }
@@ -269,6 +298,7 @@ impl Error {
             Error::CommitFailed { extended_code, .. } => {
                 Some(ffi::Error::new(*extended_code & 0xff).code)
             }
+            Error::WriteLockHeld { .. } => Some(rusqlite::ErrorCode::DatabaseBusy),
             _ => None,
         }
     }
@@ -278,8 +308,21 @@ impl Error {
         match self {
             Error::Sqlite(e) => sqlite_failure(e).map(|f| f.extended_code),
             Error::CommitFailed { extended_code, .. } => Some(*extended_code),
+            Error::WriteLockHeld { .. } => Some(ffi::SQLITE_BUSY),
             _ => None,
         }
+    }
+}
+
+/// Who held the write lock, as [`Error::WriteLockHeld`] says it.
+fn lock_holder(pid: Option<u32>, program: Option<&str>) -> String {
+    match (pid, program) {
+        (Some(pid), _) if pid == std::process::id() => {
+            format!("a connection of this process (pid {pid}) that quicklite does not own")
+        }
+        (Some(pid), Some(program)) => format!("process {pid} ({program})"),
+        (Some(pid), None) => format!("process {pid}"),
+        (None, _) => "another connection (which process, the system did not tell)".to_owned(),
     }
 }
 
@@ -336,6 +379,35 @@ mod tests {
         assert_eq!(e.extended_code(), Some(ffi::SQLITE_IOERR_FSYNC));
         assert_eq!(e.sqlite_code(), Some(rusqlite::ErrorCode::SystemIoFailure));
         assert!(e.to_string().contains("nothing in this group of 3 writes"));
+    }
+
+    #[test]
+    fn a_write_lock_held_elsewhere_says_busy_and_names_the_holder_each_copy_too() {
+        let held = |pid, program: Option<&str>| Error::WriteLockHeld {
+            waited: std::time::Duration::from_secs(30),
+            pid,
+            program: program.map(str::to_owned),
+        };
+        let e = held(Some(4242), Some("litestream"));
+        assert_eq!(e.sqlite_code(), Some(rusqlite::ErrorCode::DatabaseBusy));
+        assert_eq!(e.extended_code(), Some(ffi::SQLITE_BUSY));
+        assert_eq!(
+            e.duplicate().to_string(),
+            "the database's write lock was held by process 4242 (litestream) for 30s: this write did not run, \
+             nothing of it was committed"
+        );
+        let mine = held(Some(std::process::id()), Some("tests"));
+        assert!(
+            mine.to_string().contains("a connection of this process"),
+            "{mine}"
+        );
+        let unknown = held(None, None);
+        assert!(
+            unknown
+                .to_string()
+                .contains("which process, the system did not tell"),
+            "{unknown}"
+        );
     }
 
     #[test]

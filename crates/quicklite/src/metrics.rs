@@ -213,7 +213,9 @@ pub struct MetricsSnapshot {
     pub rollbacks: u64,
     /// Times a connection waited for a lock held by another connection or process and tried again.
     pub busy_retries: u64,
-    /// Times a connection gave up waiting for a lock (the busy timeout ran out; the caller got `SQLITE_BUSY`). A
+    /// Times a connection gave up waiting for a lock: the busy timeout ran out (the caller got `SQLITE_BUSY`), or a
+    /// write's wait for the write lock did ([`Error::WriteLockHeld`](crate::Error::WriteLockHeld), or
+    /// [`Error::Timeout`](crate::Error::Timeout) at its deadline). A
     /// checkpoint that gave up waiting for readers is counted apart, in
     /// [`checkpoint_reader_waits_given_up`](Self::checkpoint_reader_waits_given_up).
     pub busy_timeouts: u64,

@@ -56,7 +56,11 @@ both_backends! {
 both_backends! {
     #[tokio::test]
     async fn busy_waits_are_counted_and_the_timeout_still_holds(backend) {
-        let db = common::open(backend, |b| b.busy_timeout(Duration::from_millis(200))).await;
+        let db = common::open(backend, |b| {
+            b.busy_timeout(Duration::from_millis(200))
+                .write_lock_wait(Duration::from_millis(200))
+        })
+        .await;
         db.execute_batch("CREATE TABLE t (x)").await.unwrap();
 
         // Another connection (as another process would) holds the write lock.

@@ -12,9 +12,11 @@ use crate::engine::{Shared, hooks};
 ///
 /// The writer tries every millisecond ([`BusyLimit::polling`]): a lock it waits for is held by another process
 /// (quicklite has one writer), and SQLite's growing schedule ([`BUSY_DELAYS_MS`]) sleeps through the
-/// moments that process lets go, so a writer that commits back to back wins nearly every race. The writer also
-/// shortens the wait while a checkpoint waits for readers, so that a long read cannot stall writes for the whole
-/// busy timeout; quicklite's readers leave the WAL within a batch. Readers keep SQLite's schedule.
+/// moments that process lets go, so a writer that commits back to back wins nearly every race. The writer
+/// lengthens the wait while a write waits for the write lock ([`BusyLimit::waiting_up_to`], up to the write's
+/// deadline or `write_lock_wait`), and shortens it while a checkpoint waits for readers, so that a long read cannot
+/// stall writes for the whole busy timeout; quicklite's readers leave the WAL within a batch. Readers keep SQLite's
+/// schedule.
 #[derive(Debug, Clone)]
 pub(crate) struct BusyLimit {
     inner: Arc<Limit>,
@@ -22,8 +24,9 @@ pub(crate) struct BusyLimit {
 
 #[derive(Debug)]
 struct Limit {
-    /// The longest wait for one lock, in milliseconds.
-    wait_ms: AtomicU64,
+    /// The longest wait for one lock, in microseconds (a wait up to a deadline ends at it, not a millisecond
+    /// before).
+    wait_us: AtomicU64,
     /// Whether to try every millisecond instead of following SQLite's schedule.
     every_millisecond: AtomicBool,
     /// Whether a checkpoint is waiting for readers (its give-ups are counted apart).
@@ -44,7 +47,7 @@ impl BusyLimit {
     fn with_schedule(limit: Duration, every_millisecond: bool) -> BusyLimit {
         BusyLimit {
             inner: Arc::new(Limit {
-                wait_ms: AtomicU64::new(millis(limit)),
+                wait_us: AtomicU64::new(micros(limit)),
                 every_millisecond: AtomicBool::new(every_millisecond),
                 checkpointing: AtomicBool::new(false),
             }),
@@ -54,7 +57,7 @@ impl BusyLimit {
     /// Runs `f`, a checkpoint waiting for readers, with the limit set to `limit`, trying every millisecond; a
     /// give-up meanwhile is counted as the checkpoint's, not as a busy timeout.
     pub(crate) fn for_checkpoint<T>(&self, limit: Duration, f: impl FnOnce() -> T) -> T {
-        let before = self.inner.wait_ms.swap(millis(limit), Ordering::Relaxed);
+        let before = self.inner.wait_us.swap(micros(limit), Ordering::Relaxed);
         let schedule = self.inner.every_millisecond.swap(true, Ordering::Relaxed);
         self.inner.checkpointing.store(true, Ordering::Relaxed);
         let out = f();
@@ -62,17 +65,26 @@ impl BusyLimit {
         self.inner
             .every_millisecond
             .store(schedule, Ordering::Relaxed);
-        self.inner.wait_ms.store(before, Ordering::Relaxed);
+        self.inner.wait_us.store(before, Ordering::Relaxed);
+        out
+    }
+
+    /// Runs `f`, a write that may wait for the write lock another connection holds, with the limit set to `limit`
+    /// instead of the busy timeout.
+    pub(crate) fn waiting_up_to<T>(&self, limit: Duration, f: impl FnOnce() -> T) -> T {
+        let before = self.inner.wait_us.swap(micros(limit), Ordering::Relaxed);
+        let out = f();
+        self.inner.wait_us.store(before, Ordering::Relaxed);
         out
     }
 
     /// Sets the longest wait for one lock to `limit`.
     pub(crate) fn set(&self, limit: Duration) {
-        self.inner.wait_ms.store(millis(limit), Ordering::Relaxed);
+        self.inner.wait_us.store(micros(limit), Ordering::Relaxed);
     }
 
     fn get(&self) -> Duration {
-        Duration::from_millis(self.inner.wait_ms.load(Ordering::Relaxed))
+        Duration::from_micros(self.inner.wait_us.load(Ordering::Relaxed))
     }
 
     /// The sleep before try `count + 1`.
@@ -123,8 +135,8 @@ impl BusyLimit {
     }
 }
 
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// Sleeps between tries for a busy lock, the schedule of SQLite's own busy-timeout handler (`sqliteDefaultBusy
@@ -148,6 +160,20 @@ mod tests {
         });
         assert_eq!(busy.get(), Duration::from_secs(5));
         assert_eq!(busy.delay(6), Duration::from_millis(25));
+    }
+
+    #[test]
+    fn a_write_waiting_for_the_write_lock_waits_its_own_limit_to_the_microsecond_then_the_timeout_returns()
+     {
+        let busy = BusyLimit::polling(Duration::from_secs(5));
+        busy.waiting_up_to(Duration::from_secs(30), || {
+            assert_eq!(busy.get(), Duration::from_secs(30));
+            assert_eq!(busy.delay(50), Duration::from_millis(1));
+        });
+        busy.waiting_up_to(Duration::from_micros(1500), || {
+            assert_eq!(busy.get(), Duration::from_micros(1500))
+        });
+        assert_eq!(busy.get(), Duration::from_secs(5));
     }
 
     #[test]

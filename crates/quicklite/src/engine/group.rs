@@ -28,22 +28,34 @@ const ROLLBACK_TO_SQL: &str = concat!("ROLLBACK TO ", savepoint_name!());
 /// group's `COMMIT` failed, SQLite rolled the transaction back, its savepoint could not begin).
 pub(crate) type Outcomes = Vec<Option<Error>>;
 
+/// The group's transaction could not begin: another connection held the write lock for as long as the busy handler
+/// waited (`BEGIN IMMEDIATE` failed with `SQLITE_BUSY`). None of the group's writes ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LockHeld;
+
 /// Runs `group` (two or more grouped writes, or one) in one transaction; fills `outcomes`, one per write.
-/// Returns whether a `COMMIT` succeeded (and was published to read-your-writes).
+/// Returns whether a `COMMIT` succeeded (and was published to read-your-writes), or [`LockHeld`] with `outcomes`
+/// left empty: the caller decides whether the group waits on.
 pub(crate) fn commit_group(
     conn: &GuardedConnection,
     shared: &Shared,
     group: &mut [WriteRequest],
     outcomes: &mut Outcomes,
-) -> bool {
+) -> Result<bool, LockHeld> {
     let metrics = &shared.metrics;
     let began = Instant::now();
     outcomes.clear();
     // The change log holds this transaction's changes only.
     shared.changes.discard();
-    if let Err(e) = conn.control(BEGIN) {
-        outcomes.extend(group.iter().map(|_| Some(Error::copy_sqlite(&e))));
-        return false;
+    match conn.control(BEGIN) {
+        Ok(()) => {}
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => {
+            return Err(LockHeld);
+        }
+        Err(e) => {
+            outcomes.extend(group.iter().map(|_| Some(Error::copy_sqlite(&e))));
+            return Ok(false);
+        }
     }
     let single = group.len() == 1;
     // Writes from `open_from` on have their work in the open transaction.
@@ -118,7 +130,7 @@ pub(crate) fn commit_group(
     }
 
     if conn.conn().is_autocommit() {
-        return false;
+        return Ok(false);
     }
     let committing = Instant::now();
     shared.commit_starts();
@@ -130,7 +142,7 @@ pub(crate) fn commit_group(
                 .record_duration(began.elapsed());
             shared.publish_commit();
             metrics.write_batch.record((group.len() - open_from) as u64);
-            true
+            Ok(true)
         }
         Err(e) => {
             shared.commit_abandoned();
@@ -151,7 +163,7 @@ pub(crate) fn commit_group(
                     });
                 }
             }
-            false
+            Ok(false)
         }
     }
 }
@@ -382,6 +394,39 @@ mod tests {
     }
 
     #[test]
+    fn a_group_that_finds_the_write_lock_held_elsewhere_runs_nothing_and_can_be_run_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (a INTEGER PRIMARY KEY)")
+            .unwrap();
+        // No wait: the writer's busy handler would give up the same way, later.
+        conn.busy_timeout(std::time::Duration::ZERO).unwrap();
+        let conn = GuardedConnection::new(conn).unwrap();
+        let other = Connection::open(&path).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let shared = Shared::default();
+        let (mut group, replies) = split(vec![insert(1), insert(2)]);
+        let mut outcomes = Outcomes::new();
+        assert_eq!(
+            commit_group(&conn, &shared, &mut group, &mut outcomes),
+            Err(LockHeld)
+        );
+        assert!(outcomes.is_empty(), "{outcomes:?}");
+        assert!(conn.conn().is_autocommit());
+        assert_eq!(shared.commit_seq(), 0);
+        // Nothing ran, so the same writes run once the lock is let go (a job that ran twice would fail).
+        other.execute_batch("COMMIT").unwrap();
+        assert_eq!(
+            commit_group(&conn, &shared, &mut group, &mut outcomes),
+            Ok(true)
+        );
+        let answers = answer(group, outcomes, replies);
+        assert!(answers.iter().all(|a| matches!(a, Ok(1))), "{answers:?}");
+        assert_eq!(rows(&conn), [1, 2]);
+    }
+
+    #[test]
     fn a_failing_write_rolls_back_alone_and_the_group_commits() {
         let conn = connection();
         let shared = Shared::default();
@@ -394,7 +439,10 @@ mod tests {
             insert(3),
         ]);
         let mut outcomes = Outcomes::new();
-        assert!(commit_group(&conn, &shared, &mut group, &mut outcomes));
+        assert_eq!(
+            commit_group(&conn, &shared, &mut group, &mut outcomes),
+            Ok(true)
+        );
         assert!(outcomes.iter().all(Option::is_none), "{outcomes:?}");
         let answers = answer(group, outcomes, replies);
         assert!(matches!(answers[0], Ok(1)));
@@ -419,7 +467,10 @@ mod tests {
             insert(3),
         ]);
         let mut outcomes = Outcomes::new();
-        assert!(commit_group(&conn, &shared, &mut group, &mut outcomes));
+        assert_eq!(
+            commit_group(&conn, &shared, &mut group, &mut outcomes),
+            Ok(true)
+        );
         let answers = answer(group, outcomes, replies);
         assert!(matches!(&answers[1], Err(Error::Panic { message }) if message == "boom"));
         assert_eq!(rows(&conn), [1, 3]);
@@ -441,7 +492,10 @@ mod tests {
             }),
         ]);
         let mut outcomes = Outcomes::new();
-        assert!(!commit_group(&conn, &shared, &mut group, &mut outcomes));
+        assert_eq!(
+            commit_group(&conn, &shared, &mut group, &mut outcomes),
+            Ok(false)
+        );
         for outcome in &outcomes {
             assert!(
                 matches!(outcome, Some(Error::CommitFailed { batch: 3, .. })),
@@ -472,7 +526,10 @@ mod tests {
             insert(3),
         ]);
         let mut outcomes = Outcomes::new();
-        assert!(commit_group(&conn, &shared, &mut group, &mut outcomes));
+        assert_eq!(
+            commit_group(&conn, &shared, &mut group, &mut outcomes),
+            Ok(true)
+        );
         assert!(
             matches!(&outcomes[0], Some(Error::RolledBack { reason }) if reason.contains("undone"))
         );
@@ -504,7 +561,10 @@ mod tests {
             insert(3),
         ]);
         let mut outcomes = Outcomes::new();
-        assert!(commit_group(&conn, &shared, &mut group, &mut outcomes));
+        assert_eq!(
+            commit_group(&conn, &shared, &mut group, &mut outcomes),
+            Ok(true)
+        );
         let answers = answer(group, outcomes, replies);
         assert!(
             matches!(&answers[1], Err(e) if e.sqlite_code() == Some(rusqlite::ErrorCode::AuthorizationForStatementDenied)),

@@ -16,5 +16,6 @@ pub(crate) mod seat;
 mod shared;
 pub(crate) mod snapshot;
 pub(crate) mod write;
+mod write_lock;
 
 pub(crate) use shared::Shared;

@@ -21,7 +21,7 @@ use crate::engine::group::{self, Outcomes, ROLLBACK};
 use crate::engine::guard::GuardedConnection;
 use crate::engine::policy::Mode;
 use crate::engine::seat::WriterSeat;
-use crate::engine::{Shared, open};
+use crate::engine::{Shared, open, write_lock};
 use crate::inbox::Inbox;
 use crate::queue::Receiver;
 use crate::reply::{Answers, Relays, Reply};
@@ -326,31 +326,106 @@ impl Writer {
         }
         match request.deadline {
             Some(deadline) if deadline.passed(Instant::now()) => {
-                let mut job = request.job;
-                job.fail_later(deadline.error(RequestKind::Write, false));
-                metrics.writes.fetch_add(1, Ordering::Relaxed);
-                metrics.write_errors.fetch_add(1, Ordering::Relaxed);
-                self.answers.push((request.caller, job as Box<dyn Reply>));
+                self.answer_without_running(request, deadline.error(RequestKind::Write, false));
                 None
             }
             _ => Some(request),
         }
     }
 
+    /// Answers `request`, which did not run, with `error`.
+    fn answer_without_running(&mut self, request: WriteRequest, error: Error) {
+        let metrics = &self.shared.metrics;
+        let mut job = request.job;
+        job.fail_later(error);
+        metrics.writes.fetch_add(1, Ordering::Relaxed);
+        metrics.write_errors.fetch_add(1, Ordering::Relaxed);
+        self.answers.push((request.caller, job as Box<dyn Reply>));
+    }
+
     /// Runs a group of writes in one transaction; the outcomes wait in `self.outcomes`.
-    fn serve_group(&mut self, group: &mut [WriteRequest]) {
+    ///
+    /// While another connection holds the write lock, the group waits for it ([`write_lock`]) as long as its
+    /// writes allow: each time the first of them gives up, the writes at their deadline are answered with it and
+    /// those that waited `write_lock_wait` with [`Error::WriteLockHeld`], and the others wait on.
+    fn serve_group(&mut self, group: &mut Vec<WriteRequest>) {
         let _span = tracing::debug_span!("quicklite.write_group", writes = group.len()).entered();
         self.record_waits(group);
-        group::commit_group(&self.conn, &self.shared, group, &mut self.outcomes);
+        let since = Instant::now();
+        let bound = self.config.write_lock_wait;
+        let busy = self.busy.clone();
+        while !group.is_empty() {
+            let wait = write_lock::wait(group, since, bound, Instant::now());
+            let began = busy.waiting_up_to(wait, || {
+                group::commit_group(&self.conn, &self.shared, group, &mut self.outcomes)
+            });
+            if began.is_ok() {
+                return;
+            }
+            // None of the group ran: `self.outcomes` is empty, and the writes that wait on stay in `group`.
+            let waited = since.elapsed();
+            let mut held = None;
+            let before = group.len();
+            for request in std::mem::take(group) {
+                let Some(request) = self.still_wanted(request) else {
+                    continue;
+                };
+                if write_lock::gives_up_at(&request, since, bound) <= Instant::now() {
+                    let error = held.get_or_insert_with(|| write_lock::held(self.file(), waited));
+                    let error = error.duplicate();
+                    self.answer_without_running(request, error);
+                } else {
+                    group.push(request);
+                }
+            }
+            // Those that gave up hear it now, not when the group ends.
+            self.relays.answer_all(&mut self.answers);
+            if group.len() == before {
+                // SQLite answered `SQLITE_BUSY` without waiting (it does when waiting could deadlock): try again
+                // in a millisecond, as the busy handler would.
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
     }
 
     /// Runs one write alone; its outcome waits in `self.outcomes`.
+    ///
+    /// It waits for a write lock held by another connection as long as it allows ([`write_lock`]). One that did
+    /// not run because the lock stayed held is answered with its deadline's timeout, or with
+    /// [`Error::WriteLockHeld`]; a write on the connection in autocommit mode keeps its own error, as it may have
+    /// committed before one of its statements met the lock.
     fn serve_alone(&mut self, request: &mut WriteRequest) {
         let span =
             tracing::debug_span!(parent: &request.span, "quicklite.write", kind = ?request.kind);
         let _span = span.enter();
         self.record_waits(std::slice::from_ref(request));
-        let outcome = group::run_alone(&mut self.conn, &self.shared, request);
+        let since = Instant::now();
+        let wait = write_lock::gives_up_at(request, since, self.config.write_lock_wait)
+            .saturating_duration_since(since);
+        let busy = self.busy.clone();
+        let mut outcome = busy.waiting_up_to(wait, || {
+            group::run_alone(&mut self.conn, &self.shared, request)
+        });
+        let lock_held = match request.kind {
+            // Its `BEGIN IMMEDIATE` failed (the only `SQLITE_BUSY` a transaction of its own reports as such).
+            WriteKind::Grouped | WriteKind::Transaction => matches!(
+                &outcome,
+                Some(e @ Error::Sqlite(_)) if e.sqlite_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+            ),
+            // One statement in autocommit mode: it failed as a whole, having changed nothing.
+            WriteKind::GroupedStatement => request.job.failed_busy(),
+            WriteKind::Unmanaged => false,
+        };
+        if lock_held {
+            outcome = None;
+            let error = match request.deadline {
+                Some(deadline) if deadline.passed(Instant::now()) => {
+                    deadline.error(RequestKind::Write, false)
+                }
+                _ => write_lock::held(self.file(), since.elapsed()),
+            };
+            request.job.fail_later(error);
+        }
         self.outcomes.clear();
         self.outcomes.push(outcome);
     }

@@ -133,6 +133,9 @@ pub(crate) trait WriteJob: Reply {
     fn run_mut(&mut self, conn: &mut Connection) -> Ran;
     /// The closure's own error, described, if it failed.
     fn error_message(&self) -> Option<String>;
+    /// Whether the closure failed with `SQLITE_BUSY`: a lock it needed was held elsewhere past the busy handler's
+    /// wait.
+    fn failed_busy(&self) -> bool;
     /// Replaces the answer with `error` (the write ran past its deadline, or never ran because of it).
     fn fail_later(&mut self, error: Error);
     /// Decides the answer: the closure's own error if it failed, else `group_failure` if its group failed, else
@@ -307,6 +310,10 @@ where
             JobState::Done(Err(e)) => Some(e.to_string()),
             _ => None,
         }
+    }
+
+    fn failed_busy(&self) -> bool {
+        matches!(&self.state, JobState::Done(Err(e)) if e.sqlite_code() == Some(rusqlite::ErrorCode::DatabaseBusy))
     }
 
     fn resolve(&mut self, group_failure: Option<Error>) -> bool {
