@@ -17,7 +17,7 @@ use crate::{Database, Error, Profile, Result};
 const DEFAULT_WAL_SIZE_WARNING: u64 = 1 << 30;
 
 /// The default of [`Builder::inline_read_max`].
-const DEFAULT_INLINE_READ_MAX: Duration = Duration::from_micros(20);
+const DEFAULT_INLINE_READ_MAX: Duration = Duration::from_micros(50);
 
 /// The default of [`Builder::write_lock_wait`] (unless the busy timeout is longer): well past the longest the
 /// write lock was seen held by Litestream (3–5 s, 3,000 databases on two busy cores), short enough that a writer
@@ -274,11 +274,13 @@ impl Builder {
     }
 
     /// How long a call site's reads may have taken lately, on average, and still run on their callers' threads
-    /// ([`Builder::inline_reads`]). By default, 20 µs: well within what an async task may run between two awaits,
-    /// and several point reads' worth. A read that ran long on its caller's thread raises its call site's average, so
-    /// that the next reads go to the reader threads until runs there bring it down; one that ran there several times
-    /// over this bound, and longer than a thread the system preempted waits for its core again, keeps the site on
-    /// the reader threads for a while.
+    /// ([`Builder::inline_reads`]). By default, 50 µs: within what an async task may run between two awaits, and
+    /// what a point read takes on a thread that was idle a moment before (its caches cold) as well as a warm one's
+    /// several times over. A read that ran long on its caller's thread raises its call site's average, so that the
+    /// next reads go to the reader threads until runs there bring it down, or a read tried on its caller's thread now
+    /// and then shows it short again (a run on a reader thread costs more than the same read on a caller's thread);
+    /// one that ran there several times over this bound, and longer than a thread the system preempted waits for its
+    /// core again, keeps the site on the reader threads for a while.
     pub fn inline_read_max(mut self, max: Duration) -> Self {
         self.inline_read_max = max;
         self
@@ -657,7 +659,7 @@ mod tests {
         assert_eq!(b.write_batch_max, 256);
         assert_eq!(b.read_batch_max, 256);
         assert_eq!(b.read_snapshot_max_age, Duration::from_millis(20));
-        assert_eq!(b.inline_read_max, Duration::from_micros(20));
+        assert_eq!(b.inline_read_max, Duration::from_micros(50));
         assert_eq!(b.subscription_capacity, 1024);
         assert_eq!(b.change_rowids, 100);
         assert_eq!(b.statement_cache_capacity, 128);

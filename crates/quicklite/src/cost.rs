@@ -6,8 +6,14 @@
 //! site hashes to one entry, a site that finds its entry taken by another replaces it (and is unknown again), and
 //! racing updates may lose one another's sample — the table is a hint, never a guarantee, so neither costs more
 //! than a read sent to the threads that need not have been.
+//!
+//! A run on a reader thread costs more than the same read on a caller's thread: a lone read begins a snapshot of
+//! its own, on a thread that was asleep a moment before at low load, where a read on a caller's thread runs in a
+//! snapshot its connection keeps. So a site that the threads' runs put over the bound, though not far, is tried on
+//! its caller's thread once in a while ([`Costs::decide`]): such a probe's run stands for the site's cost.
 
 use std::any::TypeId;
+use std::cell::Cell;
 use std::hash::{Hash, Hasher};
 use std::num::NonZeroU64;
 use std::sync::OnceLock;
@@ -30,6 +36,28 @@ const LONG_FACTOR: u64 = 4;
 /// slice or two): such a run says nothing of the read, and happens to a few point reads in ten thousand on a busy
 /// machine. Below it, a long run only raises the average.
 const PREEMPTED: Duration = Duration::from_millis(20);
+
+/// A site whose average is over the bound but within this many times it is probed on its caller's thread.
+const PROBED_WITHIN: u32 = 4;
+
+/// One read in this many of a site over the bound (but within [`PROBED_WITHIN`] times it) on a thread is a probe.
+const PROBE_EVERY: u32 = 64;
+
+thread_local! {
+    /// Reads on this thread of sites that may be probed, counted for picking the probes.
+    static PROBE_COUNT: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Where a recorded run of a site ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RanOn {
+    /// A reader thread (or a pool's).
+    Threads,
+    /// Its caller's thread, where the site has run within the bound lately.
+    Caller,
+    /// Its caller's thread, as a probe of a site over the bound on the threads.
+    Probe,
+}
 
 /// A read's call site.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,17 +132,38 @@ impl Costs {
         Known::Costs(Duration::from_nanos(packed & u64::from(u32::MAX)))
     }
 
-    /// Records that a run of `site` took `took`, against a bound of `bound` for reads on callers' threads;
-    /// `inline` if it ran on its caller's thread.
-    pub(crate) fn record(&self, site: Site, took: Duration, bound: Duration, inline: bool) {
+    /// Where a read of `site` should run, against a bound of `bound` for reads on callers' threads: on its caller's
+    /// thread if the site has run within it lately, or as a probe once in [`PROBE_EVERY`] reads (on this thread) of
+    /// a site over it but within [`PROBED_WITHIN`] times it; else (`None`) on the threads.
+    pub(crate) fn decide(&self, site: Site, bound: Duration) -> Option<RanOn> {
+        match self.known(site) {
+            Known::Costs(average) if average <= bound => Some(RanOn::Caller),
+            Known::Costs(average) if average <= bound.saturating_mul(PROBED_WITHIN) => {
+                let count = PROBE_COUNT.with(|n| {
+                    n.set(n.get().wrapping_add(1));
+                    n.get()
+                });
+                count.is_multiple_of(PROBE_EVERY).then_some(RanOn::Probe)
+            }
+            Known::Unknown | Known::Costs(_) | Known::Demoted => None,
+        }
+    }
+
+    /// Records that a run of `site` took `took`, against a bound of `bound` for reads on callers' threads. A
+    /// probe's run replaces the average; other runs move it.
+    pub(crate) fn record(&self, site: Site, took: Duration, bound: Duration, ran_on: RanOn) {
         let entry = &self.entries[site.index()];
         let took_ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         let bound_ns = u64::try_from(bound.as_nanos()).unwrap_or(u64::MAX);
         let (average, until) = if entry.site.load(Relaxed) == site.0.get() {
             let packed = entry.packed.load(Relaxed);
             let average = packed & u64::from(u32::MAX);
-            // An exponential average over about four runs: one cold run does not send a site away.
-            ((average * 3 + took_ns) / 4, packed >> 32)
+            let average = match ran_on {
+                RanOn::Probe => took_ns,
+                // An exponential average over about four runs: one cold run does not send a site away.
+                RanOn::Threads | RanOn::Caller => (average * 3 + took_ns) / 4,
+            };
+            (average, packed >> 32)
         } else {
             entry.site.store(site.0.get(), Relaxed);
             (took_ns, 0)
@@ -122,7 +171,7 @@ impl Costs {
         let long_ns = bound_ns
             .saturating_mul(LONG_FACTOR)
             .max(PREEMPTED.as_nanos() as u64);
-        let until = if inline && took_ns > long_ns {
+        let until = if ran_on != RanOn::Threads && took_ns > long_ns {
             u64::from(
                 clock_ms()
                     .saturating_add(DEMOTED_FOR.as_millis() as u32)
@@ -155,7 +204,7 @@ mod tests {
         let costs = Costs::default();
         let site = Site::of::<fn()>(None);
         assert_eq!(costs.known(site), Known::Unknown);
-        costs.record(site, Duration::from_micros(2), BOUND, false);
+        costs.record(site, Duration::from_micros(2), BOUND, RanOn::Threads);
         assert_eq!(costs.known(site), Known::Costs(Duration::from_micros(2)));
     }
 
@@ -176,17 +225,17 @@ mod tests {
     fn a_slow_run_raises_the_average_and_a_far_slower_one_on_a_callers_thread_demotes() {
         let costs = Costs::default();
         let site = Site::of::<u8>(None);
-        costs.record(site, Duration::from_micros(4), BOUND, false);
-        costs.record(site, Duration::from_micros(40), BOUND, true);
+        costs.record(site, Duration::from_micros(4), BOUND, RanOn::Threads);
+        costs.record(site, Duration::from_micros(40), BOUND, RanOn::Caller);
         assert_eq!(costs.known(site), Known::Costs(Duration::from_micros(13)));
         // Far slower on a reader thread: only the average rises.
-        costs.record(site, PREEMPTED * 2, BOUND, false);
+        costs.record(site, PREEMPTED * 2, BOUND, RanOn::Threads);
         assert!(matches!(costs.known(site), Known::Costs(_)));
         // Slower than a preempted thread's wait, on a caller's thread: demoted.
-        costs.record(site, PREEMPTED * 2, BOUND, true);
+        costs.record(site, PREEMPTED * 2, BOUND, RanOn::Caller);
         assert_eq!(costs.known(site), Known::Demoted);
         // Fast runs on the threads meanwhile do not lift the demotion.
-        costs.record(site, Duration::from_micros(1), BOUND, false);
+        costs.record(site, Duration::from_micros(1), BOUND, RanOn::Threads);
         assert_eq!(costs.known(site), Known::Demoted);
     }
 
@@ -194,8 +243,8 @@ mod tests {
     fn a_run_as_long_as_a_preempted_threads_only_raises_the_average() {
         let costs = Costs::default();
         let site = Site::of::<u16>(None);
-        costs.record(site, Duration::from_micros(2), BOUND, false);
-        costs.record(site, PREEMPTED / 2, BOUND, true);
+        costs.record(site, Duration::from_micros(2), BOUND, RanOn::Threads);
+        costs.record(site, PREEMPTED / 2, BOUND, RanOn::Caller);
         assert!(matches!(costs.known(site), Known::Costs(average) if average > BOUND));
     }
 
@@ -207,9 +256,49 @@ mod tests {
             Site(NonZeroU64::new(8).unwrap()),
         );
         assert_eq!(a.index(), b.index(), "the two share an entry");
-        costs.record(a, Duration::from_micros(3), BOUND, false);
-        costs.record(b, Duration::from_micros(9), BOUND, false);
+        costs.record(a, Duration::from_micros(3), BOUND, RanOn::Threads);
+        costs.record(b, Duration::from_micros(9), BOUND, RanOn::Threads);
         assert_eq!(costs.known(a), Known::Unknown);
         assert_eq!(costs.known(b), Known::Costs(Duration::from_micros(9)));
+    }
+
+    #[test]
+    fn a_site_over_the_bound_on_the_threads_is_probed_and_a_short_probe_brings_it_to_callers_threads()
+     {
+        let costs = Costs::default();
+        let site = Site::of::<u32>(None);
+        costs.record(site, BOUND * 2, BOUND, RanOn::Threads);
+        let decisions: Vec<_> = (0..PROBE_EVERY * 2)
+            .map(|_| costs.decide(site, BOUND))
+            .collect();
+        let probes = decisions
+            .iter()
+            .filter(|d| **d == Some(RanOn::Probe))
+            .count();
+        assert_eq!(probes, 2, "one probe in {PROBE_EVERY} reads: {decisions:?}");
+        assert!(
+            decisions
+                .iter()
+                .all(|d| matches!(d, None | Some(RanOn::Probe)))
+        );
+        // The probe ran short: the site runs on its callers' threads from now on.
+        costs.record(site, BOUND / 4, BOUND, RanOn::Probe);
+        assert_eq!(costs.decide(site, BOUND), Some(RanOn::Caller));
+    }
+
+    #[test]
+    fn a_site_far_over_the_bound_or_demoted_is_never_probed() {
+        // A table each, so that no two of the sites share an entry.
+        let (far, demoted, unknown) = (Costs::default(), Costs::default(), Costs::default());
+        let site = Site::of::<u64>(None);
+        far.record(site, BOUND * (PROBED_WITHIN + 1), BOUND, RanOn::Threads);
+        demoted.record(site, BOUND, BOUND, RanOn::Threads);
+        demoted.record(site, PREEMPTED * 2, BOUND, RanOn::Probe);
+        assert_eq!(demoted.known(site), Known::Demoted);
+        for _ in 0..PROBE_EVERY * 2 {
+            assert_eq!(far.decide(site, BOUND), None);
+            assert_eq!(demoted.decide(site, BOUND), None);
+            assert_eq!(unknown.decide(site, BOUND), None);
+        }
     }
 }

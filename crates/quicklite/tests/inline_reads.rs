@@ -117,6 +117,44 @@ both_backends! {
     }
 }
 
+/// A point read that takes 15 ms on any thread but `caller`'s — over `with_table`'s 10 ms bound on the reader
+/// threads, within four times it — and returns the thread it ran on.
+fn slow_off(
+    caller: ThreadId,
+) -> impl FnOnce(&Connection) -> rusqlite::Result<ThreadId> + Send + 'static {
+    move |conn| {
+        let thread = std::thread::current().id();
+        if thread != caller {
+            std::thread::sleep(Duration::from_millis(15));
+        }
+        conn.prepare_cached("SELECT v FROM t")?
+            .query_row([], |r| r.get::<_, i64>(0))?;
+        Ok(thread)
+    }
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn a_site_over_the_bound_on_the_reader_threads_is_tried_on_its_callers_thread_and_stays_there(backend) {
+        let db = with_table(backend, |b| b).await;
+        let caller = here();
+        // Its runs on the threads keep its average over the bound; one read in 64 on this thread is tried here (the
+        // first such try may find the connection still opening).
+        let mut on_threads = 0;
+        while db.read(slow_off(caller)).await.unwrap() != caller {
+            on_threads += 1;
+            assert!(on_threads <= 200, "no read of the site was tried on its caller's thread");
+        }
+        assert!(on_threads >= 1, "the site's first read went to the reader threads");
+        // The try ran short: the site's reads run here now (one may meet a connection the janitor holds).
+        let mut here_now = 0;
+        for _ in 0..20 {
+            here_now += usize::from(db.read(slow_off(caller)).await.unwrap() == caller);
+        }
+        assert!(here_now >= 15, "{here_now} of 20 reads after the try ran on the caller's thread");
+    }
+}
+
 both_backends! {
     #[tokio::test]
     async fn an_inline_read_sees_every_write_acknowledged_before_it(backend) {

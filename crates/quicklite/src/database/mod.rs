@@ -28,7 +28,7 @@ use crate::queue::{self, Sender, TrySendError};
 use crate::reply::{Answer, Asked, CallerThread, receive};
 use crate::request::{Deadline, Job, ReadRequest, WriteJob, WriteKind, WriteRequest};
 use crate::sched::Backend;
-use crate::sched::inline::{self, Budget, Inline};
+use crate::sched::inline::{self, Attempt, Budget, Inline};
 use crate::sched::pool::Pool;
 use crate::sched::pool::actor::Actor;
 use crate::sched::threads::Threads;
@@ -321,10 +321,10 @@ impl Database {
     {
         let deadline = self.read_deadline(None);
         let mut f = Some(f);
-        if let Some(inline) = self.inline_for(site) {
+        if let Some((inline, attempt)) = self.inline_for(site) {
             inline::take_turn().await;
             let run_here = |conn: &Connection| (f.take().expect("runs once"))(conn, sql);
-            if let Ok(result) = inline.run(site, deadline, run_here) {
+            if let Ok(result) = inline.run(attempt, deadline, run_here) {
                 return result;
             }
         }
@@ -334,12 +334,10 @@ impl Database {
             .await
     }
 
-    /// The connections for reads on the caller's thread, if a read of `site` may run there now.
-    fn inline_for(&self, site: Site) -> Option<&Arc<Inline>> {
-        self.inner
-            .inline
-            .as_ref()
-            .filter(|inline| inline.suits(site))
+    /// The connections for reads on the caller's thread, if a read of `site` may run there now, and on what grounds.
+    fn inline_for(&self, site: Site) -> Option<(&Arc<Inline>, Attempt)> {
+        let inline = self.inner.inline.as_ref()?;
+        Some((inline, inline.suits(site)?))
     }
 
     /// Runs a read on the caller's thread if its call site has been short lately ([`inline`]), else on the
@@ -356,9 +354,9 @@ impl Database {
         T: Send + 'static,
     {
         let f = match self.inline_for(site) {
-            Some(inline) => {
+            Some((inline, attempt)) => {
                 inline::take_turn().await;
-                match inline.run(site, deadline, f) {
+                match inline.run(attempt, deadline, f) {
                     Ok(result) => return result,
                     Err(f) => f,
                 }

@@ -15,6 +15,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
+use crate::cost::RanOn;
 use crate::engine::busy::BusyLimit;
 use crate::engine::guard::GuardedConnection;
 use crate::engine::map::ReaderMap;
@@ -258,9 +259,12 @@ impl BatchedReads {
                 let ran = conn.run_until(deadline.map(|d| d.at), || req.job.run(conn.conn()));
                 if let Some(site) = req.site {
                     // What the read cost, for the decision to run the next ones on their callers' threads.
-                    self.shared
-                        .costs
-                        .record(site, now.elapsed(), self.inline_read_max, false);
+                    self.shared.costs.record(
+                        site,
+                        now.elapsed(),
+                        self.inline_read_max,
+                        RanOn::Threads,
+                    );
                 }
                 match deadline {
                     // Failed past its deadline: interrupted (or failing anyway, too late to tell).

@@ -32,7 +32,7 @@ use crossbeam_utils::CachePadded;
 use rusqlite::Connection;
 
 use crate::config::Config;
-use crate::cost::{Known, Site};
+use crate::cost::{RanOn, Site};
 use crate::engine::Shared;
 use crate::engine::seat::{Lent, WriterSeat};
 use crate::engine::snapshot::KeptSnapshot;
@@ -157,6 +157,13 @@ impl Kept {
     }
 }
 
+/// A read to run on its caller's thread: its call site, and on what grounds it runs there.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Attempt {
+    site: Site,
+    ran_on: RanOn,
+}
+
 /// Locks `seat` if no other thread holds it (also after a panic: a seat's state is whole at every step).
 fn try_lock(seat: &Mutex<Seat>) -> Option<MutexGuard<'_, Seat>> {
     match seat.try_lock() {
@@ -254,10 +261,17 @@ impl Inline {
         })
     }
 
-    /// Whether reads of `site` should run inline: it has run lately, within the bound.
-    pub(crate) fn suits(&self, site: Site) -> bool {
-        matches!(self.shared.costs.known(site), Known::Costs(average) if average <= self.config.inline_read_max)
-            && !self.closed.load(Ordering::Relaxed)
+    /// Whether a read of `site` should run inline, and on what grounds ([`Costs::decide`](crate::cost::Costs::decide)):
+    /// the site has run lately within the bound, or the read probes it.
+    pub(crate) fn suits(&self, site: Site) -> Option<Attempt> {
+        if self.closed.load(Ordering::Relaxed) {
+            return None;
+        }
+        let ran_on = self
+            .shared
+            .costs
+            .decide(site, self.config.inline_read_max)?;
+        Some(Attempt { site, ran_on })
     }
 
     /// Runs `f` here, in a snapshot that contains every write acknowledged before this call, if a connection is
@@ -269,7 +283,7 @@ impl Inline {
     /// another stays on its own until the next commit, so that two threads do not contend for it at every read.
     pub(crate) fn run<T, F>(
         self: &Arc<Self>,
-        site: Site,
+        attempt: Attempt,
         deadline: Option<Deadline>,
         f: F,
     ) -> std::result::Result<Result<T>, F>
@@ -289,7 +303,7 @@ impl Inline {
                     snapshot,
                     last_used,
                 } = &mut *lent;
-                let out = self.read_on(snapshot, last_used, site, deadline, commit_seq, f);
+                let out = self.read_on(snapshot, last_used, attempt, deadline, commit_seq, f);
                 drop(lent);
                 self.tend();
                 return out;
@@ -311,7 +325,7 @@ impl Inline {
             last_used,
             ..
         } = &mut **own;
-        let out = self.read_on(snapshot, last_used, site, deadline, commit_seq, f);
+        let out = self.read_on(snapshot, last_used, attempt, deadline, commit_seq, f);
         drop(seat);
         self.tend();
         out
@@ -322,7 +336,7 @@ impl Inline {
         &self,
         snapshot: &mut KeptSnapshot,
         last_used: &mut Instant,
-        site: Site,
+        attempt: Attempt,
         deadline: Option<Deadline>,
         commit_seq: u64,
         f: F,
@@ -345,11 +359,13 @@ impl Inline {
             Err(_) => return Err(f),
         }
         let conn = snapshot.conn();
+        // What the site costs is its closure's run: a snapshot begun above serves many reads.
+        let started = Instant::now();
         let outcome = conn.run_until(deadline.map(|d| d.at), || {
             catch_unwind(AssertUnwindSafe(|| f(conn.conn())))
         });
         let ended = Instant::now();
-        let took = ended - now;
+        let took = ended - started;
         *last_used = ended;
         // Only the writer's connection, lent, lets a read write: undone here, before anyone can see it.
         let wrote = snapshot.undo_write(&self.shared);
@@ -363,10 +379,15 @@ impl Inline {
             n.set(n.get().wrapping_add(1));
             n.get() % SAMPLE_EVERY == 0
         });
-        if outcome.is_ok() && (sampled || took > self.config.inline_read_max) {
-            self.shared
-                .costs
-                .record(site, took, self.config.inline_read_max, true);
+        if outcome.is_ok()
+            && (sampled || attempt.ran_on == RanOn::Probe || took > self.config.inline_read_max)
+        {
+            self.shared.costs.record(
+                attempt.site,
+                took,
+                self.config.inline_read_max,
+                attempt.ran_on,
+            );
         }
         let result = match outcome {
             Ok(_) if wrote => {
