@@ -9,3 +9,18 @@
 pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard, atomic};
 #[cfg(not(quicklite_loom))]
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard, atomic};
+
+use atomic::{AtomicUsize, Ordering};
+
+/// Adds one to `counter` if it is below `cap`; whether it did. A compare-and-swap from a value below the cap, never
+/// an increment checked afterwards, so the counter is never past the cap, even for a moment.
+pub(crate) fn increment_below(counter: &AtomicUsize, cap: usize) -> bool {
+    let mut n = counter.load(Ordering::SeqCst);
+    while n < cap {
+        match counter.compare_exchange_weak(n, n + 1, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => return true,
+            Err(now) => n = now,
+        }
+    }
+    false
+}

@@ -28,7 +28,8 @@ use crate::queue::{self, Sender, TrySendError};
 use crate::reply::{Answer, Asked, CallerThread, receive};
 use crate::request::{Deadline, Job, ReadRequest, WriteJob, WriteKind, WriteRequest};
 use crate::sched::Backend;
-use crate::sched::inline::{self, Attempt, Budget, Inline};
+use crate::sched::inline::{self, Attempt, Inline};
+use crate::sched::permits::Permits;
 use crate::sched::pool::Pool;
 use crate::sched::pool::actor::Actor;
 use crate::sched::threads::Threads;
@@ -166,7 +167,7 @@ impl Database {
         path: PathBuf,
         config: Config,
         pool: Arc<Pool<Actor>>,
-        inline_budget: &Arc<Budget>,
+        inline_budget: &Arc<Permits>,
     ) -> (Database, Arc<Actor>) {
         let shared = Arc::new(Shared::new(Changes::new(
             config.subscription_capacity,

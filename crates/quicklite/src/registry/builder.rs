@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::registry::housekeeping::housekeeping;
 use crate::registry::{Configure, Registry, RegistryInner};
 use crate::replica::Restore;
-use crate::sched::inline::Budget;
+use crate::sched::permits::Permits;
 use crate::sched::pool::start::{PoolSize, StartedPool, start_pool};
 use crate::util::{lock, spawn};
 use crate::{Builder, Error, Result};
@@ -238,10 +238,10 @@ impl RegistryBuilder {
             pool,
             threads,
             idle_timeout: self.idle_timeout,
-            inline_budget: Budget::new(
+            inline_budget: Arc::new(Permits::new(
                 self.inline_connections
                     .unwrap_or_else(|| 4 * crate::util::cpus()),
-            ),
+            )),
             configure: self.configure.unwrap_or_else(|| Arc::new(|b| b)),
             restore: self.restore,
             compared: Mutex::new(HashSet::new()),

@@ -15,7 +15,7 @@ use rusqlite::OpenFlags;
 
 use crate::engine::open::refuse_links;
 use crate::replica::{self, Restore};
-use crate::sched::inline::Budget;
+use crate::sched::permits::Permits;
 use crate::sched::pool::Pool;
 use crate::sched::pool::actor::Actor;
 use crate::sched::pool::task::PooledDatabase;
@@ -66,7 +66,7 @@ struct RegistryInner {
     threads: usize,
     idle_timeout: Duration,
     /// The bound on the databases' connections for reads on callers' threads, together.
-    inline_budget: Arc<Budget>,
+    inline_budget: Arc<Permits>,
     configure: Configure,
     /// Where a tenant missing from the directory is restored from, if anywhere.
     restore: Option<Restore>,
@@ -243,7 +243,7 @@ impl Registry {
             evictions: pool.evictions.load(Ordering::Relaxed),
             idle_closes: pool.idle_closes.load(Ordering::Relaxed),
             reader_connections: pool.reader_connections(),
-            inline_connections: self.inner.inline_budget.open(),
+            inline_connections: self.inner.inline_budget.taken(),
             queued_tasks: pool.queued_tasks(),
             write_queue_depth: writes,
             read_queue_depth: reads,

@@ -38,6 +38,7 @@ use crate::engine::seat::{Lent, WriterSeat};
 use crate::engine::snapshot::KeptSnapshot;
 use crate::error::panic_message;
 use crate::request::Deadline;
+use crate::sched::permits::{Permit, Permits};
 use crate::util::{cpus, lock, spawn};
 use crate::{Error, RequestKind, Result};
 
@@ -68,46 +69,6 @@ impl Opener {
 impl Drop for Opener {
     fn drop(&mut self) {
         OPENERS.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// A bound on the connections for inline reads that several databases share (a registry's).
-#[derive(Debug)]
-pub(crate) struct Budget {
-    max: usize,
-    open: AtomicUsize,
-}
-
-impl Budget {
-    /// A budget of `max` connections.
-    pub(crate) fn new(max: usize) -> Arc<Budget> {
-        Arc::new(Budget {
-            max,
-            open: AtomicUsize::new(0),
-        })
-    }
-
-    /// Connections open (or opening) under the budget.
-    pub(crate) fn open(&self) -> usize {
-        self.open.load(Ordering::Relaxed)
-    }
-
-    fn take(self: &Arc<Budget>) -> Option<Permit> {
-        self.open
-            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |n| {
-                (n < self.max).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| Permit(self.clone()))
-    }
-}
-
-/// One connection's permit of a [`Budget`], given back when the connection closes.
-struct Permit(Arc<Budget>);
-
-impl Drop for Permit {
-    fn drop(&mut self) {
-        self.0.open.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -205,7 +166,7 @@ pub(crate) struct Inline {
     /// One cache line each: threads on different seats touch no line in common.
     seats: Box<[CachePadded<Mutex<Seat>>]>,
     /// Shared with other databases, for a registry's.
-    budget: Option<Arc<Budget>>,
+    budget: Option<Arc<Permits>>,
     /// Where the writer lends its connection while it waits for work, if it does (a standalone database's).
     writer_seat: Option<Arc<WriterSeat>>,
     /// Set once the database closes: no read runs here afterwards.
@@ -243,7 +204,7 @@ impl Inline {
         path: PathBuf,
         config: Config,
         shared: Arc<Shared>,
-        budget: Option<Arc<Budget>>,
+        budget: Option<Arc<Permits>>,
         writer_seat: Option<Arc<WriterSeat>>,
     ) -> Arc<Inline> {
         let seats = (0..config.inline_connections.max(1))
@@ -457,7 +418,7 @@ impl Inline {
             return;
         };
         let permit = match &self.budget {
-            Some(budget) => match budget.take() {
+            Some(budget) => match budget.take_owned() {
                 Some(permit) => Some(permit),
                 None => return,
             },

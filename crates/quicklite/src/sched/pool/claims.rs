@@ -10,6 +10,7 @@
 //! `RUSTFLAGS="--cfg quicklite_loom" cargo test -p quicklite --lib model_`) explores their interleavings.
 
 use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::increment_below;
 
 /// The read-task count while reads are shut off for closing: no count of read tasks ever reaches it, so an
 /// attempt to schedule one fails while it is set.
@@ -43,17 +44,7 @@ impl Claims {
 
     /// Takes a read claim for a new read task, if fewer than `max` are scheduled and reads are not shut off.
     pub(crate) fn schedule_read(&self, max: usize) -> bool {
-        let mut n = self.reads.load(Ordering::SeqCst);
-        while n < max.min(READS_SHUT) {
-            match self
-                .reads
-                .compare_exchange_weak(n, n + 1, Ordering::SeqCst, Ordering::SeqCst)
-            {
-                Ok(_) => return true,
-                Err(current) => n = current,
-            }
-        }
-        false
+        increment_below(&self.reads, max.min(READS_SHUT))
     }
 
     /// Gives a read claim back.

@@ -26,15 +26,14 @@ mod checkpoints;
 mod claims;
 pub(crate) mod elastic;
 mod evict;
-mod permits;
 pub(crate) mod ranked;
 mod room;
 pub(crate) mod start;
 pub(crate) mod task;
 
+use crate::sched::permits::Permits;
 use elastic::Lane;
 use evict::OpenSet;
-use permits::Permits;
 use ranked::{Rank, Ranked};
 use task::{PooledDatabase, Task};
 

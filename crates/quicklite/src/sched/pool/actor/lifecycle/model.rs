@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use super::*;
 use crate::inbox::Inbox;
 use crate::queue::{self, Receiver, Sender};
-use crate::sched::pool::permits::Permits;
+use crate::sched::permits::Permits;
 use crate::sync::atomic::AtomicUsize;
 use crate::sync::{Arc, Mutex};
 

@@ -1,12 +1,16 @@
 //! A budget of permits under a cap, taken and given back from any thread: the pool's open databases under
-//! `max_open`, and its reader connections under `max_reader_connections`.
+//! `max_open` and its reader connections under `max_reader_connections`, and a registry's connections for reads on
+//! callers' threads under `inline_connections` ([`Permit`]s, given back when the connection closes).
 //!
-//! A permit is taken by a compare-and-swap from a count below the cap, never by an increment checked afterwards, so
-//! the count is never past the cap, even for a moment: a database that opens has its permit before it opens.
+//! A permit is taken by a compare-and-swap from a count below the cap ([`increment_below`]), so the count is never
+//! past the cap, even for a moment: a database that opens has its permit before it opens.
 //! Its atomic comes from [`crate::sync`], so the models below (`RUSTFLAGS="--cfg quicklite_loom" cargo test -p
 //! quicklite --lib model_`) explore every interleaving of takers and givers.
 
+use std::sync::Arc;
+
 use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::increment_below;
 
 /// Permits under a cap.
 pub(crate) struct Permits {
@@ -25,17 +29,7 @@ impl Permits {
 
     /// Takes a permit if one is free; whether it did.
     pub(crate) fn try_take(&self) -> bool {
-        let mut n = self.taken.load(Ordering::SeqCst);
-        while n < self.max {
-            match self
-                .taken
-                .compare_exchange_weak(n, n + 1, Ordering::SeqCst, Ordering::SeqCst)
-            {
-                Ok(_) => return true,
-                Err(now) => n = now,
-            }
-        }
-        false
+        increment_below(&self.taken, self.max)
     }
 
     /// Gives back `n` permits taken before.
@@ -55,6 +49,20 @@ impl Permits {
     pub(crate) fn max(&self) -> usize {
         self.max
     }
+
+    /// Takes a permit, given back when it is dropped, if one is free.
+    pub(crate) fn take_owned(self: &Arc<Permits>) -> Option<Permit> {
+        self.try_take().then(|| Permit(self.clone()))
+    }
+}
+
+/// A permit of shared [`Permits`], given back when dropped.
+pub(crate) struct Permit(Arc<Permits>);
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.0.give_back(1);
+    }
 }
 
 #[cfg(test)]
@@ -73,6 +81,16 @@ mod tests {
         assert_eq!(permits.taken(), 0);
         permits.give_back(0);
         assert!(!Permits::new(0).try_take());
+    }
+
+    #[test]
+    fn an_owned_permit_is_given_back_when_dropped() {
+        let permits = Arc::new(Permits::new(1));
+        let permit = permits.take_owned().expect("one is free");
+        assert!(permits.take_owned().is_none());
+        drop(permit);
+        assert_eq!(permits.taken(), 0);
+        assert!(permits.take_owned().is_some());
     }
 }
 
