@@ -353,10 +353,9 @@ impl Writer {
         self.record_waits(group);
         let since = Instant::now();
         let bound = self.config.write_lock_wait;
-        let busy = self.busy.clone();
         while !group.is_empty() {
             let wait = write_lock::wait(group, since, bound, Instant::now());
-            let began = busy.waiting_up_to(wait, || {
+            let began = self.busy.waiting_up_to(wait, || {
                 group::commit_group(&self.conn, &self.shared, group, &mut self.outcomes)
             });
             if began.is_ok() {
@@ -402,8 +401,7 @@ impl Writer {
         let since = Instant::now();
         let wait = write_lock::gives_up_at(request, since, self.config.write_lock_wait)
             .saturating_duration_since(since);
-        let busy = self.busy.clone();
-        let mut outcome = busy.waiting_up_to(wait, || {
+        let mut outcome = self.busy.waiting_up_to(wait, || {
             group::run_alone(&mut self.conn, &self.shared, request)
         });
         let lock_held = match request.kind {
