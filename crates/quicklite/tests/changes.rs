@@ -353,16 +353,18 @@ async fn a_registry_database_looked_after_stays_open_when_idle() {
         .open()
         .await
         .unwrap();
-    let (watched, unwatched) = (
-        registry.get("watched").await.unwrap(),
-        registry.get("unwatched").await.unwrap(),
-    );
+    let watched = registry.get("watched").await.unwrap();
+    // Subscribed before its first write: no idle timeout passes between that write and the subscription, however
+    // slowly the other database opens.
+    let mut changes = watched.subscribe();
+    let unwatched = registry.get("unwatched").await.unwrap();
     for db in [&watched, &unwatched] {
         db.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
             .await
             .unwrap();
     }
-    let mut changes = watched.subscribe();
+    let created = next_notice(&mut changes).await;
+    assert!(matches!(created, Notice::Committed(_)), "{created:?}");
     // Idle for many idle timeouts: one of the two closed, and (told below) not the one looked after.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let m = registry.metrics();
