@@ -57,6 +57,7 @@ pub struct Builder {
     read_batch_max: usize,
     read_snapshot_max_age: Duration,
     inline_reads: bool,
+    inline_read_closures: bool,
     inline_read_max: Duration,
     subscription_capacity: usize,
     change_rowids: usize,
@@ -117,6 +118,7 @@ impl Builder {
             read_batch_max: 256,
             read_snapshot_max_age: Duration::from_millis(20),
             inline_reads: true,
+            inline_read_closures: false,
             inline_read_max: DEFAULT_INLINE_READ_MAX,
             subscription_capacity: crate::changes::DEFAULT_CAPACITY,
             change_rowids: crate::changes::DEFAULT_ROWIDS,
@@ -251,25 +253,45 @@ impl Builder {
 
     /// Whether short reads run on their callers' threads. By default, yes.
     ///
-    /// Handing a read to a reader thread and its answer back costs more than a point read itself. So a read whose
-    /// call site (its closure's type, and for [`Database::query_row`] and [`Database::query_all`] its SQL) has
-    /// recently run within [`Builder::inline_read_max`] runs on the thread that polls it, without a hand-off, on
-    /// one of a few read-only connections of the database's own ([`Builder::inline_connections`]), inside a
-    /// snapshot kept from one read to the next while no write commits. Right after a commit, which makes SQLite
-    /// throw those connections' page caches away, a standalone database's reads run on its writer's connection
-    /// instead while the writer waits for work (its cache stays warm across its own commits; a write that arrives
-    /// waits for the one read running there, and a statement that writes fails the read with `SQLITE_READONLY`,
-    /// rolled back). The first reads of a call site, and reads
-    /// of one that ran long, go to the reader threads as before; so do reads while every such connection is busy.
-    /// The guarantees are the reader threads': a read sees every write acknowledged before it was made, and
-    /// deadlines, `query_only`, panics, the set-up hook and the metrics behave the same. Such a read yields
-    /// once to the runtime before it runs, so a task reading in a loop takes turns with the others as if it awaited
-    /// a reader thread.
+    /// Handing a read to a reader thread and its answer back costs more than a point read itself. So a read of the
+    /// statement helpers ([`Database::query_row`], [`Database::query_all`], the typed rows) whose call site (the
+    /// helper's row mapper's type and its SQL) has recently run within [`Builder::inline_read_max`] runs on the
+    /// thread that polls it, without a hand-off, on one of a few read-only connections of the database's own
+    /// ([`Builder::inline_connections`]), inside a snapshot kept from one read to the next while no write commits.
+    /// Read closures ([`Database::read`]) run there only if [`Builder::inline_read_closures`] says they may.
+    /// Right after a commit, which makes SQLite throw those connections' page caches away, a standalone
+    /// database's statement reads run on its writer's connection instead while the writer waits for work (its
+    /// cache stays warm across its own commits); it is lent under `query_only`, commits nothing, and keeps the
+    /// writer's settings (a PRAGMA that would change them is refused with `SQLITE_AUTH`). The first reads of a call
+    /// site, and reads of one that ran long, go to the reader threads as before; so do reads while every such
+    /// connection is busy.
+    ///
+    /// Only where the async runtime can go on without the thread: a task on tokio's multi-threaded runtime. A read
+    /// there that turns long — a call site whose cost depends on its parameters — hands the runtime's worker to
+    /// another thread once it has run a millisecond (as `tokio::task::block_in_place` does) and goes on, and a
+    /// write that needs the writer's connection back waits for such a read at most a millisecond (the writer
+    /// writes on a second connection of its own meanwhile). On a single-threaded runtime, or another executor,
+    /// reads go to the reader threads. The guarantees are the reader threads': a read sees every write
+    /// acknowledged before it was made, and deadlines, `query_only`, panics, the set-up hook and the metrics
+    /// behave the same. Such a read yields once to the runtime before it runs, so a task reading in a loop takes
+    /// turns with the others as if it awaited a reader thread. A helper's row mapper runs where the read runs: it
+    /// must not block on the runtime (tokio's `blocking_send`, `block_on`).
     ///
     /// Turn it off for a database whose reads must never run on the caller's thread (a runtime whose threads must
     /// not touch the disk at all, say).
     pub fn inline_reads(mut self, yes: bool) -> Self {
         self.inline_reads = yes;
+        self
+    }
+
+    /// Whether read closures ([`Database::read`], [`Database::read_with_timeout`]) may run on their callers'
+    /// threads too, as the statement helpers' reads do ([`Builder::inline_reads`]). By default, no: a closure may
+    /// do what is correct on a reader thread and not on an async runtime's — block on the runtime (tokio's
+    /// `blocking_send`, `Handle::block_on`, a blocking HTTP client), or work long between two statements, where no
+    /// bound can see it. Say yes for closures that only read through the connection they are given: they then run
+    /// inline when short, on the database's own read-only connections (never on the writer's).
+    pub fn inline_read_closures(mut self, yes: bool) -> Self {
+        self.inline_read_closures = yes;
         self
     }
 
@@ -589,6 +611,7 @@ impl Builder {
             read_batch_max: self.read_batch_max,
             read_snapshot_max_age: self.read_snapshot_max_age,
             inline_reads: self.inline_reads && self.inline_connections != Some(0),
+            inline_read_closures: self.inline_read_closures,
             inline_read_max: self.inline_read_max,
             subscription_capacity: self.subscription_capacity,
             change_rowids: self.change_rowids,

@@ -30,7 +30,9 @@ pub enum Notice {
     },
     /// Another process, or a connection this database does not own, committed to the file since the last look
     /// ([`Builder::notice_external_commits`](crate::Builder::notice_external_commits)): one or more commits,
-    /// whose tables are not known. What the subscriber keeps in step with the database should be read afresh.
+    /// whose tables are not known. What the subscriber keeps in step with the database should be read afresh. Now
+    /// and then it comes without such a commit: when the writer goes on with its second connection (a read kept its
+    /// first), whose look cannot tell a commit from outside since the last look from the first connection's.
     External,
 }
 

@@ -148,6 +148,8 @@ pub(crate) struct Config {
     pub(crate) read_snapshot_max_age: Duration,
     /// Whether short reads run on their callers' threads.
     pub(crate) inline_reads: bool,
+    /// Whether read closures, not only the statement helpers' reads, may run on their callers' threads.
+    pub(crate) inline_read_closures: bool,
     /// The longest recent average cost of a call site whose reads run on their callers' threads.
     pub(crate) inline_read_max: Duration,
     /// Connections for reads on callers' threads.

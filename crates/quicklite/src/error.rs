@@ -281,6 +281,15 @@ impl Error {
         }
     }
 
+    /// The error of a read that ran a statement that writes on the writer's connection lent to it, rolled back:
+    /// `SQLITE_READONLY`, as on a reader's connection.
+    pub(crate) fn read_wrote() -> Error {
+        Error::Sqlite(rusqlite::Error::SqliteFailure(
+            ffi::Error::new(ffi::SQLITE_READONLY),
+            Some(READ_WROTE.to_owned()),
+        ))
+    }
+
     /// A copy of a rusqlite error as an [`Error::Sqlite`] with the same extended code and message, so that every
     /// request of a group can get its own.
     pub(crate) fn copy_sqlite(e: &rusqlite::Error) -> Error {
@@ -330,7 +339,12 @@ fn lock_holder(pid: Option<u32>, program: Option<&str>) -> String {
 const TRANSACTION_CONTROL_REFUSED: &str = "not authorized: BEGIN, COMMIT, ROLLBACK and the handle's own savepoint are \
      refused inside a read or write closure, whose transaction quicklite manages (a write's is shared with other \
      writes); use Database::transaction for a transaction of its own, or Database::with_write_connection for code \
-     that runs them itself";
+     that runs them itself. A read on the writer's connection (right after a commit) is also refused a PRAGMA that \
+     sets something, a checkpoint, ATTACH and DETACH, which would change the writer's connection";
+
+/// The message of a read that ran a statement that writes, where SQLite did not refuse it by itself.
+const READ_WROTE: &str =
+    "attempt to write a readonly database: a read ran a statement that writes (rolled back)";
 
 /// The SQLite error inside a rusqlite error, including the syntax errors rusqlite reports with their offset.
 fn sqlite_failure(e: &rusqlite::Error) -> Option<&ffi::Error> {

@@ -8,8 +8,7 @@
 //! Open a database with [`Database::open`] (the [`Profile::Server`] PRAGMAs: WAL, `synchronous=NORMAL`, a real
 //! cache) or configure it with [`Database::builder`]. Then:
 //!
-//! - [`Database::read`] runs a closure on a read-only connection (a reader's, or for a short read one of its
-//!   caller's thread);
+//! - [`Database::read`] runs a closure on a reader thread's read-only connection;
 //! - [`Database::write`] runs a closure on the writer's connection inside a write transaction;
 //! - [`Database::execute`], [`Database::query_row`], [`Database::query_all`], [`Database::execute_many`] and
 //!   [`Database::execute_batch`] cover the one-liners, with prepared statements cached per connection;
@@ -33,10 +32,12 @@
 //! `BEGIN IMMEDIATE` transaction, each in its own savepoint (group commit: one commit, and one fsync, for many
 //! writes; a failing write rolls back alone). Reader threads pull from one shared bounded queue and serve every
 //! queued read inside one read transaction (read batching), starting a newer snapshot whenever a request was made
-//! after a commit the current snapshot may predate — so a caller always reads its own acknowledged writes. A read
-//! whose closure has run short lately skips the hand-off altogether: it runs on the thread that awaits it, on one of
-//! a few read-only connections that keep their snapshot from one read to the next until a commit moves past it
-//! ([`Builder::inline_reads`]).
+//! after a commit the current snapshot may predate — so a caller always reads its own acknowledged writes. A
+//! statement read ([`Database::query_row`], [`Database::query_all`]) whose SQL has run short lately skips the
+//! hand-off altogether: on tokio's multi-threaded runtime it runs on the thread that awaits it, on one of a few
+//! read-only connections that keep their snapshot from one read to the next until a commit moves past it, and
+//! should it turn long, it hands the runtime's worker to another thread ([`Builder::inline_reads`]). The writer's
+//! commit hook witnesses every commit: it alone publishes one, and it vetoes any the writer did not ask for.
 //!
 //! Before the first connection, the process set-up ([`sqlite_setup`]) turns off SQLite's memory statistics,
 //! whose global mutex every allocation would otherwise take; connections open `SQLITE_OPEN_NOMUTEX` because each

@@ -136,6 +136,7 @@ pub(crate) struct Metrics {
     pub(crate) reads: AtomicU64,
     pub(crate) inline_reads: AtomicU64,
     pub(crate) inline_reads_on_writer: AtomicU64,
+    pub(crate) writer_switches: AtomicU64,
     pub(crate) read_errors: AtomicU64,
     pub(crate) read_transactions: AtomicU64,
     pub(crate) panics: AtomicU64,
@@ -193,6 +194,9 @@ pub struct MetricsSnapshot {
     /// Of those, reads run on the writer's connection while the writer waited for writes (a standalone database's):
     /// the connection whose page cache commits leave warm.
     pub inline_reads_on_writer: u64,
+    /// Times the writer went on with its second connection because a read on its lent one ran past the wait
+    /// (a short call site's read that turned long).
+    pub writer_switches: u64,
     /// Read requests that returned an error.
     pub read_errors: u64,
     /// Read transactions begun by the readers (reads / read_transactions = reads per snapshot).
@@ -291,6 +295,7 @@ impl Metrics {
             reads: self.reads.load(Relaxed),
             inline_reads: self.inline_reads.load(Relaxed),
             inline_reads_on_writer: self.inline_reads_on_writer.load(Relaxed),
+            writer_switches: self.writer_switches.load(Relaxed),
             read_errors: self.read_errors.load(Relaxed),
             read_transactions: self.read_transactions.load(Relaxed),
             panics: self.panics.load(Relaxed),

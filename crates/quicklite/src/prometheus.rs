@@ -211,7 +211,7 @@ type HistogramSeries = (
 );
 
 fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
-    let counters: [CounterSeries; 24] = [
+    let counters: [CounterSeries; 25] = [
         ("quicklite_writes", "Write requests run.", |s| s.writes),
         (
             "quicklite_write_errors",
@@ -269,6 +269,11 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
             "Reads run on callers' threads on the writer's connection, while it waited for writes (counted in \
              quicklite_inline_reads too).",
             |s| s.inline_reads_on_writer,
+        ),
+        (
+            "quicklite_writer_switches",
+            "Times the writer went on with its second connection because a read kept its lent one past the wait.",
+            |s| s.writer_switches,
         ),
         (
             "quicklite_abandoned_reads",

@@ -420,3 +420,79 @@ async fn a_database_closed_to_make_room_is_not_reopened_to_look_for_commits_from
     }
     registry.close().await.unwrap();
 }
+
+/// `t` holds rows 1 and 2 with `v` unique: `UPDATE OR FAIL` setting both to one value changes row 1, then fails on
+/// row 2 — and, by SQLite's `FAIL` semantics, keeps what it changed. Returns the statement.
+async fn two_rows_unique(db: &common::TestDb) -> &'static str {
+    db.execute_batch("CREATE UNIQUE INDEX t_v ON t (v); INSERT INTO t VALUES (1, 'a'), (2, 'b');")
+        .await
+        .unwrap();
+    "UPDATE OR FAIL t SET v = 'x' WHERE id IN (1, 2)"
+}
+
+/// The value of row 1 of `t`, read through the handle.
+async fn row_one(db: &common::TestDb) -> String {
+    db.query_row("SELECT v FROM t WHERE id = 1", [], |r| r.get(0))
+        .await
+        .unwrap()
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_statement_that_commits_part_of_its_work_while_failing_is_published_and_told(backend) {
+        let db = with_table(backend, |b| b).await;
+        let statement = two_rows_unique(&db).await;
+        // Reads of this site keep a snapshot from one read to the next: the one after the statement must not go
+        // back to it.
+        for _ in 0..200 {
+            assert_eq!(row_one(&db).await, "a");
+        }
+        let mut changes = db.subscribe();
+        let commits = db.metrics().commits;
+        let failed = db.execute(statement, ()).await;
+        assert!(
+            matches!(&failed, Err(e) if e.sqlite_code() == Some(quicklite::rusqlite::ErrorCode::ConstraintViolation)),
+            "{failed:?}"
+        );
+        let on_file: String = quicklite::rusqlite::Connection::open(db.path())
+            .unwrap()
+            .query_row("SELECT v FROM t WHERE id = 1", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(on_file, "x", "SQLite committed the first row");
+        assert_eq!(row_one(&db).await, "x", "a read after the statement went back");
+        assert_eq!(db.metrics().commits, commits + 1, "the commit was not counted");
+        let commit = next_commit(&mut changes).await;
+        assert_eq!(commit.tables, [table("t", Some(&[1]))]);
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_statement_that_keeps_part_of_its_work_while_failing_in_a_group_is_told(backend) {
+        let db = with_table(backend, |b| b).await;
+        let statement = two_rows_unique(&db).await;
+        let mut changes = db.subscribe();
+        let (release, blocker) = common::hold_writer(&db).await;
+        let failing = tokio::spawn({
+            let db = db.db.clone();
+            async move { db.execute(statement, ()).await }
+        });
+        common::until_write_queue_holds(&db, 1).await;
+        let other = tokio::spawn({
+            let db = db.db.clone();
+            async move { db.execute("INSERT INTO u VALUES (7)", ()).await }
+        });
+        common::until_write_queue_holds(&db, 2).await;
+        release.send(()).unwrap();
+        blocker.await.unwrap();
+        assert!(failing.await.unwrap().is_err());
+        assert_eq!(other.await.unwrap().unwrap(), 1);
+        assert_eq!(row_one(&db).await, "x", "the statement's first row committed with its group");
+        // The held write's empty commit, then the group's.
+        let mut told = Vec::new();
+        while told.len() < 2 {
+            told.extend(next_commit(&mut changes).await.tables.clone());
+        }
+        assert_eq!(told, [table("t", Some(&[1])), table("u", Some(&[7]))]);
+    }
+}

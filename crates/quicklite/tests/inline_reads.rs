@@ -22,10 +22,8 @@ enum Mode {
     Panic,
     /// Tries to write.
     Write,
-    /// Tries to create a temporary table.
-    Temp,
-    /// Turns `query_only` on.
-    QueryOnly,
+    /// Sleeps 50 ms, then reads: longer than a preempted thread waits for its core, and over four times the bound.
+    Sleep,
 }
 
 /// A read closure of one type whatever it does, so that every probe is one call site: it returns the thread it ran
@@ -47,15 +45,10 @@ fn probe(
             )?,
             Mode::Panic => panic!("a probe that panics"),
             Mode::Write => conn.execute("UPDATE t SET v = v + 1", [])? as i64,
-            Mode::Temp => {
-                conn.execute_batch(
-                    "CREATE TEMP TABLE scratch (x); INSERT INTO scratch VALUES (1)",
-                )?;
-                0
-            }
-            Mode::QueryOnly => {
-                conn.execute_batch("PRAGMA query_only = ON")?;
-                0
+            Mode::Sleep => {
+                std::thread::sleep(Duration::from_millis(50));
+                conn.prepare_cached("SELECT v FROM t")?
+                    .query_row([], |r| r.get(0))?
             }
         };
         Ok((thread, value))
@@ -79,7 +72,10 @@ async fn with_table(
     configure: fn(quicklite::Builder) -> quicklite::Builder,
 ) -> common::TestDb {
     let db = common::open(backend, move |b| {
-        configure(b.inline_read_max(Duration::from_millis(10)))
+        configure(
+            b.inline_read_max(Duration::from_millis(10))
+                .inline_read_closures(true),
+        )
     })
     .await;
     db.execute_batch("CREATE TABLE t (v INTEGER NOT NULL); INSERT INTO t VALUES (0);")
@@ -106,7 +102,7 @@ async fn until_inline(db: &Database) {
 }
 
 both_backends! {
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_short_read_runs_on_its_callers_thread_once_its_call_site_is_known(backend) {
         let db = with_table(backend, |b| b).await;
         let (first, _) = db.read(probe(Mode::Point)).await.unwrap();
@@ -134,7 +130,7 @@ fn slow_off(
 }
 
 both_backends! {
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_site_over_the_bound_on_the_reader_threads_is_tried_on_its_callers_thread_and_stays_there(backend) {
         let db = with_table(backend, |b| b).await;
         let caller = here();
@@ -156,7 +152,7 @@ both_backends! {
 }
 
 both_backends! {
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_inline_read_sees_every_write_acknowledged_before_it(backend) {
         let db = with_table(backend, |b| b).await;
         until_inline(&db).await;
@@ -171,7 +167,7 @@ both_backends! {
 }
 
 both_backends! {
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_kept_snapshot_serves_reads_until_a_commit_ends_it(backend) {
         let db = with_table(backend, |b| b.read_snapshot_max_age(Duration::from_secs(60))).await;
         until_inline(&db).await;
@@ -190,7 +186,7 @@ both_backends! {
 }
 
 both_backends! {
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_idle_threads_snapshot_ends_and_lets_a_truncating_checkpoint_through(backend) {
         let db = with_table(backend, |b| {
             b.read_snapshot_max_age(Duration::from_secs(60))
@@ -219,23 +215,23 @@ both_backends! {
 }
 
 both_backends! {
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_call_site_that_ran_long_goes_back_to_the_reader_threads(backend) {
         let db = with_table(backend, |b| b).await;
         until_inline(&db).await;
-        let (thread, n) = db.read(probe(Mode::Long)).await.unwrap();
-        assert_eq!((thread, n), (here(), 300_000), "a known-short site runs inline even when this read is long");
-        // Its average is past the bound now (and a run that long on a caller's thread keeps the site off them for
-        // ten seconds: `cost`'s tests): the site's reads go to the threads.
-        for _ in 0..3 {
-            let (thread, _) = db.read(probe(Mode::Long)).await.unwrap();
+        let (thread, _) = db.read(probe(Mode::Sleep)).await.unwrap();
+        assert_eq!(thread, here(), "a known-short site runs inline even when this read is long");
+        // A run that long on a caller's thread keeps the site off them for ten seconds (`cost`'s tests): the
+        // site's reads go to the threads, short or long.
+        for mode in [Mode::Point, Mode::Sleep, Mode::Point] {
+            let (thread, _) = db.read(probe(mode)).await.unwrap();
             assert_ne!(thread, here(), "the site ran long: its reads go to the threads");
         }
     }
 }
 
 both_backends! {
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_read_whose_first_runs_are_long_never_runs_inline(backend) {
         let db = with_table(backend, |b| b).await;
         for _ in 0..5 {
@@ -247,7 +243,7 @@ both_backends! {
 }
 
 both_backends! {
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_panicking_inline_read_is_an_error_and_the_next_read_runs_inline_again(backend) {
         let db = with_table(backend, |b| b).await;
         until_inline(&db).await;
@@ -264,7 +260,7 @@ both_backends! {
 }
 
 both_backends! {
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_inline_read_cannot_write(backend) {
         let db = with_table(backend, |b| b).await;
         until_inline(&db).await;
@@ -280,7 +276,7 @@ both_backends! {
 }
 
 both_backends! {
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_inline_read_past_its_deadline_is_interrupted(backend) {
         let db = with_table(backend, |b| b).await;
         // `read` and `read_with_timeout` of one closure type are one call site.
@@ -297,7 +293,7 @@ both_backends! {
 }
 
 both_backends! {
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_connection_for_inline_reads_is_set_up_as_a_reader(backend) {
         use quicklite::ConnectionRole;
         use rusqlite::functions::FunctionFlags;
@@ -330,7 +326,7 @@ both_backends! {
 }
 
 both_backends! {
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn turned_off_every_read_goes_to_the_reader_threads(backend) {
         let db = with_table(backend, |b| b.inline_reads(false)).await;
         for _ in 0..200 {
@@ -342,7 +338,7 @@ both_backends! {
 }
 
 both_backends! {
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_statement_helpers_run_inline_per_sql_text(backend) {
         let db = with_table(backend, |b| b).await;
         let start = Instant::now();
@@ -388,7 +384,7 @@ both_backends! {
 }
 
 both_backends! {
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn close_ends_kept_snapshots_and_truncates_the_wal(backend) {
         let db = with_table(backend, |b| b.read_snapshot_max_age(Duration::from_secs(60))).await;
         until_inline(&db).await;
@@ -407,21 +403,32 @@ both_backends! {
     }
 }
 
-/// Writes, then reads with `mode` until one of the reads runs on the writer's connection, lent while the writer
-/// waits for work (a standalone database's: its reads go there when their own connection's cache is cold after a
+/// A statement helper's read of one call site whatever its SQL's parameter, returning the thread its row mapper ran
+/// on (where the read ran) and `t`'s value: of the reads on callers' threads, only the statement helpers' may run
+/// on the writer's connection.
+async fn point(db: &Database) -> quicklite::Result<(ThreadId, i64)> {
+    db.query_row("SELECT v FROM t", [], |r| Ok((here(), r.get(0)?)))
+        .await
+}
+
+/// Writes, then runs `read` until one of the reads runs on the writer's connection, lent while the writer waits for
+/// work (a standalone database's: its statement reads go there when their own connection's cache is cold after a
 /// commit); returns every read's result. On a registry's database, whose writer lends no connection, one write and
 /// one read. Fails after 10 s.
-async fn until_on_writer(
+async fn until_on_writer<T, F>(
     db: &Database,
     backend: Backend,
-    mode: Mode,
-) -> Vec<quicklite::Result<(ThreadId, i64)>> {
+    read: impl Fn() -> F,
+) -> Vec<quicklite::Result<T>>
+where
+    F: std::future::Future<Output = quicklite::Result<T>>,
+{
     let before = db.metrics().inline_reads_on_writer;
     let start = Instant::now();
     let mut results = Vec::new();
     loop {
         db.execute("UPDATE t SET v = v", ()).await.unwrap();
-        results.push(db.read(probe(mode)).await);
+        results.push(read().await);
         if backend == Backend::Registry {
             assert_eq!(db.metrics().inline_reads_on_writer, 0);
             return results;
@@ -437,104 +444,140 @@ async fn until_on_writer(
     }
 }
 
+/// Reads with [`point`] until one runs on this thread.
+async fn until_point_inline(db: &Database) {
+    let start = Instant::now();
+    while point(db).await.unwrap().0 != here() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no read ran on its caller's thread in 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+fn assert_read_only<T: std::fmt::Debug>(result: quicklite::Result<T>) {
+    match result {
+        Err(Error::Sqlite(rusqlite::Error::SqliteFailure(e, _))) => {
+            assert_eq!(e.code, ErrorCode::ReadOnly)
+        }
+        other => panic!("expected SQLITE_READONLY, got {other:?}"),
+    }
+}
+
 both_backends! {
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_read_after_a_commit_may_run_on_the_writers_connection_and_sees_the_commit(backend) {
         let db = with_table(backend, |b| b).await;
-        until_inline(&db).await;
+        until_point_inline(&db).await;
         for i in 1..=20_i64 {
             db.execute("UPDATE t SET v = ?1", (i,)).await.unwrap();
-            let (_, v) = db.read(probe(Mode::Point)).await.unwrap();
+            let (_, v) = point(&db).await.unwrap();
             assert_eq!(v, i, "read {i} saw an older snapshot");
         }
-        for result in until_on_writer(&db, backend, Mode::Point).await {
+        for result in until_on_writer(&db, backend, || point(&db)).await {
             assert_eq!(result.unwrap(), (here(), 20));
         }
         db.execute("UPDATE t SET v = 21", ()).await.unwrap();
-        let (_, v) = db.read(probe(Mode::Point)).await.unwrap();
+        let (_, v) = point(&db).await.unwrap();
         assert_eq!(v, 21, "the writer took its connection back and wrote");
     }
 }
 
 both_backends! {
-    #[tokio::test]
-    async fn a_read_on_the_writers_connection_cannot_write(backend) {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_closure_never_runs_on_the_writers_connection(backend) {
         let db = with_table(backend, |b| b).await;
         until_inline(&db).await;
-        // Nor into a table of its own connection's.
-        for mode in [Mode::Write, Mode::Temp] {
-            for result in until_on_writer(&db, backend, mode).await {
-                match result {
-                    Err(Error::Sqlite(rusqlite::Error::SqliteFailure(e, _))) => {
-                        assert_eq!(e.code, ErrorCode::ReadOnly)
-                    }
-                    other => panic!("expected SQLITE_READONLY, got {:?}", other.map(|(_, v)| v)),
-                }
-            }
+        until_point_inline(&db).await;
+        for _ in 0..200 {
+            db.execute("UPDATE t SET v = v", ()).await.unwrap();
+            let on_writer = db.metrics().inline_reads_on_writer;
+            db.read(probe(Mode::Point)).await.unwrap();
+            assert_eq!(db.metrics().inline_reads_on_writer, on_writer);
         }
-        // Nor leave `query_only` on for the writes that follow (each round of `until_on_writer` writes).
-        for result in until_on_writer(&db, backend, Mode::QueryOnly).await {
-            result.unwrap();
-        }
-        let (_, v) = db.read(probe(Mode::Point)).await.unwrap();
-        assert_eq!(v, 0, "nothing was written");
-        db.execute("UPDATE t SET v = 5", ()).await.unwrap();
-        let (_, v) = db.read(probe(Mode::Point)).await.unwrap();
-        assert_eq!(v, 5, "the writer writes as before");
     }
 }
 
 both_backends! {
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_on_the_writers_connection_cannot_write_nor_change_it(backend) {
+        let db = with_table(backend, |b| b).await;
+        until_point_inline(&db).await;
+        // One call site whose SQL writes: rolled back, failed as on a reader's connection.
+        let writes = || db.query_row("UPDATE t SET v = v + 1 RETURNING v", [], |r| r.get::<_, i64>(0));
+        for result in until_on_writer(&db, backend, writes).await {
+            assert_read_only(result);
+        }
+        // Nor change the writer's settings, nor leave `query_only` on for the writes that follow.
+        let sets = || db.query_row("PRAGMA busy_timeout = 1", [], |r| r.get::<_, i64>(0));
+        let results = until_on_writer(&db, backend, sets).await;
+        if backend == Backend::Standalone {
+            match results.last() {
+                Some(Err(e)) => assert_eq!(e.sqlite_code(), Some(ErrorCode::AuthorizationForStatementDenied)),
+                other => panic!("expected SQLITE_AUTH, got {other:?}"),
+            }
+        }
+        let query_only = || db.query_row("SELECT 1 FROM pragma_query_only(1)", [], |r| r.get::<_, i64>(0));
+        until_on_writer(&db, backend, query_only).await;
+        let (_, v) = point(&db).await.unwrap();
+        assert_eq!(v, 0, "nothing was written");
+        db.execute("UPDATE t SET v = 5", ()).await.unwrap();
+        let (_, v) = point(&db).await.unwrap();
+        assert_eq!(v, 5, "the writer writes as before");
+        assert_eq!(
+            db.pragmas().get("busy_timeout").map(String::as_str),
+            Some("5000"),
+            "{:?}",
+            db.pragmas()
+        );
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_read_that_writes_then_panics_on_the_writers_connection_leaves_nothing_written(backend) {
         let db = with_table(backend, |b| b).await;
-        until_inline(&db).await;
-        // One call site: a closure of one type, told by a flag whether to write and panic.
-        let read = |write: bool| {
-            move |c: &Connection| -> rusqlite::Result<(ThreadId, i64)> {
-                if write {
-                    let _ = c.execute("UPDATE t SET v = 99", []);
+        // One call site: a row mapper told by a flag whether to panic, after a statement that writes.
+        let read = |panics: bool| {
+            db.query_row("UPDATE t SET v = 99 RETURNING v", [], move |r| {
+                if panics {
                     panic!("wrote, then panicked");
                 }
-                Ok((here(), c.query_row("SELECT v FROM t", [], |r| r.get(0))?))
-            }
+                r.get::<_, i64>(0)
+            })
         };
         let start = Instant::now();
-        while db.read(read(false)).await.unwrap().0 != here() {
+        while db.metrics().inline_reads == 0 {
             assert!(start.elapsed() < Duration::from_secs(10), "no read ran on its caller's thread in 10 s");
-            tokio::time::sleep(Duration::from_millis(1)).await;
+            let _ = read(false).await;
         }
-        loop {
-            db.execute("UPDATE t SET v = v", ()).await.unwrap();
-            let on_writer = db.metrics().inline_reads_on_writer;
-            match db.read(read(true)).await {
+        let results = until_on_writer(&db, backend, || read(true)).await;
+        for result in results {
+            match result {
                 Err(Error::Panic { message }) => assert_eq!(message, "wrote, then panicked"),
-                other => panic!("expected a panic error, got {:?}", other.map(|(_, v)| v)),
+                // On the reader threads the statement itself is refused.
+                other => assert_read_only(other),
             }
-            let panicked_on_writer = db.metrics().inline_reads_on_writer > on_writer;
-            let (_, v) = db.read(read(false)).await.unwrap();
-            assert_eq!(v, 0, "a panicking read's write was kept");
-            if backend == Backend::Registry || panicked_on_writer {
-                break;
-            }
-            assert!(start.elapsed() < Duration::from_secs(10), "no read ran on the writer's connection in 10 s");
         }
+        let (_, v) = point(&db).await.unwrap();
+        assert_eq!(v, 0, "a panicking read's write was kept");
         db.execute("UPDATE t SET v = 4", ()).await.unwrap();
-        let (_, v) = db.read(read(false)).await.unwrap();
+        let (_, v) = point(&db).await.unwrap();
         assert_eq!(v, 4);
     }
 }
 
 both_backends! {
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_snapshot_kept_on_the_writers_connection_ends_when_idle(backend) {
         let db = with_table(backend, |b| {
             b.read_snapshot_max_age(Duration::from_secs(60))
                 .checkpointing(quicklite::Checkpointing::External)
         })
         .await;
-        until_inline(&db).await;
-        until_on_writer(&db, backend, Mode::Point).await;
+        until_point_inline(&db).await;
+        until_on_writer(&db, backend, || point(&db)).await;
         // Another connection truncates the WAL: it waits for every snapshot in it to end, and the database's
         // writer never takes its connection back meanwhile (nothing is written).
         let other = Connection::open(db.path()).unwrap();
@@ -547,7 +590,7 @@ both_backends! {
 }
 
 /// A registry's databases share one bound on connections for inline reads: past it, reads go to the pool.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_registrys_databases_share_a_bound_on_inline_connections() {
     let dir = tempfile::tempdir().unwrap();
     let registry = quicklite::Registry::builder(dir.path())
@@ -555,6 +598,7 @@ async fn a_registrys_databases_share_a_bound_on_inline_connections() {
         .configure(|b| {
             b.inline_read_max(Duration::from_millis(10))
                 .inline_connections(4)
+                .inline_read_closures(true)
         })
         .open()
         .await
@@ -591,7 +635,7 @@ fn thread_tag() -> i64 {
 
 both_backends! {
     #[cfg(feature = "serde")]
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn typed_rows_run_inline_per_sql_text(backend) {
         #[derive(serde::Deserialize)]
         struct Tag {
@@ -617,5 +661,158 @@ both_backends! {
         // Another query into the same type is a call site of its own: its first run goes to the reader threads.
         let row: Tag = db.query_row_as("SELECT thread_tag() AS tag, 1 AS other", []).await.unwrap();
         assert_ne!(row.tag, thread_tag());
+    }
+}
+
+/// Reads of one call site each (a statement helper's, which may run on the writer's connection after a commit)
+/// that make SQLite end the read's transaction — an `INSERT OR ROLLBACK` that conflicts, a trigger's
+/// `RAISE(ROLLBACK)` — and then one that inserts: each fails, as reads cannot write, and the next must not run
+/// in the autocommit mode SQLite left the connection in.
+async fn end_the_transaction_then_insert(db: &Database, how: &'static str, key: i64) {
+    let _ = db.query_row(how, [], |r| r.get::<_, i64>(0)).await;
+    let _ = db
+        .query_row(
+            "INSERT INTO written_by_reads VALUES (?1) RETURNING key",
+            [key],
+            |r| r.get::<_, i64>(0),
+        )
+        .await;
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_commits_nothing_even_when_sqlite_ends_its_transaction(backend) {
+        let db = with_table(backend, |b| b).await;
+        db.execute_batch(
+            "CREATE TABLE taken (id INTEGER PRIMARY KEY); INSERT INTO taken VALUES (1);
+             CREATE TABLE written_by_reads (key INTEGER PRIMARY KEY);
+             CREATE TABLE undone (x);
+             CREATE TRIGGER undo_all BEFORE INSERT ON undone BEGIN SELECT RAISE(ROLLBACK, 'undone'); END;",
+        )
+        .await
+        .unwrap();
+        until_point_inline(&db).await;
+        let mut key = 0;
+        for how in [
+            "INSERT OR ROLLBACK INTO taken VALUES (1) RETURNING id",
+            "INSERT INTO undone VALUES (1) RETURNING x",
+        ] {
+            // Each read right after a write: on a standalone database, statement reads whose connection is cold
+            // after the commit take the writer's connection, lent while it waits.
+            let on_writer = db.metrics().inline_reads_on_writer;
+            for _ in 0..300 {
+                db.execute("UPDATE t SET v = v", ()).await.unwrap();
+                key += 1;
+                end_the_transaction_then_insert(&db, how, key).await;
+            }
+            if backend == Backend::Standalone {
+                assert!(db.metrics().inline_reads_on_writer > on_writer, "no read ran on the writer's connection");
+            }
+        }
+        // The same with read closures, which may run on the database's own connections on their callers' threads.
+        for _ in 0..300 {
+            db.execute("UPDATE t SET v = v", ()).await.unwrap();
+            key += 1;
+            let _ = db
+                .read(move |c| {
+                    let _ = c.execute("INSERT OR ROLLBACK INTO taken VALUES (1)", []);
+                    let _ = c.execute("INSERT INTO written_by_reads VALUES (?1)", [key]);
+                    Ok(())
+                })
+                .await;
+        }
+        assert_eq!(common::count(&db, "written_by_reads").await, 0, "a read committed a write");
+        let on_file: i64 = Connection::open(db.path())
+            .unwrap()
+            .query_row("SELECT count(*) FROM written_by_reads", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(on_file, 0, "a read committed a write to the file");
+    }
+}
+
+/// A registry serves a database's reads on its writer's connection while the database needs no reader connection
+/// of its own (with no budget for them, always): a read there writes nothing and commits nothing, as on a reader's
+/// connection, whatever SQLite did to its transaction, and the writer writes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_served_on_a_registrys_writer_connection_writes_and_commits_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = quicklite::Registry::builder(dir.path())
+        .max_reader_connections(0)
+        .configure(|b| b.inline_reads(false))
+        .open()
+        .await
+        .unwrap();
+    let db = registry.get("t").await.unwrap();
+    db.execute_batch(
+        "CREATE TABLE t (v INTEGER NOT NULL); INSERT INTO t VALUES (0);
+         CREATE TABLE taken (id INTEGER PRIMARY KEY); INSERT INTO taken VALUES (1);
+         CREATE TABLE written_by_reads (key INTEGER PRIMARY KEY);",
+    )
+    .await
+    .unwrap();
+    for key in 0..100_i64 {
+        db.execute("UPDATE t SET v = v", ()).await.unwrap();
+        let wrote = db
+            .read(move |c| {
+                c.execute("INSERT INTO written_by_reads VALUES (?1)", [key])?;
+                c.query_row("SELECT count(*) FROM written_by_reads", [], |r| {
+                    r.get::<_, i64>(0)
+                })
+            })
+            .await;
+        assert_read_only(wrote);
+        let _ = db
+            .read(move |c| {
+                let _ = c.execute("INSERT OR ROLLBACK INTO taken VALUES (1)", []);
+                let _ = c.execute("INSERT INTO written_by_reads VALUES (?1)", [key]);
+                Ok(())
+            })
+            .await;
+    }
+    assert_eq!(
+        registry.metrics().reader_connections,
+        0,
+        "the reads ran on the writer's connection"
+    );
+    assert_eq!(
+        common::count(&db, "written_by_reads").await,
+        0,
+        "a read committed a write"
+    );
+    db.execute("UPDATE t SET v = 3", ()).await.unwrap();
+    assert_eq!(
+        point(&db).await.unwrap().1,
+        3,
+        "the writer writes as before"
+    );
+    registry.close().await.unwrap();
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reads_keep_their_snapshot_while_a_write_waits_for_a_lock_held_elsewhere(backend) {
+        let db = with_table(backend, |b| b.read_snapshot_max_age(Duration::from_secs(60))).await;
+        until_point_inline(&db).await;
+        // Another connection (as Litestream around its checkpoints) holds the write lock.
+        let other = Connection::open(db.path()).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE; UPDATE t SET v = 0").unwrap();
+        let retries = db.metrics().busy_retries;
+        let write = tokio::spawn({
+            let db = db.db.clone();
+            async move { db.execute("UPDATE t SET v = 1", ()).await }
+        });
+        while db.metrics().busy_retries < retries + 5 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // Nothing commits while the write waits: the reads' kept snapshot serves them all.
+        let before = db.metrics().read_transactions;
+        for _ in 0..50 {
+            assert_eq!(point(&db).await.unwrap().1, 0);
+        }
+        let begun = db.metrics().read_transactions - before;
+        assert!(begun <= 2, "{begun} snapshots begun for 50 reads while a write waited for the lock");
+        other.execute_batch("COMMIT").unwrap();
+        write.await.unwrap().unwrap();
+        assert_eq!(point(&db).await.unwrap().1, 1);
     }
 }

@@ -268,9 +268,9 @@ impl Database {
     /// Runs `f` with a read-only connection, inside a snapshot that contains every write this process had
     /// acknowledged when `read` was called (read-your-writes).
     ///
-    /// `f` runs on a reader thread, or, if this closure's reads have been short lately, on the thread that polls
-    /// this future, without a hand-off ([`Builder::inline_reads`](crate::Builder::inline_reads)). Other reads may
-    /// share the snapshot. A write attempted here fails with `SQLITE_READONLY`; transaction
+    /// `f` runs on a reader thread — so it may block, as on any thread of its own — and other reads may share the
+    /// snapshot. With [`Builder::inline_read_closures`](crate::Builder::inline_read_closures), a closure whose
+    /// reads have been short lately runs on the thread that polls this future instead, without a hand-off. A write attempted here fails with `SQLITE_READONLY`; transaction
     /// control (`BEGIN`, `COMMIT`, …) is refused with `SQLITE_AUTH`, because the reader manages the transaction.
     /// With a timeout ([`Database::with_timeout`], [`Builder::read_timeout`](crate::Builder::read_timeout)), a read
     /// still queued or running past it fails with [`Error::Timeout`].
@@ -322,10 +322,10 @@ impl Database {
     {
         let deadline = self.read_deadline(None);
         let mut f = Some(f);
-        if let Some((inline, attempt)) = self.inline_for(site) {
+        if let Some((inline, attempt)) = self.inline_for(site, false) {
             inline::take_turn().await;
             let run_here = |conn: &Connection| (f.take().expect("runs once"))(conn, sql);
-            if let Ok(result) = inline.run(attempt, deadline, run_here) {
+            if let Ok(result) = inline.run(attempt, deadline, true, run_here) {
                 return result;
             }
         }
@@ -335,10 +335,11 @@ impl Database {
             .await
     }
 
-    /// The connections for reads on the caller's thread, if a read of `site` may run there now, and on what grounds.
-    fn inline_for(&self, site: Site) -> Option<(&Arc<Inline>, Attempt)> {
+    /// The connections for reads on the caller's thread, if a read of `site` (a read `closure`, or a statement
+    /// helper's) may run there now, and on what grounds.
+    fn inline_for(&self, site: Site, closure: bool) -> Option<(&Arc<Inline>, Attempt)> {
         let inline = self.inner.inline.as_ref()?;
-        Some((inline, inline.suits(site)?))
+        Some((inline, inline.suits(site, closure)?))
     }
 
     /// Runs a read on the caller's thread if its call site has been short lately ([`inline`]), else on the
@@ -354,10 +355,10 @@ impl Database {
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        let f = match self.inline_for(site) {
+        let f = match self.inline_for(site, true) {
             Some((inline, attempt)) => {
                 inline::take_turn().await;
-                match inline.run(attempt, deadline, f) {
+                match inline.run(attempt, deadline, false, f) {
                     Ok(result) => return result,
                     Err(f) => f,
                 }

@@ -60,6 +60,10 @@ impl Database {
 
     /// Reads one row with a cached statement and maps it with `f`. A query that returns no row fails with
     /// `rusqlite::Error::QueryReturnedNoRows`.
+    ///
+    /// A read whose SQL has run short lately runs on the thread that polls this future
+    /// ([`Builder::inline_reads`](crate::Builder::inline_reads)), and `f` with it: `f` must not block on the async
+    /// runtime (tokio's `blocking_send`, `block_on`).
     pub async fn query_row<T, P, F>(&self, sql: impl AsRef<str>, params: P, f: F) -> Result<T>
     where
         P: Params + Send + 'static,
@@ -74,7 +78,8 @@ impl Database {
         .await
     }
 
-    /// Reads every row of a query with a cached statement, mapping each with `f`.
+    /// Reads every row of a query with a cached statement, mapping each with `f` (which, as [`Database::query_row`]'s,
+    /// may run on the thread that polls this future).
     pub async fn query_all<T, P, F>(&self, sql: impl AsRef<str>, params: P, f: F) -> Result<Vec<T>>
     where
         P: Params + Send + 'static,

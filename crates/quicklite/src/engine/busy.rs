@@ -107,7 +107,7 @@ impl BusyLimit {
         &self,
         conn: &mut Connection,
         shared: &Arc<Shared>,
-    ) -> rusqlite::Result<()> {
+    ) -> rusqlite::Result<hooks::Armed> {
         let busy = self.clone();
         let counters = shared.clone();
         let mut episode_start = Instant::now();

@@ -59,6 +59,17 @@ impl ExternalCommits {
         }
     }
 
+    /// The writer writes on `conn`, its other connection, from now on: that one's data version moved with the first
+    /// one's commits too, so the looks start over from it, and subscribers are told to read afresh, as a commit from
+    /// outside may have come since the last look.
+    pub(crate) fn switched(&mut self, conn: &GuardedConnection, shared: &Shared) {
+        self.version = None;
+        self.look(conn, shared);
+        if !self.replica {
+            shared.changes.external();
+        }
+    }
+
     /// Reads the connection's data version and tells the subscribers if it changed since the last look. Outside a
     /// transaction only: inside one, the version is that of the transaction's snapshot.
     fn look(&mut self, conn: &GuardedConnection, shared: &Shared) {

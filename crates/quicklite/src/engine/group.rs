@@ -68,6 +68,7 @@ pub(crate) fn commit_group(
         }
         // What the write changes is told to subscribers only if its work commits.
         let mark = shared.changes.mark();
+        let changed_before = conn.conn().total_changes();
         let ran = {
             let request = &mut group[i];
             let _span = tracing::debug_span!(parent: &request.span, "quicklite.write").entered();
@@ -117,7 +118,11 @@ pub(crate) fn commit_group(
                     .and_then(|_| conn.control(RELEASE_SQL)),
             )
         };
-        if !ran.is_ok() {
+        // A failing statement without a savepoint keeps what SQLite kept of it (`OR FAIL`, a trigger's
+        // `RAISE(FAIL)`: the rows it changed before failing, which SQLite counts as changes), committed with the
+        // group like any other write's; one SQLite undid changed nothing (SQLite counts no change).
+        let kept = !savepoint && !single && conn.conn().total_changes() > changed_before;
+        if !ran.is_ok() && !kept {
             metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
             // Rolled back to its savepoint, or its statement undone by SQLite (a whole transaction's rollback
             // empties the log by itself).
@@ -133,19 +138,19 @@ pub(crate) fn commit_group(
         return Ok(false);
     }
     let committing = Instant::now();
-    shared.commit_starts();
-    match blocking_work(|| conn.control(COMMIT)) {
-        Ok(()) => {
-            metrics.commit_us.record_duration(committing.elapsed());
-            metrics
-                .write_transaction_us
-                .record_duration(began.elapsed());
-            shared.publish_commit();
-            metrics.write_batch.record((group.len() - open_from) as u64);
-            Ok(true)
-        }
+    let result = conn.committing(|| blocking_work(|| conn.control(COMMIT)));
+    if conn.settle() {
+        metrics.commit_us.record_duration(committing.elapsed());
+        metrics
+            .write_transaction_us
+            .record_duration(began.elapsed());
+        metrics.write_batch.record((group.len() - open_from) as u64);
+        return Ok(true);
+    }
+    match result {
+        // Nothing to commit after all (the witness saw no commit of a transaction that wrote nothing).
+        Ok(()) => Ok(false),
         Err(e) => {
-            shared.commit_abandoned();
             metrics.failed_commits.fetch_add(1, Ordering::Relaxed);
             metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
             if !conn.conn().is_autocommit() {
@@ -238,16 +243,15 @@ pub(crate) fn run_alone(
             // everything it did), which spares executing `BEGIN IMMEDIATE` and `COMMIT`. If the commit fails, the
             // statement returns that error.
             // Its commit, and its fsync, happen inside the statement: blocking work as much as the statement.
-            shared.commit_starts();
-            let ran = blocking_work(|| request.job.run(conn.conn()));
-            if ran.is_ok() {
-                shared.publish_commit();
+            let ran = conn.committing(|| blocking_work(|| request.job.run(conn.conn())));
+            // Committed as it ended — also when it failed after changing rows it keeps (`OR FAIL`): every commit
+            // that reaches the file is published and told, whatever the statement returned.
+            if conn.settle() {
                 metrics.write_batch.record(1);
                 metrics
                     .write_transaction_us
                     .record_duration(started.elapsed());
-            } else {
-                shared.commit_abandoned();
+            } else if !ran.is_ok() {
                 metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
                 shared.changes.undo_to(mark);
             }
@@ -255,10 +259,11 @@ pub(crate) fn run_alone(
         }
         WriteKind::Unmanaged => {
             // It may commit at any point; it is published after it returns, whatever it did.
-            shared.commit_starts();
             let deadline = request.deadline;
             let ran = conn.run_until_mut(deadline.map(|d| d.at), |conn| {
-                blocking_work(|| conn.allow_tx_control_mut(|c| request.job.run_mut(c)))
+                conn.committing_mut(|conn| {
+                    blocking_work(|| conn.allow_tx_control_mut(|c| request.job.run_mut(c)))
+                })
             });
             if let Some(deadline) = deadline
                 && !ran.is_ok()
@@ -277,7 +282,7 @@ pub(crate) fn run_alone(
                 Some(Error::TransactionLeftOpen)
             };
             // It may have committed anything; readers must not serve older snapshots to later reads.
-            shared.publish_commit();
+            conn.settle_all();
             (ran, outcome)
         }
     };
@@ -290,18 +295,17 @@ pub(crate) fn run_alone(
 /// Commits a write's own transaction.
 fn commit_alone(conn: &GuardedConnection, shared: &Shared, started: Instant) -> Option<Error> {
     let metrics = &shared.metrics;
-    shared.commit_starts();
-    match blocking_work(|| conn.control(COMMIT)) {
-        Ok(()) => {
-            shared.publish_commit();
-            metrics.write_batch.record(1);
-            metrics
-                .write_transaction_us
-                .record_duration(started.elapsed());
-            None
-        }
+    let result = conn.committing(|| blocking_work(|| conn.control(COMMIT)));
+    if conn.settle() {
+        metrics.write_batch.record(1);
+        metrics
+            .write_transaction_us
+            .record_duration(started.elapsed());
+        return None;
+    }
+    match result {
+        Ok(()) => None,
         Err(e) => {
-            shared.commit_abandoned();
             metrics.failed_commits.fetch_add(1, Ordering::Relaxed);
             metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
             let _ = conn.control(ROLLBACK);
@@ -321,6 +325,8 @@ mod tests {
 
     use std::time::Instant;
 
+    use std::sync::Arc;
+
     use rusqlite::Connection;
     use tokio::sync::oneshot;
 
@@ -328,7 +334,8 @@ mod tests {
     use crate::reply::{Answer, CallerThread};
     use crate::request::Job;
 
-    fn connection() -> GuardedConnection {
+    /// A witnessed connection ([`crate::engine::witness`]), as the writer's, and the state it publishes to.
+    fn connection() -> (GuardedConnection, Arc<Shared>) {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(
             "PRAGMA foreign_keys = ON;
@@ -339,7 +346,15 @@ mod tests {
              CREATE TRIGGER undo_all BEFORE INSERT ON undo BEGIN SELECT RAISE(ROLLBACK, 'undone'); END;",
         )
         .unwrap();
-        GuardedConnection::new(conn).unwrap()
+        witnessed(conn)
+    }
+
+    fn witnessed(conn: Connection) -> (GuardedConnection, Arc<Shared>) {
+        let shared = Arc::new(Shared::default());
+        let mut conn = GuardedConnection::new(conn).unwrap();
+        let witness = crate::engine::witness::install(conn.conn_mut(), &shared).unwrap();
+        conn.set_witness(witness);
+        (conn, shared)
     }
 
     type Reply = oneshot::Receiver<Answer<usize>>;
@@ -402,10 +417,9 @@ mod tests {
             .unwrap();
         // No wait: the writer's busy handler would give up the same way, later.
         conn.busy_timeout(std::time::Duration::ZERO).unwrap();
-        let conn = GuardedConnection::new(conn).unwrap();
+        let (conn, shared) = witnessed(conn);
         let other = Connection::open(&path).unwrap();
         other.execute_batch("BEGIN IMMEDIATE").unwrap();
-        let shared = Shared::default();
         let (mut group, replies) = split(vec![insert(1), insert(2)]);
         let mut outcomes = Outcomes::new();
         assert_eq!(
@@ -428,8 +442,7 @@ mod tests {
 
     #[test]
     fn a_failing_write_rolls_back_alone_and_the_group_commits() {
-        let conn = connection();
-        let shared = Shared::default();
+        let (conn, shared) = connection();
         let (mut group, replies) = split(vec![
             insert(1),
             request(WriteKind::Grouped, |c| {
@@ -456,8 +469,7 @@ mod tests {
 
     #[test]
     fn a_panicking_write_rolls_back_alone() {
-        let conn = connection();
-        let shared = Shared::default();
+        let (conn, shared) = connection();
         let (mut group, replies) = split(vec![
             insert(1),
             request(WriteKind::Grouped, |c| {
@@ -479,8 +491,7 @@ mod tests {
 
     #[test]
     fn a_failed_commit_fails_every_write_of_the_group() {
-        let conn = connection();
-        let shared = Shared::default();
+        let (conn, shared) = connection();
         // The orphan passes its own statement (the key is checked at COMMIT), so only the COMMIT fails.
         let (mut group, replies) = split(vec![
             insert(1),
@@ -516,8 +527,7 @@ mod tests {
 
     #[test]
     fn a_transaction_sqlite_rolls_back_fails_the_writes_before_and_the_group_goes_on() {
-        let conn = connection();
-        let shared = Shared::default();
+        let (conn, shared) = connection();
         let (mut group, replies) = split(vec![
             insert(1),
             request(WriteKind::Grouped, |c| {
@@ -550,8 +560,7 @@ mod tests {
 
     #[test]
     fn transaction_control_in_a_write_is_refused_and_rolls_back_alone() {
-        let conn = connection();
-        let shared = Shared::default();
+        let (conn, shared) = connection();
         let (mut group, replies) = split(vec![
             insert(1),
             request(WriteKind::Grouped, |c| {
@@ -576,8 +585,7 @@ mod tests {
 
     #[test]
     fn a_write_that_needs_its_own_transaction_runs_alone() {
-        let mut conn = connection();
-        let shared = Shared::default();
+        let (mut conn, shared) = connection();
         // Committed: its own BEGIN … COMMIT, published.
         let (mut ok, ok_rx) = request(WriteKind::Transaction, |c| {
             c.execute("INSERT INTO t VALUES (1)", [])?;
@@ -619,8 +627,7 @@ mod tests {
 
     #[test]
     fn a_lone_statement_commits_without_begin() {
-        let mut conn = connection();
-        let shared = Shared::default();
+        let (mut conn, shared) = connection();
         let (mut lone, rx) = request(WriteKind::GroupedStatement, |c| {
             c.execute("INSERT INTO t VALUES (7)", [])
         });
@@ -641,8 +648,7 @@ mod tests {
             Arc::new(AtomicUsize::new(0)),
         );
         crate::util::flag_blocking_work(flag.clone(), raised);
-        let mut conn = connection();
-        let shared = Shared::default();
+        let (mut conn, shared) = connection();
         for kind in [
             WriteKind::Grouped,
             WriteKind::GroupedStatement,

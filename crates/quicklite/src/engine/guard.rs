@@ -1,4 +1,5 @@
-//! A connection with the guard that keeps transaction control to the handle.
+//! A connection with the guard that keeps transaction control to the handle, and what keeps the writer's
+//! connection the writer's while it is lent to reads.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -6,6 +7,9 @@ use std::time::Instant;
 
 use rusqlite::Connection;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+
+use crate::engine::hooks::Armed;
+use crate::engine::witness::Witness;
 
 /// Name of the savepoint each write of a group runs in, as a macro so that the statements that use it are
 /// constants made from it (`engine/group`): the guard refuses closures exactly the savepoint the engine runs.
@@ -19,6 +23,40 @@ pub(crate) use savepoint_name;
 /// Name of the savepoint each write of a group runs in.
 pub(crate) const SAVEPOINT: &str = savepoint_name!();
 
+/// PRAGMAs that take an argument and only report: allowed to reads on the writer's connection, as any PRAGMA that
+/// takes none but those in [`ACTIONS`].
+const REPORTS: [&str; 12] = [
+    "table_info",
+    "table_xinfo",
+    "table_list",
+    "index_info",
+    "index_xinfo",
+    "index_list",
+    "foreign_key_list",
+    "foreign_key_check",
+    "integrity_check",
+    "quick_check",
+    "function_list",
+    "pragma_list",
+];
+
+/// PRAGMAs that act on the connection or the file without an argument.
+const ACTIONS: [&str; 4] = [
+    "wal_checkpoint",
+    "optimize",
+    "incremental_vacuum",
+    "shrink_memory",
+];
+
+/// Whether `PRAGMA name` (with `value`, if any) would change the connection or the file, rather than report.
+fn pragma_changes(name: &str, value: Option<&str>) -> bool {
+    let is = |names: &[&str]| names.iter().any(|n| n.eq_ignore_ascii_case(name));
+    match value {
+        Some(_) => !is(&REPORTS),
+        None => is(&ACTIONS),
+    }
+}
+
 /// Refuses transaction control (`BEGIN`, `COMMIT`, `ROLLBACK`, and our own savepoint) to user closures.
 ///
 /// The handle owns transaction boundaries: a closure that ran `COMMIT` in the middle of a group would commit its
@@ -27,8 +65,10 @@ pub(crate) const SAVEPOINT: &str = savepoint_name!();
 /// the handle opens the gate only around its own statements.
 ///
 /// While the writer's connection is lent to reads ([`GuardedConnection::lend_read_only`],
-/// [`GuardedConnection::set_lent`]), a read closure's `PRAGMA query_only` is ignored: it can neither turn off the
-/// `query_only` a lent connection may run under nor leave it on for the writes that follow.
+/// [`GuardedConnection::set_lent`]), the writer's set-up is the writer's: a read's `PRAGMA query_only` is
+/// ignored (it can neither turn off the `query_only` a lent connection runs under nor leave it on for the writes
+/// that follow), and a PRAGMA that would change the connection (`busy_timeout`, `wal_autocheckpoint`, `cache_size`,
+/// a checkpoint …), `ATTACH` and `DETACH` are refused (`SQLITE_AUTH`).
 #[derive(Clone, Default)]
 pub(crate) struct TxGuard {
     /// True while the handle itself runs (or re-prepares) a transaction-control statement.
@@ -46,12 +86,14 @@ impl TxGuard {
         out
     }
 
-    fn install(&self, conn: &mut Connection) -> rusqlite::Result<()> {
-        let (open, lent) = (self.open.clone(), self.lent.clone());
+    fn install(&self, conn: &mut Connection, sentinel: &Arc<()>) -> rusqlite::Result<()> {
+        let (open, lent, sentinel) = (self.open.clone(), self.lent.clone(), sentinel.clone());
         conn.authorizer(Some(move |ctx: AuthContext<'_>| {
+            let _ = &sentinel;
             if open.load(Ordering::Relaxed) {
                 return Authorization::Allow;
             }
+            let lent = lent.load(Ordering::Relaxed);
             match ctx.action {
                 AuthAction::Transaction { .. } => Authorization::Deny,
                 AuthAction::Savepoint { savepoint_name, .. }
@@ -62,10 +104,15 @@ impl TxGuard {
                 AuthAction::Pragma {
                     pragma_name,
                     pragma_value: Some(_),
-                } if pragma_name.eq_ignore_ascii_case("query_only")
-                    && lent.load(Ordering::Relaxed) =>
-                {
+                } if lent && pragma_name.eq_ignore_ascii_case("query_only") => {
                     Authorization::Ignore
+                }
+                AuthAction::Pragma {
+                    pragma_name,
+                    pragma_value,
+                } if lent && pragma_changes(pragma_name, pragma_value) => Authorization::Deny,
+                AuthAction::Attach { .. } | AuthAction::Detach { .. } if lent => {
+                    Authorization::Deny
                 }
                 _ => Authorization::Allow,
             }
@@ -82,7 +129,17 @@ pub(crate) struct GuardedConnection {
     /// handler checks: a statement still running past it is interrupted, as is a read's whose caller has stopped
     /// waiting ([`crate::request::caller_gone`]).
     deadline: Arc<AtomicU64>,
+    /// Held by the authorizer and the progress handler: a holder fewer means a closure replaced one of them
+    /// through rusqlite (whose 0.40 takes hooks with `&self`), and [`GuardedConnection::rearm`] puts them back.
+    sentinel: Arc<()>,
+    /// The hooks registered through SQLite's C API, registered again by [`GuardedConnection::rearm`].
+    armed: Vec<Armed>,
+    /// The witness of commits, on a read-write connection ([`crate::engine::witness`]).
+    witness: Option<Witness>,
 }
+
+/// Holders of a connection's sentinel while its authorizer and progress handler are its own: itself and the two.
+const SENTINEL_HOLDERS: usize = 3;
 
 /// How many virtual-machine instructions SQLite runs between two calls of the progress handler: often enough to
 /// stop a runaway statement within a fraction of a millisecond, rarely enough to cost nothing measurable.
@@ -100,25 +157,41 @@ fn micros_since_epoch(at: Instant) -> u64 {
         .max(1)
 }
 
+/// Installs the progress handler: it interrupts a statement past the running request's deadline or whose
+/// caller has stopped waiting, and tells a run on a thread the database does not own that it passed its bound
+/// ([`crate::engine::bound`]).
+fn watch_progress(
+    conn: &mut Connection,
+    deadline: &Arc<AtomicU64>,
+    sentinel: &Arc<()>,
+) -> rusqlite::Result<()> {
+    let (watched, sentinel) = (deadline.clone(), sentinel.clone());
+    conn.progress_handler(
+        PROGRESS_EVERY,
+        Some(move || {
+            let _ = &sentinel;
+            crate::engine::bound::check();
+            let at = watched.load(Ordering::Relaxed);
+            (at != 0 && micros_since_epoch(Instant::now()) >= at) || crate::request::caller_gone()
+        }),
+    )
+}
+
 impl GuardedConnection {
     /// Installs the guard on `conn`.
     pub(crate) fn new(mut conn: Connection) -> rusqlite::Result<GuardedConnection> {
         let guard = TxGuard::default();
-        guard.install(&mut conn)?;
+        let sentinel = Arc::new(());
+        guard.install(&mut conn, &sentinel)?;
         let deadline = Arc::new(AtomicU64::new(0));
-        let watched = deadline.clone();
-        conn.progress_handler(
-            PROGRESS_EVERY,
-            Some(move || {
-                let at = watched.load(Ordering::Relaxed);
-                (at != 0 && micros_since_epoch(Instant::now()) >= at)
-                    || crate::request::caller_gone()
-            }),
-        )?;
+        watch_progress(&mut conn, &deadline, &sentinel)?;
         Ok(GuardedConnection {
             conn,
             guard,
             deadline,
+            sentinel,
+            armed: Vec::new(),
+            witness: None,
         })
     }
 
@@ -161,6 +234,51 @@ impl GuardedConnection {
         &mut self.conn
     }
 
+    /// Keeps `armed`, a hook registered through SQLite's C API, to register it again after a lending.
+    pub(crate) fn keep_armed(&mut self, armed: Armed) {
+        self.armed.push(armed);
+    }
+
+    /// Makes this a writer's connection, whose commits a witness sees ([`crate::engine::witness`]).
+    pub(crate) fn set_witness(&mut self, witness: Witness) {
+        self.witness = Some(witness);
+    }
+
+    /// Commits vetoed on this connection so far (none without a witness).
+    pub(crate) fn vetoed(&self) -> u64 {
+        self.witness.as_ref().map_or(0, Witness::vetoed)
+    }
+
+    /// Runs `f` with commits allowed: the engine's `COMMIT`, a statement it runs in autocommit mode, a closure
+    /// that manages its own transactions ([`Witness::allow`]; a connection without a witness commits as it will).
+    pub(crate) fn committing<T>(&self, f: impl FnOnce() -> T) -> T {
+        match &self.witness {
+            Some(witness) => witness.allow(f),
+            None => f(),
+        }
+    }
+
+    /// [`GuardedConnection::committing`] for `f` that needs the connection itself.
+    pub(crate) fn committing_mut<T>(&mut self, f: impl FnOnce(&mut GuardedConnection) -> T) -> T {
+        let _allowed = self.witness.as_ref().map(Witness::allowing);
+        f(self)
+    }
+
+    /// After a statement that may have committed: whether a commit reached the file, now published
+    /// ([`Witness::settle`]).
+    pub(crate) fn settle(&self) -> bool {
+        self.witness
+            .as_ref()
+            .is_some_and(|witness| witness.settle(&self.conn))
+    }
+
+    /// After a closure that managed its own transactions ([`Witness::settle_all`]).
+    pub(crate) fn settle_all(&self) {
+        if let Some(witness) = &self.witness {
+            witness.settle_all();
+        }
+    }
+
     /// Runs one of the handle's own transaction-control statements (kept prepared in the statement cache).
     pub(crate) fn control(&self, sql: &str) -> rusqlite::Result<()> {
         self.guard.allow_tx_control(|| {
@@ -169,29 +287,14 @@ impl GuardedConnection {
         })
     }
 
-    /// Lends the connection to `f` made read-only (`query_only`, which read closures cannot turn off), so that a
-    /// write attempted there fails with `SQLITE_READONLY` as on a reader's connection; `None` if it could not be
-    /// made read-only. The two PRAGMAs are prepared each time rather than cached, so a closure cannot find the
-    /// handle's own statement in the cache.
-    pub(crate) fn lend_read_only<T>(&self, f: impl FnOnce(&GuardedConnection) -> T) -> Option<T> {
-        let on = self
-            .guard
-            .allow_tx_control(|| self.conn.execute_batch("PRAGMA query_only = ON"));
-        if let Err(e) = on {
-            tracing::warn!(error = %e, "could not make the writer's connection read-only for reads");
-            return None;
-        }
-        self.guard.lent.store(true, Ordering::Relaxed);
+    /// Lends the connection to `f`, a batch of reads ([`GuardedConnection::set_lent`]); what `f` changed of the
+    /// connection's hooks is put back afterwards.
+    pub(crate) fn lend_read_only<T>(&mut self, f: impl FnOnce(&GuardedConnection) -> T) -> T {
+        self.set_lent(true);
         let out = f(self);
-        self.guard.lent.store(false, Ordering::Relaxed);
-        let off = self
-            .guard
-            .allow_tx_control(|| self.conn.execute_batch("PRAGMA query_only = OFF"));
-        if let Err(e) = off {
-            // Writes on this connection would now fail with SQLITE_READONLY, each with that clear error.
-            tracing::error!(error = %e, "could not make the writer's connection writable again");
-        }
-        Some(out)
+        self.set_lent(false);
+        self.rearm();
+        out
     }
 
     /// Whether the connection is inside a write transaction, on any of its schemas (`temp` too).
@@ -202,10 +305,45 @@ impl GuardedConnection {
         state == rusqlite::ffi::SQLITE_TXN_WRITE
     }
 
-    /// Marks the connection lent to reads, or given back: while it is lent, a read closure's `PRAGMA query_only`
-    /// is ignored.
+    /// Lends the connection to reads, or takes it back. While it is lent, a read is refused what would change the
+    /// connection ([`TxGuard`]), and its witness vetoes every commit (as it does whenever the engine does not allow
+    /// one): a write a read attempts takes effect only inside the read's transaction, which the read's runner rolls
+    /// back before anyone can see it ([`GuardedConnection::writing`]). (`PRAGMA query_only` would refuse the write
+    /// itself, but switching it expires every statement prepared on the connection, the writer's own.)
     pub(crate) fn set_lent(&self, lent: bool) {
         self.guard.lent.store(lent, Ordering::Relaxed);
+    }
+
+    /// Puts back what a read lent this connection may have changed of its hooks through rusqlite's API (the busy
+    /// handler with `busy_timeout`; with rusqlite 0.40, whose hooks take `&self`, any hook); returns whether a
+    /// hook had to be put back (which is logged). The hooks registered through SQLite's C API are registered
+    /// again, which costs a few calls; the others only if they were replaced.
+    pub(crate) fn rearm(&mut self) -> bool {
+        for armed in &self.armed {
+            armed.rearm(&self.conn);
+        }
+        let mut replaced = false;
+        if Arc::strong_count(&self.sentinel) < SENTINEL_HOLDERS {
+            replaced = true;
+            let sentinel = Arc::new(());
+            if let Err(e) = self
+                .guard
+                .install(&mut self.conn, &sentinel)
+                .and_then(|()| watch_progress(&mut self.conn, &self.deadline, &sentinel))
+            {
+                tracing::error!(error = %e, "could not put back the connection's authorizer and progress handler");
+            }
+            self.sentinel = sentinel;
+        }
+        if let Some(witness) = &mut self.witness {
+            replaced |= witness.rearm(&mut self.conn);
+        }
+        if replaced {
+            tracing::warn!(
+                "a read replaced a hook of the writer's connection through rusqlite's API; it was put back"
+            );
+        }
+        replaced
     }
 
     /// The connection without its guard (for a connection that runs no user closure).
@@ -222,6 +360,78 @@ impl GuardedConnection {
 
     /// Closes the connection, reporting a failure.
     pub(crate) fn close(self) -> Result<(), rusqlite::Error> {
-        self.conn.close().map_err(|(_, e)| e)
+        self.into_inner().close().map_err(|(_, e)| e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guarded() -> GuardedConnection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (x)").unwrap();
+        GuardedConnection::new(conn).unwrap()
+    }
+
+    #[test]
+    fn a_lent_connection_commits_nothing_and_keeps_the_writers_settings() {
+        let mut conn = guarded();
+        let shared = Arc::new(crate::engine::Shared::default());
+        let witness = crate::engine::witness::install(conn.conn_mut(), &shared).unwrap();
+        conn.set_witness(witness);
+        conn.set_lent(true);
+        let refused = |sql: &str| conn.conn().execute_batch(sql).unwrap_err();
+        let code = |e: rusqlite::Error| e.sqlite_error_code();
+        assert_eq!(
+            code(refused("INSERT INTO t VALUES (1)")),
+            Some(rusqlite::ErrorCode::ConstraintViolation),
+            "the commit was vetoed"
+        );
+        for sql in [
+            "PRAGMA busy_timeout = 1",
+            "PRAGMA wal_autocheckpoint = 1",
+            "PRAGMA cache_size = 10",
+            "PRAGMA wal_checkpoint",
+            "ATTACH ':memory:' AS other",
+        ] {
+            assert_eq!(
+                code(refused(sql)),
+                Some(rusqlite::ErrorCode::AuthorizationForStatementDenied),
+                "{sql}"
+            );
+        }
+        // What only reports is allowed, and `query_only` is ignored.
+        conn.conn()
+            .execute_batch("PRAGMA table_info(t); PRAGMA cache_size; PRAGMA query_only = ON")
+            .unwrap();
+        conn.set_lent(false);
+        let rows: i64 = conn
+            .conn()
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 0);
+        conn.committing(|| {
+            conn.conn()
+                .execute_batch("INSERT INTO t VALUES (1); PRAGMA cache_size = 10")
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn a_replaced_authorizer_is_put_back() {
+        let mut conn = guarded();
+        assert!(!conn.rearm(), "nothing to put back");
+        assert!(conn.conn().execute_batch("BEGIN").is_err());
+        // As a closure could with rusqlite 0.40.
+        conn.conn_mut()
+            .authorizer(None::<fn(AuthContext<'_>) -> Authorization>)
+            .unwrap();
+        conn.conn().execute_batch("BEGIN; ROLLBACK").unwrap();
+        assert!(conn.rearm());
+        assert!(
+            conn.conn().execute_batch("BEGIN").is_err(),
+            "the guard is back"
+        );
     }
 }

@@ -2,7 +2,9 @@
 //! statement profile and the WAL hook. rusqlite 0.40 takes plain function pointers for them, 0.41 closures; the
 //! handle's hooks carry state (a connection's wait limit, its database's counters), so they are registered here
 //! through SQLite's C API with closures of any version. Their state belongs to the connection: SQLite keeps it as
-//! the connection's client data and drops it when the connection closes.
+//! the connection's client data and drops it when the connection closes. Each installer returns the hook
+//! [`Armed`], to register it again with the same state should something replace it (a read lent the writer's
+//! connection calling `busy_timeout`, say).
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -10,9 +12,30 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ffi};
 
+/// A hook registered through SQLite's C API, with the state it was registered with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Armed {
+    register: unsafe fn(*mut ffi::sqlite3, *mut c_void),
+    state: *mut c_void,
+}
+
+// SAFETY: the state is the connection's (its client data), used only through the connection by the one thread
+// that holds it at a time.
+unsafe impl Send for Armed {}
+
+impl Armed {
+    /// Registers the hook again on `conn`, the connection it was first registered on, in place of whatever
+    /// replaced it.
+    pub(crate) fn rearm(&self, conn: &Connection) {
+        // SAFETY: `register` is the installer's registration for the state's type, and the state lives as long as
+        // `conn`, whose client data it is.
+        unsafe { (self.register)(conn.handle(), self.state) }
+    }
+}
+
 /// Installs `f` as `conn`'s busy handler: called with the number of tries so far when a lock is held elsewhere;
 /// `true` tries again, `false` gives up with `SQLITE_BUSY`. A panic in `f` gives up.
-pub(crate) fn busy_handler<F>(conn: &Connection, f: F) -> rusqlite::Result<()>
+pub(crate) fn busy_handler<F>(conn: &Connection, f: F) -> rusqlite::Result<Armed>
 where
     F: FnMut(i32) -> bool + Send + 'static,
 {
@@ -22,9 +45,19 @@ where
         let f = unsafe { &mut *state.cast::<F>() };
         c_int::from(catch_unwind(AssertUnwindSafe(|| f(count))).unwrap_or(false))
     }
+    /// # Safety
+    /// `state` is an `F` that lives as long as the connection `db`.
+    unsafe fn register<F: FnMut(i32) -> bool>(db: *mut ffi::sqlite3, state: *mut c_void) {
+        // SAFETY: the caller's.
+        unsafe { ffi::sqlite3_busy_handler(db, Some(call::<F>), state) };
+    }
     let state = owned_by(conn, c"quicklite.busy_handler", f)?;
-    // SAFETY: the handle is `conn`'s open connection; `state` lives as long as it.
-    check(unsafe { ffi::sqlite3_busy_handler(conn.handle(), Some(call::<F>), state.cast()) })
+    let armed = Armed {
+        register: register::<F>,
+        state: state.cast(),
+    };
+    armed.rearm(conn);
+    Ok(armed)
 }
 
 /// A statement that has just run, as [`profile`] shows it.
@@ -53,7 +86,7 @@ impl Profiled {
 
 /// Installs `f` as `conn`'s statement profiler: called after each statement ends with how long it ran (SQLite's
 /// `SQLITE_TRACE_PROFILE`). A panic in `f` is dropped.
-pub(crate) fn profile<F>(conn: &Connection, f: F) -> rusqlite::Result<()>
+pub(crate) fn profile<F>(conn: &Connection, f: F) -> rusqlite::Result<Armed>
 where
     F: FnMut(&Profiled, Duration) + Send + 'static,
 {
@@ -73,21 +106,31 @@ where
         }
         0
     }
+    /// # Safety
+    /// As for the busy handler's.
+    unsafe fn register<F: FnMut(&Profiled, Duration)>(db: *mut ffi::sqlite3, state: *mut c_void) {
+        // SAFETY: the caller's.
+        unsafe {
+            ffi::sqlite3_trace_v2(
+                db,
+                ffi::SQLITE_TRACE_PROFILE as c_uint,
+                Some(call::<F>),
+                state,
+            )
+        };
+    }
     let state = owned_by(conn, c"quicklite.profile", f)?;
-    // SAFETY: as for the busy handler.
-    check(unsafe {
-        ffi::sqlite3_trace_v2(
-            conn.handle(),
-            ffi::SQLITE_TRACE_PROFILE as c_uint,
-            Some(call::<F>),
-            state.cast(),
-        )
-    })
+    let armed = Armed {
+        register: register::<F>,
+        state: state.cast(),
+    };
+    armed.rearm(conn);
+    Ok(armed)
 }
 
 /// Installs `f` as `conn`'s WAL hook: called after each commit with the number of frames in the WAL. It replaces
 /// SQLite's automatic checkpoint, which uses the same hook. A panic in `f` is dropped.
-pub(crate) fn wal_hook<F>(conn: &Connection, f: F) -> rusqlite::Result<()>
+pub(crate) fn wal_hook<F>(conn: &Connection, f: F) -> rusqlite::Result<Armed>
 where
     F: FnMut(i32) + Send + 'static,
 {
@@ -102,10 +145,19 @@ where
         let _ = catch_unwind(AssertUnwindSafe(|| f(frames)));
         ffi::SQLITE_OK
     }
+    /// # Safety
+    /// As for the busy handler's.
+    unsafe fn register<F: FnMut(i32)>(db: *mut ffi::sqlite3, state: *mut c_void) {
+        // SAFETY: the caller's. It returns the hook's previous state, which is not ours to free.
+        unsafe { ffi::sqlite3_wal_hook(db, Some(call::<F>), state) };
+    }
     let state = owned_by(conn, c"quicklite.wal_hook", f)?;
-    // SAFETY: as for the busy handler. It returns the hook's previous state, which is not ours to free.
-    unsafe { ffi::sqlite3_wal_hook(conn.handle(), Some(call::<F>), state.cast()) };
-    Ok(())
+    let armed = Armed {
+        register: register::<F>,
+        state: state.cast(),
+    };
+    armed.rearm(conn);
+    Ok(armed)
 }
 
 /// Gives `state` to `conn` as its client data under `name`, which SQLite drops (with the state it replaces under

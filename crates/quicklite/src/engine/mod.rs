@@ -2,12 +2,13 @@
 //! batch of reads, checkpoints. It runs no thread and waits for no work: a scheduler
 //! ([`sched`](crate::sched)) decides who serves a database and when.
 
+pub(crate) mod bound;
 pub(crate) mod busy;
 pub(crate) mod checkpoint;
 mod external;
 pub(crate) mod group;
 pub(crate) mod guard;
-mod hooks;
+pub(crate) mod hooks;
 pub(crate) mod map;
 pub(crate) mod open;
 pub(crate) mod policy;
@@ -15,6 +16,7 @@ pub(crate) mod read;
 pub(crate) mod seat;
 mod shared;
 pub(crate) mod snapshot;
+pub(crate) mod witness;
 pub(crate) mod write;
 mod write_lock;
 

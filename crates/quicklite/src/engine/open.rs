@@ -112,18 +112,20 @@ fn apply_pragma(conn: &Connection, name: &str, value: &str) -> Result<()> {
 /// counts the retries ([`BusyLimit::install`]), the slow-statement log, (under [`Checkpointing::External`]) no
 /// checkpoint at close, and (unless turned off) the query planner stability guarantee.
 pub(crate) fn instrument(
-    conn: &mut Connection,
+    guarded: &mut GuardedConnection,
     config: &Config,
     shared: &Arc<Shared>,
     role: &'static str,
     busy: &BusyLimit,
 ) -> Result<()> {
-    busy.install(conn, shared)?;
+    let armed = busy.install(guarded.conn_mut(), shared)?;
+    guarded.keep_armed(armed);
+    let conn = guarded.conn_mut();
     if let Some(threshold) = config.slow_statement {
         let counters = shared.clone();
         let expanded = config.log_statement_parameters;
         let database = conn.path().unwrap_or_default().to_string();
-        hooks::profile(conn, move |stmt, took| {
+        let armed = hooks::profile(conn, move |stmt, took| {
             if took < threshold {
                 return;
             }
@@ -145,7 +147,9 @@ pub(crate) fn instrument(
                 "slow statement"
             );
         })?;
+        guarded.keep_armed(armed);
     }
+    let conn = guarded.conn_mut();
     if config.checkpointing == Checkpointing::External {
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
     }
@@ -159,7 +163,7 @@ pub(crate) fn instrument(
 /// SQLite's automatic checkpoint off (both use the one hook SQLite has), which is what the managed and external
 /// policies want; under [`Checkpointing::Sqlite`] it is left alone.
 pub(crate) fn watch_wal(
-    conn: &mut Connection,
+    conn: &mut GuardedConnection,
     config: &Config,
     shared: &Arc<Shared>,
 ) -> Result<()> {
@@ -167,26 +171,13 @@ pub(crate) fn watch_wal(
         return Ok(());
     }
     let shared = shared.clone();
-    hooks::wal_hook(conn, move |frames| {
+    let armed = hooks::wal_hook(conn.conn(), move |frames| {
         shared
             .metrics
             .wal_frames
             .store(u64::try_from(frames).unwrap_or(0), Ordering::Relaxed);
     })?;
-    Ok(())
-}
-
-/// Installs the writer's change hooks: each row a statement changes goes into the database's change log (while
-/// anyone subscribes), and a transaction that rolls back empties it ([`crate::changes`]).
-pub(crate) fn watch_changes(conn: &mut Connection, shared: &Arc<Shared>) -> Result<()> {
-    let changes = shared.clone();
-    conn.update_hook(Some(
-        move |_: rusqlite::hooks::Action, _: &str, table: &str, rowid: i64| {
-            changes.changes.record(table, rowid);
-        },
-    ))?;
-    let changes = shared.clone();
-    conn.rollback_hook(Some(move || changes.changes.discard()))?;
+    conn.keep_armed(armed);
     Ok(())
 }
 

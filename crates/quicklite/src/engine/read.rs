@@ -56,7 +56,7 @@ impl Reader {
     ) -> Result<Reader> {
         let mut conn = open::open_read_only(path, config)?;
         let busy = BusyLimit::new(config.busy_timeout);
-        open::instrument(conn.conn_mut(), config, shared, "reader", &busy)?;
+        open::instrument(&mut conn, config, shared, "reader", &busy)?;
         Ok(Reader {
             map: ReaderMap::new(&conn, shared.commit_seq(), Instant::now()),
             conn,
@@ -256,7 +256,19 @@ impl BatchedReads {
             }
             deadline => {
                 let _span = tracing::debug_span!(parent: &req.span, "quicklite.read").entered();
-                let ran = conn.run_until(deadline.map(|d| d.at), || req.job.run(conn.conn()));
+                let vetoed = conn.vetoed();
+                let mut ran = conn.run_until(deadline.map(|d| d.at), || req.job.run(conn.conn()));
+                // Only the writer's connection, lent to a batch, lets a read write: its witness vetoed a commit, and
+                // what is written inside the batch's snapshot is rolled back with it before anyone can see it (the
+                // reads after it each take a snapshot of their own).
+                let writing = conn.writing();
+                if writing || conn.vetoed() > vetoed {
+                    if writing {
+                        let _ = conn.control("ROLLBACK");
+                    }
+                    req.job.fail_later(crate::Error::read_wrote());
+                    ran = Ran::Failed;
+                }
                 if let Some(site) = req.site {
                     // What the read cost, for the decision to run the next ones on their callers' threads.
                     self.shared.costs.record(

@@ -6,21 +6,39 @@
 //! stays warm is the writer's. While a standalone database's writer thread waits for work it leaves its connection
 //! here; a short read on a caller's thread whose own connection would begin its snapshot after a commit takes it
 //! instead ([`sched::inline`](crate::sched::inline)), and keeps a snapshot on it between reads like any connection
-//! for such reads. When work comes, the writer takes it back ([`WriterSeat::take_back`]): it says so first, so that
-//! no read starts there meanwhile, then waits for the read running there, if any (a short one), and ends the
-//! snapshot.
+//! for such reads. While it is lent the connection commits nothing and keeps the writer's settings
+//! ([`GuardedConnection::set_lent`]). When work comes, the writer takes it back ([`WriterSeat::take_back`]): it says
+//! so first, so that no read starts there meanwhile, then waits for the read running there, if any — a short one, as
+//! only reads whose call site ran short lately come here, but a short site's read can turn long: past
+//! [`TAKE_BACK_WAIT`] the writer leaves the connection to that read and writes on a second connection of its own
+//! ([`Writer`](crate::engine::write::Writer)), and collects the first once the read is over
+//! ([`WriterSeat::collect`]).
 
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
-use crossbeam_utils::CachePadded;
+use crossbeam_utils::{Backoff, CachePadded};
 
 use crate::engine::Shared;
 use crate::engine::guard::GuardedConnection;
 use crate::engine::snapshot::KeptSnapshot;
 use crate::util::lock;
+
+/// How long the writer waits for the read running on its lent connection before it writes on its second
+/// connection instead: reads come to the lent connection only from call sites that ran within a fraction of this.
+pub(crate) const TAKE_BACK_WAIT: Duration = Duration::from_millis(1);
+
+/// What [`WriterSeat::take_back`] found.
+pub(crate) enum TakenBack {
+    /// The connection, with its snapshot ended.
+    Conn(GuardedConnection),
+    /// The connection was not lent.
+    NotLent,
+    /// A read still runs on it past the wait: it stays here, lent to that read only, until collected.
+    Busy,
+}
 
 /// Where a writer leaves its connection while it waits for work.
 pub(crate) struct WriterSeat {
@@ -76,23 +94,73 @@ impl WriterSeat {
     }
 
     /// Leaves `conn` here for reads, until [`WriterSeat::take_back`]; `commit_seq` is the commit sequence now.
-    pub(crate) fn lend(&self, conn: GuardedConnection, commit_seq: u64) {
+    /// Gives `conn` back if the seat still holds the connection a read kept past a take-back
+    /// ([`WriterSeat::collect`] first).
+    pub(crate) fn lend(
+        &self,
+        conn: GuardedConnection,
+        commit_seq: u64,
+    ) -> Option<GuardedConnection> {
+        let mut seat = lock(&self.lent);
+        if seat.is_some() {
+            return Some(conn);
+        }
         conn.set_lent(true);
-        *lock(&self.lent) = Some(Lent {
+        *seat = Some(Lent {
             snapshot: KeptSnapshot::lent(conn, commit_seq),
             last_used: Instant::now(),
         });
         self.held.store(false, Ordering::Release);
+        None
     }
 
-    /// Takes the connection back, once the read running on it (if any) ends, with its snapshot ended. `None` if
-    /// it was not lent.
-    pub(crate) fn take_back(&self, shared: &Shared) -> Option<GuardedConnection> {
+    /// Takes the connection back, once the read running on it (if any) ends, with its snapshot ended — waiting up
+    /// to `wait` for that read (`None`: as long as it runs).
+    pub(crate) fn take_back(&self, shared: &Shared, wait: Option<Duration>) -> TakenBack {
         self.held.store(true, Ordering::Relaxed);
-        let lent = lock(&self.lent).take()?;
-        let conn = lent.snapshot.into_conn(shared);
+        let give_up = wait.map(|wait| Instant::now() + wait);
+        let backoff = Backoff::new();
+        let mut seat = loop {
+            match self.lent.try_lock() {
+                Ok(seat) => break seat,
+                Err(TryLockError::Poisoned(p)) => break p.into_inner(),
+                Err(TryLockError::WouldBlock) if give_up.is_some_and(|at| Instant::now() >= at) => {
+                    return TakenBack::Busy;
+                }
+                Err(TryLockError::WouldBlock) if backoff.is_completed() => {
+                    std::thread::sleep(Duration::from_micros(20))
+                }
+                Err(TryLockError::WouldBlock) => backoff.snooze(),
+            }
+        };
+        match seat.take() {
+            Some(lent) => TakenBack::Conn(Self::give_back(lent, shared)),
+            None => TakenBack::NotLent,
+        }
+    }
+
+    /// The connection a read kept past a take-back, once that read has ended (`None` while it runs, or if there is
+    /// none).
+    pub(crate) fn collect(&self, shared: &Shared) -> Option<GuardedConnection> {
+        let mut seat = match self.lent.try_lock() {
+            Ok(seat) => seat,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        seat.take().map(|lent| Self::give_back(lent, shared))
+    }
+
+    /// Ends the snapshot on a connection taken from the seat and makes it the writer's again.
+    fn give_back(lent: Lent, shared: &Shared) -> GuardedConnection {
+        let mut conn = lent.snapshot.into_conn(shared);
         conn.set_lent(false);
-        Some(conn)
+        conn.rearm();
+        conn
+    }
+
+    /// Whether the writer wants its connection back (or holds it): a read that ends on it now ends its snapshot.
+    pub(crate) fn wanted_back(&self) -> bool {
+        self.held.load(Ordering::Relaxed)
     }
 
     /// Whether the connection is lent now (a read may be running on it).

@@ -49,7 +49,7 @@ impl KeptSnapshot {
     pub(crate) fn open(path: &Path, config: &Config, shared: &Arc<Shared>) -> Result<KeptSnapshot> {
         let mut conn = open::open_read_only(path, config)?;
         let busy = BusyLimit::new(Duration::ZERO);
-        open::instrument(conn.conn_mut(), config, shared, "reader", &busy)?;
+        open::instrument(&mut conn, config, shared, "reader", &busy)?;
         let commit_seq = shared.commit_seq();
         Ok(KeptSnapshot {
             map: Some(ReaderMap::new(&conn, commit_seq, Instant::now())),
@@ -58,7 +58,7 @@ impl KeptSnapshot {
     }
 
     /// The writer's connection, lent for reads: it is read-write, so each read on it is checked
-    /// ([`KeptSnapshot::undo_write`]).
+    /// ([`KeptSnapshot::after_read`]).
     pub(crate) fn lent(conn: GuardedConnection, commit_seq: u64) -> KeptSnapshot {
         KeptSnapshot {
             lent: true,
@@ -80,25 +80,25 @@ impl KeptSnapshot {
         }
     }
 
-    /// Whether a read made now, at `commit_seq`, would find this connection's page cache warm: no commit since its
-    /// last snapshot began, and none just before it (SQLite throws a connection's cache away when a read transaction
-    /// begins after another connection committed, and the reads that follow fill it again).
-    pub(crate) fn warm(&self, commit_seq: u64) -> bool {
-        self.last_seq >= commit_seq && !self.refilling
+    /// Whether a read made now, at `visible_seq`, would find this connection's page cache warm: no commit since
+    /// its last snapshot began, and none just before it (SQLite throws a connection's cache away when a read
+    /// transaction begins after another connection committed, and the reads that follow fill it again).
+    pub(crate) fn warm(&self, visible_seq: u64) -> bool {
+        self.last_seq >= visible_seq && !self.refilling
     }
 
-    /// Makes sure the open snapshot contains every commit up to `commit_seq` (the sequence that must be visible now,
+    /// Makes sure the open snapshot contains every commit up to `visible_seq` (the sequence that must be visible now,
     /// [`Shared::visible_seq`]) and is younger than `max_age`, beginning a new one if not (then returns `true`);
     /// `Err` if none could be begun (a lock held elsewhere), with no snapshot open.
     pub(crate) fn current(
         &mut self,
         shared: &Shared,
-        commit_seq: u64,
+        visible_seq: u64,
         now: Instant,
         max_age: Duration,
     ) -> std::result::Result<bool, NoSnapshot> {
         if let Some((seq, began)) = self.open {
-            if seq >= commit_seq && now.duration_since(began) < max_age {
+            if seq >= visible_seq && now.duration_since(began) < max_age {
                 return Ok(false);
             }
             self.end(shared);
@@ -191,18 +191,35 @@ impl KeptSnapshot {
         }
     }
 
-    /// Rolls back what a read wrote on a read-write connection (the writer's, lent), ending the snapshot; returns
-    /// whether there was anything to roll back. A read closure gets a [`Connection`](rusqlite::Connection) and
-    /// could run any statement: on a reader's connection `query_only` refuses writes; on the writer's, a write
-    /// made inside the read's snapshot is undone before anyone can see it, and the read fails.
-    pub(crate) fn undo_write(&mut self, shared: &Shared) -> bool {
-        // A read-only connection cannot have written: no call into SQLite for it.
-        if !self.lent || !self.conn.writing() {
-            return false;
+    /// Commits vetoed on the connection so far, to pass to [`KeptSnapshot::after_read`].
+    pub(crate) fn vetoed(&self) -> u64 {
+        self.conn.vetoed()
+    }
+
+    /// After a read on the connection: returns whether the read tried to write, which fails it. A read-only
+    /// connection refuses writes itself (`SQLITE_OPEN_READ_ONLY` and `query_only`). The writer's, lent, runs under
+    /// `query_only` and its witness vetoes every commit; should a write get through anyway (a closure finding a
+    /// statement that turns `query_only` off in the statement cache), it is rolled back here before anyone can see
+    /// it, and a commit the read tried (`vetoed_before`: the count of vetoes before it) was vetoed.
+    ///
+    /// The snapshot is kept only while its transaction is really open: SQLite ends a transaction by itself (an
+    /// `OR ROLLBACK` conflict, an I/O error), and the next read must then begin a new one.
+    pub(crate) fn after_read(&mut self, shared: &Shared, vetoed_before: u64) -> bool {
+        let mut wrote = false;
+        if self.lent {
+            wrote = self.conn.vetoed() > vetoed_before;
+            if self.conn.writing() {
+                self.rollback();
+                wrote = true;
+            }
         }
-        self.rollback();
-        self.flush(shared);
-        true
+        if self.open.is_some() && self.conn.conn().is_autocommit() {
+            self.open = None;
+        }
+        if wrote {
+            self.flush(shared);
+        }
+        wrote
     }
 
     /// Ends the snapshot and gives the connection back (the writer's, lent).
@@ -227,5 +244,100 @@ impl KeptSnapshot {
         if let Err(e) = self.conn.close() {
             tracing::warn!(error = %e, "could not close a connection for reads on callers' threads");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database with a table `taken` holding row 1, and its configuration.
+    fn database() -> (tempfile::TempDir, std::path::PathBuf, Config) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "PRAGMA journal_mode = WAL; CREATE TABLE taken (id INTEGER PRIMARY KEY); INSERT INTO taken VALUES (1)",
+            )
+            .unwrap();
+        let config = crate::Database::builder(&path).into_config().unwrap();
+        (dir, path, config)
+    }
+
+    #[test]
+    fn a_kept_snapshot_is_not_reused_while_a_commit_it_may_lack_is_under_way() {
+        let (_dir, path, config) = database();
+        let shared = Arc::new(Shared::default());
+        let mut snapshot = KeptSnapshot::open(&path, &config, &shared).unwrap();
+        let (now, age) = (Instant::now(), Duration::from_secs(60));
+        assert_eq!(
+            snapshot
+                .current(&shared, shared.visible_seq(), now, age)
+                .ok(),
+            Some(true)
+        );
+        assert_eq!(
+            snapshot
+                .current(&shared, shared.visible_seq(), now, age)
+                .ok(),
+            Some(false),
+            "kept"
+        );
+        // A commit under way may be visible to a snapshot another connection begins now: a read made now must not
+        // use one begun before it (published, it would be `commit_seq`; under way, only `visible_seq` says so).
+        shared.commit_starts();
+        assert_eq!(shared.commit_seq(), 0);
+        assert_eq!(
+            snapshot
+                .current(&shared, shared.visible_seq(), now, age)
+                .ok(),
+            Some(true),
+            "a snapshot that may lack the commit under way was reused"
+        );
+        snapshot.close(&shared);
+    }
+
+    #[test]
+    fn a_snapshot_sqlite_ended_is_not_kept() {
+        let (_dir, path, config) = database();
+        let shared = Arc::new(Shared::default());
+        let mut conn =
+            open::open_read_write(&path, &config, crate::ConnectionRole::Writer).unwrap();
+        let witness = crate::engine::witness::install(conn.conn_mut(), &shared).unwrap();
+        conn.set_witness(witness);
+        conn.set_lent(true);
+        let mut snapshot = KeptSnapshot::lent(conn, 0);
+        let (now, age) = (Instant::now(), Duration::from_secs(60));
+        assert_eq!(snapshot.current(&shared, 0, now, age).ok(), Some(true));
+        let vetoed = snapshot.vetoed();
+        // A read whose statement makes SQLite end the transaction, then writes in autocommit mode.
+        let conn = snapshot.conn().conn();
+        assert!(
+            conn.execute("INSERT OR ROLLBACK INTO taken VALUES (1)", [])
+                .is_err()
+        );
+        assert!(conn.is_autocommit(), "SQLite ended the read's transaction");
+        assert!(
+            conn.execute("INSERT INTO taken VALUES (2)", []).is_err(),
+            "the commit was vetoed"
+        );
+        assert!(
+            snapshot.after_read(&shared, vetoed),
+            "the read tried to write"
+        );
+        assert_eq!(snapshot.began(), None, "no snapshot is kept");
+        assert_eq!(
+            snapshot.current(&shared, 0, now, age).ok(),
+            Some(true),
+            "the next read begins one"
+        );
+        let rows: i64 = snapshot
+            .conn()
+            .conn()
+            .query_row("SELECT count(*) FROM taken", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 1);
+        snapshot.into_conn(&shared).close().unwrap();
     }
 }

@@ -20,8 +20,8 @@ use crate::engine::external::ExternalCommits;
 use crate::engine::group::{self, Outcomes, ROLLBACK};
 use crate::engine::guard::GuardedConnection;
 use crate::engine::policy::Mode;
-use crate::engine::seat::WriterSeat;
-use crate::engine::{Shared, open, write_lock};
+use crate::engine::seat::{TAKE_BACK_WAIT, TakenBack, WriterSeat};
+use crate::engine::{Shared, open, witness, write_lock};
 use crate::inbox::Inbox;
 use crate::queue::Receiver;
 use crate::reply::{Answers, Relays, Reply};
@@ -47,6 +47,11 @@ pub(crate) struct Writer {
     conn: Own,
     /// Where the connection is lent to reads while the writer waits for work, if it is.
     seat: Option<Arc<WriterSeat>>,
+    /// A second read-write connection, for while a read keeps the first past a take-back ([`Writer::take_back`]);
+    /// opened the first time one does.
+    spare: Option<GuardedConnection>,
+    /// What the database was opened with, for the second connection.
+    path: PathBuf,
     /// The connection's wait for locks held elsewhere: none while it is lent (a read on a caller's thread must not
     /// sleep there).
     busy: BusyLimit,
@@ -95,6 +100,22 @@ pub(crate) struct OpenedWriter {
     pub(crate) file: Option<PathBuf>,
 }
 
+/// Opens a read-write connection of the writer: the profile's PRAGMAs, the application's set-up, the busy handler
+/// that waits `busy`, the WAL's size watched, and its commits witnessed ([`witness`]).
+fn open_connection(
+    path: &Path,
+    config: &Config,
+    shared: &Arc<Shared>,
+    busy: &BusyLimit,
+) -> Result<GuardedConnection> {
+    let mut conn = open::open_read_write(path, config, ConnectionRole::Writer)?;
+    open::instrument(&mut conn, config, shared, "writer", busy)?;
+    open::watch_wal(&mut conn, config, shared)?;
+    let witness = witness::install(conn.conn_mut(), shared)?;
+    conn.set_witness(witness);
+    Ok(conn)
+}
+
 /// Runs the application's migration on the writer's connection; a transaction it leaves open is rolled back and
 /// fails it.
 fn migrate(conn: &mut GuardedConnection, migration: &Migration) -> Result<()> {
@@ -128,12 +149,11 @@ impl Writer {
     ) -> Result<OpenedWriter> {
         // Another process is the only one to wait for: try every millisecond ([`BusyLimit`]).
         let busy = BusyLimit::polling(config.busy_timeout);
-        let mut conn = open::open_read_write(path, config, ConnectionRole::Writer)?;
-        open::instrument(conn.conn_mut(), config, shared, "writer", &busy)?;
-        open::watch_wal(conn.conn_mut(), config, shared)?;
-        open::watch_changes(conn.conn_mut(), shared)?;
+        let mut conn = open_connection(path, config, shared, &busy)?;
         if first && let Some(migration) = &config.hooks.migration {
-            migrate(&mut conn, migration)?;
+            let migrated = conn.committing_mut(|conn| migrate(conn, migration));
+            conn.settle_all();
+            migrated?;
         }
         let mut pragmas = if first {
             open::read_back_pragmas(conn.conn(), config)?
@@ -158,6 +178,8 @@ impl Writer {
         let writer = Writer {
             conn: Own(Some(conn)),
             seat: None,
+            spare: None,
+            path: path.to_path_buf(),
             busy,
             inbox: Inbox::new(rx, config.write_batch_max),
             shared: shared.clone(),
@@ -183,24 +205,64 @@ impl Writer {
     }
 
     /// Leaves the connection at the seat for reads on callers' threads, if the writer lends it; the writer takes it
-    /// back ([`Writer::take_back`]) before it uses it again.
+    /// back ([`Writer::take_back`]) before it uses it again. A connection a read kept past a take-back is collected
+    /// first, once that read is over; while it runs, the writer lends nothing.
     pub(crate) fn lend_to_reads(&mut self) {
-        if let Some(seat) = &self.seat
-            && let Some(conn) = self.conn.0.take()
-        {
-            self.busy.set(Duration::ZERO);
-            seat.lend(conn, self.shared.commit_seq());
+        let Some(seat) = &self.seat else {
+            return;
+        };
+        if let Some(kept) = seat.collect(&self.shared) {
+            self.spare = Some(kept);
+        }
+        let Some(conn) = self.conn.0.take() else {
+            return;
+        };
+        self.busy.set(Duration::ZERO);
+        if let Some(conn) = seat.lend(conn, self.shared.commit_seq()) {
+            self.busy.set(self.config.busy_timeout);
+            self.conn.0 = Some(conn);
         }
     }
 
-    /// Takes the connection back from the seat, once the read running on it ends.
+    /// Takes the connection back from the seat, once the read running on it ends — or, if that read runs past
+    /// [`TAKE_BACK_WAIT`] (a short call site's read turned long), goes on with the writer's second connection and
+    /// leaves the first to that read ([`WriterSeat::collect`] gives it back later). A write never waits behind a
+    /// read for longer than that, save for opening the second connection the first time.
     pub(crate) fn take_back(&mut self) {
-        if let Some(seat) = &self.seat
-            && self.conn.0.is_none()
-        {
-            self.conn.0 = seat.take_back(&self.shared);
-            self.busy.set(self.config.busy_timeout);
+        let Some(seat) = &self.seat else {
+            return;
+        };
+        if self.conn.0.is_some() {
+            return;
         }
+        let conn = match seat.take_back(&self.shared, Some(TAKE_BACK_WAIT)) {
+            TakenBack::Conn(conn) => Some(conn),
+            TakenBack::NotLent => None,
+            TakenBack::Busy => match self.spare.take().map_or_else(
+                || open_connection(&self.path, &self.config, &self.shared, &self.busy),
+                Ok,
+            ) {
+                Ok(other) => {
+                    self.shared
+                        .metrics
+                        .writer_switches
+                        .fetch_add(1, Ordering::Relaxed);
+                    if let Some(external) = &mut self.external {
+                        external.switched(&other, &self.shared);
+                    }
+                    Some(other)
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "no second connection for the writer: it waits for the read");
+                    match seat.take_back(&self.shared, None) {
+                        TakenBack::Conn(conn) => Some(conn),
+                        TakenBack::NotLent | TakenBack::Busy => None,
+                    }
+                }
+            },
+        };
+        self.conn.0 = conn;
+        self.busy.set(self.config.busy_timeout);
     }
 
     /// The writer's queue and the requests it took from it.
@@ -456,18 +518,27 @@ impl Writer {
         self.answers = answers;
     }
 
-    /// Lends the connection, made read-only, to `f` ([`GuardedConnection::lend_read_only`]): a registry's
+    /// Lends the connection to `f`, a batch of reads ([`GuardedConnection::lend_read_only`]): a registry's
     /// database that is read rarely needs no reader connection of its own.
-    pub(crate) fn lend_read_only<T>(
-        &mut self,
-        f: impl FnOnce(&GuardedConnection) -> T,
-    ) -> Option<T> {
+    pub(crate) fn lend_read_only<T>(&mut self, f: impl FnOnce(&GuardedConnection) -> T) -> T {
         self.conn.lend_read_only(f)
     }
 
     /// Ends the writer: rolls back anything open and closes the connection (see [`Close`]).
     pub(crate) fn shut_down(mut self, close: Close) {
-        self.take_back();
+        if let Some(seat) = &self.seat {
+            // Whatever is at the seat, once the read on it (if any) ends.
+            if let TakenBack::Conn(conn) = seat.take_back(&self.shared, None) {
+                if self.conn.0.is_none() {
+                    self.conn.0 = Some(conn);
+                } else {
+                    self.spare = Some(conn);
+                }
+            }
+        }
+        if let Some(Err(e)) = self.spare.take().map(GuardedConnection::close) {
+            tracing::warn!(error = %e, "closing the writer's second connection failed");
+        }
         // A checkpoint thread ends (its checkpoint, if one runs) and closes its connection first.
         self.checkpoints.stop_handing_off();
         if !self.conn.conn().is_autocommit() {
@@ -498,7 +569,10 @@ impl Writer {
             return;
         }
         // `PRAGMA optimize` before closing is what SQLite recommends for long-lived connections.
-        if let Err(e) = self.conn.conn().execute_batch("PRAGMA optimize") {
+        if let Err(e) = self
+            .conn
+            .committing(|| self.conn.conn().execute_batch("PRAGMA optimize"))
+        {
             tracing::debug!(error = %e, "PRAGMA optimize at close failed");
         }
         let wal = self

@@ -41,7 +41,17 @@ pub(crate) fn wait(
 /// The error of a write that waited `waited` for the write lock of the database at `path` and gave up: it names
 /// the process that holds the lock, if the system tells. Logged as a warning.
 pub(crate) fn held(path: Option<&str>, waited: Duration) -> Error {
-    let pid = path.and_then(|p| holder(std::path::Path::new(p)));
+    // The kernel prints `/proc/locks` a page at a time from a list that other lock calls change meanwhile (the
+    // readers' marks, taken and let go at every read), so one reading can miss a line: a few readings, a
+    // millisecond apart, before saying the system did not tell.
+    let pid = path.and_then(|p| {
+        (0..LOOKS).find_map(|look| {
+            if look > 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            holder(std::path::Path::new(p))
+        })
+    });
     let program = pid.and_then(program);
     tracing::warn!(
         database = path.unwrap_or_default(),
@@ -57,6 +67,9 @@ pub(crate) fn held(path: Option<&str>, waited: Duration) -> Error {
         program,
     }
 }
+
+/// Readings of `/proc/locks` before a write that gave up says the system did not tell who held the lock.
+const LOOKS: usize = 4;
 
 /// Where SQLite keeps the write lock of a database: in WAL mode byte 120 of the `-shm` file (`WALINDEX_LOCK_OFFSET`
 /// plus `WAL_WRITE_LOCK`); in rollback-journal mode the `RESERVED` byte of the database file, or its `PENDING`

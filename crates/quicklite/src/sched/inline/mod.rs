@@ -3,22 +3,29 @@
 //! Handing a read to a reader thread and its answer back costs more than a point read (docs/design.md). So a read
 //! whose call site has lately run within [`Config::inline_read_max`] ([`crate::cost`]) runs on the thread that
 //! polls it, on one of a few read-only connections of the database's own ([`Config::inline_connections`]), inside
-//! the snapshot that connection keeps from one read to the next ([`KeptSnapshot`]). Everything else goes to the
-//! reader threads or the pool: the first reads of a call site, reads of one that ran long lately, reads while every
-//! connection is busy or still opening (a connection opens on a thread of its own: the set-up hook, a SQLCipher
-//! key's derivation and the PRAGMAs are no work for an async worker).
+//! the snapshot that connection keeps from one read to the next ([`KeptSnapshot`]) — a statement helper's read,
+//! or a read closure's where the application allows it ([`Config::inline_read_closures`]), and only where the async
+//! runtime goes on without the thread ([`hand_off::can_hand_off`]). Everything else goes to the reader threads or
+//! the pool: the first reads of a call site, reads of one that ran long lately, reads while every connection is
+//! busy or still opening (a connection opens on a thread of its own: the set-up hook, a SQLCipher key's derivation
+//! and the PRAGMAs are no work for an async worker).
+//!
+//! Every run here has a bound it enforces while it runs, not only a cost learnt afterwards: past
+//! [`hand_off::HAND_OFF_AFTER`] the runtime's worker goes to another thread ([`crate::engine::bound`]), and the
+//! writer never waits long for a read on its lent connection ([`crate::engine::seat`]).
 //!
 //! A thread takes the connection its number points at, or the next one free; a connection is held only while one
 //! read runs on it, so no thread ever waits for another here. Where that connection's page cache is cold — the
 //! database was written since its last snapshot began, and SQLite threw the cache away — a standalone database's
-//! read takes the writer's connection instead if the writer is waiting for work ([`WriterSeat`]): the one
-//! connection whose cache commits leave warm. Before it runs, a read yields once to the runtime
+//! statement read takes the writer's connection instead if the writer is waiting for work ([`WriterSeat`]): the
+//! one connection whose cache commits leave warm. Before it runs, a read yields once to the runtime
 //! ([`take_turn`]): a task reading in a loop then takes its turn with the others like a task awaiting a reader
 //! thread's answer, and the runtime's timers and woken tasks never wait behind a run of reads (docs/design.md has
 //! the measurements behind the choice). An idle connection's snapshot is ended by the
 //! [`janitor`] within [`janitor::PERIOD`], so that it holds no checkpoint back; a connection unused for
 //! [`janitor::CLOSE_AFTER`] is closed.
 
+mod hand_off;
 mod janitor;
 
 use std::cell::Cell;
@@ -34,6 +41,7 @@ use rusqlite::Connection;
 use crate::config::Config;
 use crate::cost::{RanOn, Site};
 use crate::engine::Shared;
+use crate::engine::bound::{self, Bound};
 use crate::engine::seat::{Lent, WriterSeat};
 use crate::engine::snapshot::KeptSnapshot;
 use crate::error::panic_message;
@@ -223,9 +231,14 @@ impl Inline {
     }
 
     /// Whether a read of `site` should run inline, and on what grounds ([`Costs::decide`](crate::cost::Costs::decide)):
-    /// the site has run lately within the bound, or the read probes it.
-    pub(crate) fn suits(&self, site: Site) -> Option<Attempt> {
-        if self.closed.load(Ordering::Relaxed) {
+    /// the site has run lately within the bound, or the read probes it — where the runtime can go on without this
+    /// thread should the read turn long ([`hand_off::can_hand_off`]), and for a read closure (`closure`) only if
+    /// the application says its closures may run there ([`Config::inline_read_closures`]).
+    pub(crate) fn suits(&self, site: Site, closure: bool) -> Option<Attempt> {
+        if self.closed.load(Ordering::Relaxed)
+            || (closure && !self.config.inline_read_closures)
+            || !hand_off::can_hand_off()
+        {
             return None;
         }
         let ran_on = self
@@ -242,10 +255,14 @@ impl Inline {
     /// before it), else the writer's while the writer waits for work ([`WriterSeat`]), whose cache every commit
     /// leaves warm, else any of the set's that is free. A thread that found the writer's connection in use by
     /// another stays on its own until the next commit, so that two threads do not contend for it at every read.
+    /// Only the statement helpers' reads (`on_writer`) go to the writer's connection: a read closure could change
+    /// the connection it is given in ways no guard sees (its functions, its limits), which must not reach the
+    /// writer.
     pub(crate) fn run<T, F>(
         self: &Arc<Self>,
         attempt: Attempt,
         deadline: Option<Deadline>,
+        on_writer: bool,
         f: F,
     ) -> std::result::Result<Result<T>, F>
     where
@@ -253,18 +270,26 @@ impl Inline {
     {
         // Read-your-writes, and no read older than one already made: one load; a snapshot that may lack a commit
         // visible now ends before this read.
-        let commit_seq = self.shared.visible_seq();
+        let visible_seq = self.shared.visible_seq();
         let mut seat = self.free_seat();
         let stay = matches!(seat.as_deref(), Some(Seat::Open(own))
-            if own.snapshot.warm(commit_seq) || own.writer_seat_taken_at == Some(commit_seq));
-        if !stay && let Some(writer_seat) = &self.writer_seat {
+            if own.snapshot.warm(visible_seq) || own.writer_seat_taken_at == Some(visible_seq));
+        if !stay
+            && on_writer
+            && let Some(writer_seat) = &self.writer_seat
+        {
             if let Some(mut lent) = writer_seat.borrow() {
                 drop(seat);
                 let Lent {
                     snapshot,
                     last_used,
                 } = &mut *lent;
-                let out = self.read_on(snapshot, last_used, attempt, deadline, commit_seq, f);
+                let out = self.read_on(snapshot, last_used, attempt, deadline, visible_seq, f);
+                if writer_seat.wanted_back() {
+                    // The writer wants it back, or writes on its other connection meanwhile: no snapshot may stay
+                    // open here to hold its checkpoints back.
+                    snapshot.end(&self.shared);
+                }
                 drop(lent);
                 self.tend();
                 return out;
@@ -272,7 +297,7 @@ impl Inline {
             if writer_seat.lent()
                 && let Some(Seat::Open(own)) = seat.as_deref_mut()
             {
-                own.writer_seat_taken_at = Some(commit_seq);
+                own.writer_seat_taken_at = Some(visible_seq);
             }
         }
         let Some(mut seat) = seat else {
@@ -286,7 +311,7 @@ impl Inline {
             last_used,
             ..
         } = &mut **own;
-        let out = self.read_on(snapshot, last_used, attempt, deadline, commit_seq, f);
+        let out = self.read_on(snapshot, last_used, attempt, deadline, visible_seq, f);
         drop(seat);
         self.tend();
         out
@@ -299,7 +324,7 @@ impl Inline {
         last_used: &mut Instant,
         attempt: Attempt,
         deadline: Option<Deadline>,
-        commit_seq: u64,
+        visible_seq: u64,
         f: F,
     ) -> std::result::Result<Result<T>, F>
     where
@@ -314,22 +339,29 @@ impl Inline {
             return Ok(Err(deadline.error(RequestKind::Read, false)));
         }
         let max_age = self.config.read_snapshot_max_age;
-        match snapshot.current(&self.shared, commit_seq, now, max_age) {
+        match snapshot.current(&self.shared, visible_seq, now, max_age) {
             Ok(true) => janitor::snapshot_begun(),
             Ok(false) => {}
             Err(_) => return Err(f),
         }
         let conn = snapshot.conn();
+        let vetoed = snapshot.vetoed();
         // What the site costs is its closure's run: a snapshot begun above serves many reads.
         let started = Instant::now();
-        let outcome = conn.run_until(deadline.map(|d| d.at), || {
-            catch_unwind(AssertUnwindSafe(|| f(conn.conn())))
+        // Past its bound the read hands the runtime's worker to another thread and goes on.
+        let bound = Bound {
+            at: started + hand_off::HAND_OFF_AFTER,
+            past: hand_off::hand_off,
+        };
+        let outcome = bound::within(bound, || {
+            conn.run_until(deadline.map(|d| d.at), || {
+                catch_unwind(AssertUnwindSafe(|| f(conn.conn())))
+            })
         });
         let ended = Instant::now();
         let took = ended - started;
         *last_used = ended;
-        // Only the writer's connection, lent, lets a read write: undone here, before anyone can see it.
-        let wrote = snapshot.undo_write(&self.shared);
+        let wrote = snapshot.after_read(&self.shared, vetoed);
         if self.shared.checkpoint_waits() {
             // A snapshot kept now would hold the checkpoint back for as long as this thread keeps reading.
             snapshot.end(&self.shared);
@@ -353,13 +385,7 @@ impl Inline {
         let result = match outcome {
             Ok(_) if wrote => {
                 snapshot.count(true, false);
-                Err(Error::from_closure(rusqlite::Error::SqliteFailure(
-                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
-                    Some(
-                        "attempt to write a readonly database: a read ran a statement that writes"
-                            .into(),
-                    ),
-                )))
+                Err(Error::read_wrote())
             }
             Ok(Ok(value)) => {
                 snapshot.count(false, false);

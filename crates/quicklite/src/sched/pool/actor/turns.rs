@@ -273,9 +273,7 @@ impl Host for Arc<Actor> {
         if !self.read_rx.is_empty() && self.reader_connections.load(Ordering::SeqCst) == 0 {
             // Reads that found this task queued or running (and no reader connection to open) ride along.
             let OpenWriter { writer, reads } = open;
-            served |= writer
-                .lend_read_only(|conn| reads.serve_turn(conn))
-                .unwrap_or(false);
+            served |= writer.lend_read_only(|conn| reads.serve_turn(conn));
         }
         if served {
             self.touch();
