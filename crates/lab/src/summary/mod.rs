@@ -13,7 +13,7 @@ mod throughput;
 
 use quicklite_lab_core::{ApproachName, Cell, CellResult};
 
-pub use self::notes::{open_loop_note, repetitions_note};
+pub use self::notes::{open_loop_note, repetitions_note, wal_reset_note};
 pub use self::ratio::Baseline;
 pub use self::settings::mmap_text;
 pub use self::table::{Failure, Row, Table};
