@@ -14,6 +14,7 @@
 mod database;
 mod finding;
 mod human;
+mod observed;
 mod open;
 mod replica;
 mod rules;
