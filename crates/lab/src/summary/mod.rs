@@ -7,6 +7,7 @@
 
 mod notes;
 mod ratio;
+mod row;
 mod settings;
 mod table;
 mod throughput;
@@ -15,8 +16,9 @@ use quicklite_lab_core::{ApproachName, Cell, CellResult};
 
 pub use self::notes::{open_loop_note, repetitions_note, wal_reset_note};
 pub use self::ratio::Baseline;
+pub use self::row::Row;
 pub use self::settings::mmap_text;
-pub use self::table::{Failure, Row, Table};
+pub use self::table::{Failure, Table};
 pub use self::throughput::{orm_suite_us, throughput};
 use table::table;
 
