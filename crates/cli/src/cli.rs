@@ -25,8 +25,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Check the linked SQLite and a database file (read-only) against SQLite's documentation.
     ///
-    /// Reports the linked SQLite (version, compile options, threading mode, memory statistics) and, if a
-    /// database is given, its journal mode, per-connection defaults, page and WAL sizes, free pages and
+    /// Reports the linked SQLite (version, compile options, threading mode, memory statistics, the WAL-reset bug)
+    /// and, if a database is given, its journal mode, per-connection defaults, page and WAL sizes, free pages and
     /// `PRAGMA quick_check`: each finding with a severity (ok, info, warning, error), the value observed, a
     /// recommendation, and the SQLite documentation behind it. The database is opened read-only and never
     /// modified.
@@ -38,7 +38,8 @@ pub enum Command {
 const DOCTOR_EXIT_STATUS: &str = "\
 Exit status:
   0  the report was produced and no finding is an error (warnings and notes do not fail)
-  1  the report was produced and a finding is an error (e.g. PRAGMA quick_check found corruption)
+  1  the report was produced and a finding is an error (e.g. PRAGMA quick_check found corruption, or the
+     linked SQLite has the WAL-reset bug, which can corrupt WAL databases)
   2  the database cannot be inspected at all: missing, a directory, not an SQLite database, locked by
      another process, unreadable (a one-line reason goes to stderr; nothing goes to stdout)";
 

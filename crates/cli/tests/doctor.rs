@@ -200,6 +200,15 @@ fn json_carries_every_field_and_finding() {
     );
     assert!(finding(sqlite, "memory statistics")["severity"].is_string());
     assert!(finding(sqlite, "threading mode")["value"].is_string());
+    let wal_reset = finding(sqlite, "WAL-reset bug");
+    assert_eq!(
+        wal_reset["severity"], "ok",
+        "the bundled SQLite fixes the WAL-reset bug: {wal_reset:#}"
+    );
+    assert_eq!(
+        wal_reset["docs"],
+        serde_json::json!(["https://www.sqlite.org/wal.html#walresetbug"])
+    );
 
     let db = &report["database"];
     assert_eq!(db["path"], path.display().to_string());
@@ -286,7 +295,7 @@ fn without_a_database_only_the_sqlite_section_is_reported() {
     let out = doctor().arg("--json").assert().code(0).get_output().clone();
     let report = json(&out.stdout);
     assert_eq!(report["database"], Value::Null);
-    assert_eq!(report["sqlite"]["findings"].as_array().unwrap().len(), 2);
+    assert_eq!(report["sqlite"]["findings"].as_array().unwrap().len(), 3);
 }
 
 #[test]

@@ -30,6 +30,16 @@ fn report_regenerates_markdown_html_and_ascii_from_a_csv() {
         markdown.contains("journal_mode"),
         "the PRAGMAs come from the CSV too"
     );
+    // The CSV's tokio-rusqlite ran on SQLite 3.50.4, which has the WAL-reset bug: marked as a new run's would be.
+    assert!(
+        markdown.contains("| tokio-rusqlite ⚠ | 240k |"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("`tokio-rusqlite` (SQLite 3.50.4)")
+            && markdown.contains("3.50.4 ⚠ WAL-reset bug"),
+        "{markdown}"
+    );
     let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
     assert!(html.contains("<svg"), "charts are inline");
     let ascii = std::fs::read_to_string(out.path().join("charts.txt")).unwrap();

@@ -276,6 +276,16 @@ impl PartialEq<String> for ApproachName {
     }
 }
 
+impl RunnerProgram {
+    /// The approaches this program measures ([`ApproachName::runner`]), in [`ApproachName::ALL`]'s order.
+    pub fn approaches(self) -> Vec<ApproachName> {
+        ApproachName::ALL
+            .into_iter()
+            .filter(|approach| approach.runner() == self)
+            .collect()
+    }
+}
+
 /// `--approaches` and `--baseline` take the names of [`ApproachName::as_str`]: `--help` lists them, and clap
 /// refuses any other name with the list. Written out rather than derived so that each name is spelled once, in
 /// `as_str`, for the command line, cells and reports alike.
@@ -410,6 +420,27 @@ mod tests {
             default.join(","),
             "ceiling,direct-blocking,spawn-blocking,per-request,tokio-rusqlite,deadpool-sqlite,async-sqlite,\
              sqlx,trailbase-sqlite,quicklite,go-mattn,go-modernc,go-zombiezen,node-better-sqlite3,node-sqlite"
+        );
+    }
+
+    #[test]
+    fn every_approach_has_one_program_and_each_program_some_approach() {
+        let programs = [
+            RunnerProgram::Quicklite,
+            RunnerProgram::Rusqlite040,
+            RunnerProgram::Sqlx,
+            RunnerProgram::Trailbase,
+            RunnerProgram::Go,
+            RunnerProgram::Node,
+        ];
+        let mut measured: Vec<ApproachName> =
+            programs.iter().flat_map(|p| p.approaches()).collect();
+        assert!(programs.iter().all(|p| !p.approaches().is_empty()));
+        measured.sort();
+        assert_eq!(measured, ApproachName::ALL);
+        assert_eq!(
+            RunnerProgram::Rusqlite040.approaches(),
+            [TokioRusqlite, DeadpoolSqlite]
         );
     }
 

@@ -1,9 +1,9 @@
-//! Which runner program measures an approach: [`RunnerProgram`].
+//! The runner programs: [`RunnerProgram`].
 //!
 //! Cargo allows one `links = "sqlite3"` crate per workspace, so the Rust approaches live in four programs, each
 //! built against the SQLite binding its crates pin; the drivers of other languages have programs of their own.
-
-use crate::approach_name::ApproachName;
+//! Which program measures an approach is decided with the approach, in
+//! [`ApproachName::runner`](crate::ApproachName::runner), and listed per program by [`RunnerProgram::approaches`].
 
 /// A runner program: one process per cell, speaking the runner protocol ([`crate::run_runner_main`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -23,14 +23,6 @@ pub enum RunnerProgram {
 }
 
 impl RunnerProgram {
-    /// The approaches this program measures, in [`ApproachName::ALL`]'s order.
-    pub fn approaches(self) -> Vec<ApproachName> {
-        ApproachName::ALL
-            .into_iter()
-            .filter(|approach| approach.runner() == self)
-            .collect()
-    }
-
     /// Whether the program is written in another language than Rust (its driver links its own SQLite, set up by
     /// that driver: the process knobs of a Rust runner do not reach it).
     pub fn is_other_language(self) -> bool {
@@ -43,31 +35,5 @@ impl RunnerProgram {
     /// which this does not count.
     pub fn needs_more_than_rust(self) -> bool {
         self == Self::Trailbase
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_approach_has_one_program_and_each_program_some_approach() {
-        let programs = [
-            RunnerProgram::Quicklite,
-            RunnerProgram::Rusqlite040,
-            RunnerProgram::Sqlx,
-            RunnerProgram::Trailbase,
-            RunnerProgram::Go,
-            RunnerProgram::Node,
-        ];
-        let mut measured: Vec<ApproachName> =
-            programs.iter().flat_map(|p| p.approaches()).collect();
-        assert!(programs.iter().all(|p| !p.approaches().is_empty()));
-        measured.sort();
-        assert_eq!(measured, ApproachName::ALL);
-        assert_eq!(
-            RunnerProgram::Rusqlite040.approaches(),
-            [ApproachName::TokioRusqlite, ApproachName::DeadpoolSqlite]
-        );
     }
 }

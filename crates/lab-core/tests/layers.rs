@@ -5,10 +5,15 @@
 //! `src/` and checks each path into the crate outside the file's unit tests — `crate::x`, `super::x`, `self::x`
 //! and a child module's `x::` — against [`MODULES`]. `lib.rs` is the root: it declares and re-exports everything.
 //! Inside the crate, items are named through the module that defines them (`crate::cell::Cell`, not the root's
-//! re-export `crate::Cell`), so that every path shows the layer it reaches.
+//! re-export `crate::Cell`), so that every path shows the layer it reaches. The layers let the modules of one layer
+//! use each other, so a second test checks that no two modules use each other, directly or through others (the
+//! approaches' names and their runner programs once did). The reading of the paths is `imports/`, which the lab's
+//! and the command line's tests share.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+mod imports;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 /// The layers, lowest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -52,7 +57,7 @@ const MODULES: &[(&str, Layer)] = &[
     ("result", Vocabulary),               // what a runner reports for one cell
     ("workload", Vocabulary),             // the workloads: names, schema, seed data
     ("approach_name", Vocabulary),        // the approaches by name, and what the lab knows of each
-    ("runner_program", Vocabulary),       // which runner program measures an approach
+    ("runner_program", Vocabulary),       // the runner programs, and what building each needs
     ("custom", Vocabulary),               // custom workloads: the user's schema, rows and transactions
     ("http_load", Instruments),           // the `http` load generator, in a process of its own
     ("stats", Instruments),               // counters and histograms of the client tasks
@@ -86,15 +91,11 @@ const MODULES: &[(&str, Layer)] = &[
 fn no_module_uses_a_higher_layer() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let layers = table();
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
     let mut problems = Vec::new();
     let mut seen = Vec::new();
-    for file in &files {
+    // Every file but lib.rs, the root.
+    for (module, file) in imports::modules(&src) {
         let relative = file.strip_prefix(&src).unwrap();
-        let Some(module) = module_of(relative) else {
-            continue; // lib.rs, the root
-        };
         if !layers.contains_key(module.as_str()) {
             problems.push(format!(
                 "src/{}: module `{module}` has no layer: add it to MODULES in tests/layers.rs",
@@ -103,7 +104,7 @@ fn no_module_uses_a_higher_layer() {
             continue;
         }
         seen.push(module.clone());
-        let text = std::fs::read_to_string(file).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
         problems.extend(violations(
             &format!("src/{}", relative.display()),
             &module,
@@ -119,6 +120,47 @@ fn no_module_uses_a_higher_layer() {
         }
     }
     assert!(problems.is_empty(), "\n{}\n", problems.join("\n"));
+}
+
+#[test]
+fn no_two_modules_use_each_other() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    if let Some(circle) = imports::circle(&src) {
+        panic!("modules that use each other: {}", circle.join(" -> "));
+    }
+}
+
+#[test]
+fn two_modules_of_one_layer_that_use_each_other_are_a_circle() {
+    // The circle lab-core once had: each module's uses, as the checker reads them from its code.
+    let sources = [
+        (
+            "approach_name",
+            "use crate::runner_program::RunnerProgram;\n",
+        ),
+        (
+            "runner_program",
+            "fn f() { crate::approach_name::ApproachName::ALL; }\n",
+        ),
+    ];
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, text) in sources {
+        let known = |m: &str| MODULES.iter().any(|(name, _)| *name == m);
+        let targets = imports::uses(module, text, &known)
+            .into_iter()
+            .filter_map(|used| used.target);
+        edges.entry(module.to_owned()).or_default().extend(targets);
+    }
+    assert_eq!(
+        imports::circle_in(&edges),
+        Some(vec![
+            "approach_name".to_owned(),
+            "runner_program".to_owned(),
+            "approach_name".to_owned()
+        ])
+    );
+    edges.remove("runner_program");
+    assert_eq!(imports::circle_in(&edges), None);
 }
 
 /// The table's modules, for the checker's own tests.
@@ -178,280 +220,25 @@ fn a_root_re_export_is_reported_since_it_hides_the_layer() {
     );
 }
 
-/// The `.rs` files under `dir`, recursively.
-fn rust_files(dir: &Path, files: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, files);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            files.push(path);
-        }
-    }
-    files.sort();
-}
-
-/// The module a file under `src/` defines (`driver/queue.rs` → `driver::queue`, `driver/mod.rs` → `driver`);
-/// `None` for the root.
-fn module_of(relative: &Path) -> Option<String> {
-    let mut parts: Vec<String> = relative
-        .with_extension("")
-        .iter()
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect();
-    if parts.last().is_some_and(|p| p == "mod") {
-        parts.pop();
-    }
-    (parts != ["lib"]).then(|| parts.join("::"))
-}
-
 /// The paths of `text` (the file `file`, defining `module`) that reach a higher layer or name no module.
 fn violations(file: &str, module: &str, text: &str, layers: &BTreeMap<&str, Layer>) -> Vec<String> {
     let own = layers[module];
-    let tokens = tokens(&without_unit_tests(&code_only(text)));
-    let children: Vec<&str> = tokens
-        .windows(3)
-        .filter(|w| w[0].text == "mod" && w[2].text == ";")
-        .map(|w| w[1].text.as_str())
-        .collect();
     let mut found = Vec::new();
-    for (i, token) in tokens.iter().enumerate() {
-        let starts_path = tokens.get(i + 1).is_some_and(|t| t.text == "::")
-            && (i == 0 || tokens[i - 1].text != "::");
-        if !starts_path {
-            continue;
-        }
-        let mut base: Vec<&str> = module.split("::").collect();
-        let mut next = i;
-        match token.text.as_str() {
-            "crate" => base.clear(),
-            "self" => {}
-            "super" => {
-                // `super::super::…` climbs once per `super`.
-                base.pop();
-                while tokens.get(next + 2).is_some_and(|t| t.text == "super")
-                    && tokens.get(next + 3).is_some_and(|t| t.text == "::")
-                {
-                    base.pop();
-                    next += 2;
-                }
-            }
-            name if children.contains(&name) => base.push(name),
-            _ => continue,
-        }
-        for (line, segments) in leaves(&tokens, next + 2) {
-            let mut path: Vec<&str> = base.clone();
-            path.extend(segments.iter().map(String::as_str));
-            let reached = (1..=path.len())
-                .rev()
-                .map(|n| path[..n].join("::"))
-                .find(|candidate| layers.contains_key(candidate.as_str()));
-            match reached {
-                Some(target) if layers[target.as_str()] > own => found.push(format!(
-                    "{file}:{line}: `{module}` (layer {own:?}) uses `{target}` (layer {:?}), a higher layer",
-                    layers[target.as_str()]
-                )),
-                Some(_) => {}
-                None if base.is_empty() => found.push(format!(
-                    "{file}:{line}: `crate::{}` names no module of the layer table: use the path of the module \
-                     that defines it",
-                    segments.join("::")
-                )),
-                None => {}
-            }
+    for used in imports::uses(module, text, &|m| layers.contains_key(m)) {
+        let line = used.line;
+        match used.target {
+            Some(target) if layers[target.as_str()] > own => found.push(format!(
+                "{file}:{line}: `{module}` (layer {own:?}) uses `{target}` (layer {:?}), a higher layer",
+                layers[target.as_str()]
+            )),
+            Some(_) => {}
+            None if used.from_root => found.push(format!(
+                "{file}:{line}: `crate::{}` names no module of the layer table: use the path of the module \
+                 that defines it",
+                used.segments.join("::")
+            )),
+            None => {}
         }
     }
     found
-}
-
-/// A token of the code, with its line.
-#[derive(Debug)]
-struct Token {
-    /// The identifier, `::` or punctuation character.
-    text: String,
-    /// Its line, from 1.
-    line: usize,
-}
-
-/// The leaf paths of a path's tail starting at token `i` (after `base::`): `a::b` is one, `{a::b, c::{self, d}}`
-/// three; each with the line of its first segment. Stops at the first token that does not continue the path.
-fn leaves(tokens: &[Token], i: usize) -> Vec<(usize, Vec<String>)> {
-    let mut out = Vec::new();
-    walk(tokens, i, Vec::new(), &mut out);
-    out
-}
-
-/// Reads one path tail from token `i` with the segments before it in `prefix`; returns the index after it.
-fn walk(
-    tokens: &[Token],
-    mut i: usize,
-    mut prefix: Vec<String>,
-    out: &mut Vec<(usize, Vec<String>)>,
-) -> usize {
-    let line = tokens.get(i).map_or(0, |t| t.line);
-    loop {
-        match tokens.get(i).map(|t| t.text.as_str()) {
-            Some("{") => {
-                i += 1;
-                while tokens.get(i).is_some_and(|t| t.text != "}") {
-                    i = walk(tokens, i, prefix.clone(), out);
-                    if tokens.get(i).is_some_and(|t| t.text == ",") {
-                        i += 1;
-                    }
-                }
-                return i + 1;
-            }
-            Some(segment) if segment == "*" || is_ident(segment) => {
-                if segment != "self" && segment != "*" {
-                    prefix.push(segment.to_owned());
-                }
-                i += 1;
-                if tokens.get(i).is_some_and(|t| t.text == "::") {
-                    i += 1;
-                    continue;
-                }
-                // `x as y`: the alias is not a segment.
-                if tokens.get(i).is_some_and(|t| t.text == "as") {
-                    i += 2;
-                }
-                out.push((line, prefix));
-                return i;
-            }
-            _ => {
-                out.push((line, prefix));
-                return i;
-            }
-        }
-    }
-}
-
-/// Whether `text` is an identifier (or a keyword), i.e. may be a path segment.
-fn is_ident(text: &str) -> bool {
-    text.chars()
-        .next()
-        .is_some_and(|c| c.is_alphabetic() || c == '_')
-}
-
-/// `text` split into identifiers, `::` and single punctuation characters, with their lines.
-fn tokens(text: &str) -> Vec<Token> {
-    let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let chars: Vec<char> = line.chars().collect();
-        let mut i = 0;
-        while i < chars.len() {
-            let c = chars[i];
-            let start = i;
-            if c.is_alphanumeric() || c == '_' {
-                while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
-                    i += 1;
-                }
-            } else if c == ':' && chars.get(i + 1) == Some(&':') {
-                i += 2;
-            } else {
-                i += 1;
-                if c.is_whitespace() {
-                    continue;
-                }
-            }
-            out.push(Token {
-                text: chars[start..i].iter().collect(),
-                line: n + 1,
-            });
-        }
-    }
-    out
-}
-
-/// `text` with comments and the contents of string and character literals blanked out, lines kept.
-fn code_only(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
-    let mut i = 0;
-    while i < chars.len() {
-        match (chars[i], chars.get(i + 1).copied()) {
-            ('/', Some('/')) => {
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-            }
-            ('/', Some('*')) => {
-                while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
-                    out.push(blank(chars[i]));
-                    i += 1;
-                }
-                i += 2;
-            }
-            ('r', Some('"' | '#'))
-                if i == 0 || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '_') =>
-            {
-                // A raw string: r"…", r#"…"#.
-                let mut hashes = 0;
-                i += 1;
-                while chars.get(i) == Some(&'#') {
-                    hashes += 1;
-                    i += 1;
-                }
-                if chars.get(i) != Some(&'"') {
-                    out.push('r');
-                    out.extend(std::iter::repeat_n('#', hashes));
-                    continue;
-                }
-                i += 1;
-                let closes = |at: usize| {
-                    chars[at] == '"' && (1..=hashes).all(|h| chars.get(at + h) == Some(&'#'))
-                };
-                while i < chars.len() && !closes(i) {
-                    out.push(blank(chars[i]));
-                    i += 1;
-                }
-                i += 1 + hashes;
-                out.push_str("\"\"");
-            }
-            ('"', _) => {
-                i += 1;
-                while i < chars.len() && chars[i] != '"' {
-                    if chars[i] == '\\' {
-                        out.push(' ');
-                        i += 1;
-                    }
-                    out.push(blank(chars[i]));
-                    i += 1;
-                }
-                i += 1;
-                out.push_str("\"\"");
-            }
-            ('\'', Some(next)) if next == '\\' || chars.get(i + 2) == Some(&'\'') => {
-                // A character literal (a lifetime has no closing quote).
-                i += 1;
-                while i < chars.len() && chars[i] != '\'' {
-                    i += if chars[i] == '\\' { 2 } else { 1 };
-                }
-                i += 1;
-                out.push_str("' '");
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
-/// `code` up to its unit tests (`#[cfg(test)]` followed by `mod tests {`), which may use any module.
-fn without_unit_tests(code: &str) -> String {
-    let lines: Vec<&str> = code.lines().collect();
-    let end = (0..lines.len())
-        .find(|&n| {
-            lines[n].trim() == "#[cfg(test)]"
-                && lines[n + 1..]
-                    .iter()
-                    .find(|l| !l.trim().is_empty())
-                    .is_some_and(|l| {
-                        l.trim_start().starts_with("mod ") && l.trim_end().ends_with('{')
-                    })
-        })
-        .unwrap_or(lines.len());
-    lines[..end].join("\n")
 }

@@ -34,7 +34,7 @@ fn cell(workload: &str, approach: &str) -> Cell {
     }
 }
 
-fn env(runner: &str, crates: &[(&str, &str)], journal: &str) -> Environment {
+fn env(runner: &str, sqlite: &str, crates: &[(&str, &str)], journal: &str) -> Environment {
     let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
         pairs
             .iter()
@@ -43,7 +43,7 @@ fn env(runner: &str, crates: &[(&str, &str)], journal: &str) -> Environment {
     };
     Environment {
         runner: runner.to_owned(),
-        sqlite_version: "3.50.4".to_owned(),
+        sqlite_version: sqlite.to_owned(),
         compile_options: vec!["DEFAULT_MEMSTATUS=0".to_owned(), "THREADSAFE=1".to_owned()],
         pragmas: map(&[("journal_mode", journal), ("synchronous", "1")]),
         crate_versions: map(crates),
@@ -140,6 +140,7 @@ pub fn results() -> Vec<CellResult> {
     let main = || {
         env(
             "quicklite-runner 0.1.0",
+            "3.54.1",
             &[("rusqlite", "0.41.1"), ("quicklite", "0.1.0")],
             "wal",
         )
@@ -147,6 +148,7 @@ pub fn results() -> Vec<CellResult> {
     let peer = || {
         env(
             "runner-rusqlite040 0.1.0",
+            "3.53.2",
             &[("rusqlite", "0.40.0"), ("tokio-rusqlite", "0.8.0")],
             "wal",
         )
@@ -404,6 +406,37 @@ pub fn repeated(times: u32) -> Vec<CellResult> {
         }
     }
     out
+}
+
+/// Point reads by quicklite on a SQLite that fixes the WAL-reset bug, and by trailbase-sqlite on its bundled 3.49.2,
+/// which has it.
+pub fn wal_reset_bug() -> Vec<CellResult> {
+    let fixed = env(
+        "quicklite-runner 0.1.0",
+        "3.54.1",
+        &[("rusqlite", "0.41.1"), ("quicklite", "0.1.0")],
+        "wal",
+    );
+    let affected = env(
+        "runner-trailbase 0.1.0",
+        "3.49.2",
+        &[("rusqlite", "0.36.0"), ("trailbase-sqlite", "0.3.0")],
+        "wal",
+    );
+    vec![
+        ok(
+            cell("point-read", "quicklite"),
+            ops(1_420_000.0, 40.0),
+            OpStats::default(),
+            fixed,
+        ),
+        ok(
+            cell("point-read", "trailbase-sqlite"),
+            ops(380_000.0, 160.0),
+            OpStats::default(),
+            affected,
+        ),
+    ]
 }
 
 fn orm(profile: &str, us: f64, env: Environment) -> CellResult {

@@ -50,6 +50,7 @@ mod runners;
 pub mod seeds;
 mod store;
 mod summary;
+pub mod wal_reset_bug;
 pub mod workload_file;
 
 pub use atomic::write_atomically;

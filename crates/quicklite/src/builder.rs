@@ -11,6 +11,7 @@ use crate::config::{
     AppHooks, BoxError, Checkpointing, Config, ConnectionRole, Key, QueueFull, validate_pragma,
 };
 use crate::replica::Replica;
+use crate::wal_reset_bug::{has_wal_reset_bug, version_text};
 use crate::{Database, Error, Profile, Result};
 
 /// The default of [`Builder::wal_size_warning`].
@@ -76,6 +77,8 @@ pub struct Builder {
     write_timeout: Option<Duration>,
     wal_size_warning: Option<u64>,
     replica: Option<Replica>,
+    /// Whether to open on a SQLite that has the WAL-reset bug ([`Builder::allow_wal_reset_bug`]).
+    wal_reset_bug_allowed: bool,
 }
 
 impl Database {
@@ -136,6 +139,7 @@ impl Builder {
             write_timeout: None,
             wal_size_warning: Some(DEFAULT_WAL_SIZE_WARNING),
             replica: None,
+            wal_reset_bug_allowed: false,
         }
     }
 
@@ -432,6 +436,24 @@ impl Builder {
         self
     }
 
+    /// Whether the database opens on a SQLite that has the WAL-reset bug
+    /// ([`has_wal_reset_bug`](crate::has_wal_reset_bug): SQLite 3.7.0 to 3.51.2, but for 3.44.6 and later of 3.44
+    /// and 3.50.7 and later of 3.50). The bug is a data race between a checkpoint and another connection's commit
+    /// that resets the WAL, which can corrupt the database or lose committed writes
+    /// (<https://sqlite.org/wal.html#walresetbug>); it needs WAL mode, several connections to one database and
+    /// checkpoints — how quicklite runs every database, whatever its profile (a file once in WAL mode stays in it).
+    ///
+    /// By default, `false`: opening fails with [`Error::WalResetBug`] and nothing is opened, because the damage
+    /// is silent until the data is read back and cannot be undone, while the remedy is to link a fixed SQLite
+    /// (rusqlite's `bundled` feature, which quicklite turns on, brings one; a program that links the system's
+    /// SQLite instead may get an older one). `true` opens anyway, for a program that cannot change its SQLite
+    /// yet and accepts the risk. For a registry's databases, set it in
+    /// [`RegistryBuilder::configure`](crate::RegistryBuilder::configure).
+    pub fn allow_wal_reset_bug(mut self, allow: bool) -> Self {
+        self.wal_reset_bug_allowed = allow;
+        self
+    }
+
     /// Opens a read replica: the database is read from `replica` (the copy Litestream keeps of a primary in object
     /// storage) instead of a local file, and `path` only names it. Reads are served as usual, each connection
     /// following the replica as it polls for new transactions; every write fails with
@@ -507,7 +529,19 @@ impl Builder {
         builder
     }
 
+    /// The validated settings, for the SQLite linked into this process.
     pub(crate) fn into_config(self) -> Result<Config> {
+        self.into_config_for(rusqlite::version_number())
+    }
+
+    /// The validated settings, for a SQLite whose `sqlite3_libversion_number()` is `sqlite_version`: the linked
+    /// one, or in tests any other.
+    fn into_config_for(self, sqlite_version: i32) -> Result<Config> {
+        if has_wal_reset_bug(sqlite_version) && !self.wal_reset_bug_allowed {
+            return Err(Error::WalResetBug {
+                version: version_text(sqlite_version),
+            });
+        }
         let path = self.path.to_string_lossy();
         if path.is_empty() || path == ":memory:" || path.contains("mode=memory") {
             return Err(Error::InvalidConfig(format!(
@@ -687,6 +721,7 @@ mod tests {
         assert_eq!(b.change_rowids, 100);
         assert_eq!(b.statement_cache_capacity, 128);
         assert_eq!(b.wal_size_warning, Some(1 << 30));
+        assert!(!b.wal_reset_bug_allowed);
         let lock_wait = |b: Builder| config(b).unwrap().write_lock_wait;
         assert_eq!(lock_wait(b), Duration::from_secs(30));
         let longer = Duration::from_secs(60);
@@ -697,6 +732,47 @@ mod tests {
             lock_wait(b.busy_timeout(longer).write_lock_wait(shorter)),
             shorter
         );
+    }
+
+    #[test]
+    fn a_sqlite_with_the_wal_reset_bug_is_refused_unless_allowed() {
+        let affected = 3_049_002;
+        let refused = Builder::new(Path::new("x.db")).into_config_for(affected);
+        match refused {
+            Err(Error::WalResetBug { version }) => assert_eq!(version, "3.49.2"),
+            other => panic!("expected WalResetBug, got {other:?}"),
+        }
+        let allowed = Builder::new(Path::new("x.db"))
+            .allow_wal_reset_bug(true)
+            .into_config_for(affected);
+        assert!(allowed.is_ok());
+        for fixed in [3_044_006, 3_050_007, 3_051_003, 3_054_001] {
+            assert!(
+                Builder::new(Path::new("x.db"))
+                    .into_config_for(fixed)
+                    .is_ok(),
+                "{fixed}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_refusal_says_which_sqlite_why_and_what_to_do() {
+        let message = Error::WalResetBug {
+            version: "3.49.2".into(),
+        }
+        .to_string();
+        for words in [
+            "SQLite 3.49.2 has the WAL-reset bug",
+            "corrupt",
+            "https://sqlite.org/wal.html#walresetbug",
+            "3.51.3",
+            "3.50.7",
+            "3.44.6",
+            "allow_wal_reset_bug(true)",
+        ] {
+            assert!(message.contains(words), "{words:?} in {message:?}");
+        }
     }
 
     #[test]

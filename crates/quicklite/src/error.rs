@@ -115,6 +115,22 @@ pub enum Error {
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
 
+    /// The SQLite linked into the program has the WAL-reset bug ([`has_wal_reset_bug`](crate::has_wal_reset_bug)),
+    /// a data race that can corrupt a database written and checkpointed by several connections in WAL mode — as
+    /// every quicklite database is. Nothing was opened. Link a SQLite that fixes it (3.51.3 or later; 3.50.7 or
+    /// 3.44.6 and later in those release lines), or open anyway with
+    /// [`Builder::allow_wal_reset_bug`](crate::Builder::allow_wal_reset_bug).
+    #[error(
+        "SQLite {version} has the WAL-reset bug, which can corrupt a database that several connections write and \
+         checkpoint in WAL mode, as quicklite's do (https://sqlite.org/wal.html#walresetbug): nothing was opened; \
+         link SQLite 3.51.3 or later (3.50.7 or 3.44.6 and later in those release lines), or open anyway with \
+         Builder::allow_wal_reset_bug(true)"
+    )]
+    WalResetBug {
+        /// The linked SQLite's version, e.g. `3.49.2`.
+        version: String,
+    },
+
     /// A backup ([`Database::backup`](crate::Database::backup) or
     /// [`Database::vacuum_into`](crate::Database::vacuum_into)) could not be written to `dest`. The source
     /// database is untouched, and no partial file is left at `dest`.
@@ -230,6 +246,9 @@ impl Error {
                 reason,
             },
             Error::InvalidConfig(m) => Error::InvalidConfig(m.clone()),
+            Error::WalResetBug { version } => Error::WalResetBug {
+                version: version.clone(),
+            },
             Error::Timeout {
                 timeout,
                 request,

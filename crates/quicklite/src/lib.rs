@@ -41,8 +41,9 @@
 //!
 //! Before the first connection, the process set-up ([`sqlite_setup`]) turns off SQLite's memory statistics,
 //! whose global mutex every allocation would otherwise take; connections open `SQLITE_OPEN_NOMUTEX` because each
-//! belongs to exactly one thread. Queues are bounded: a full queue makes callers wait, or fail fast with
-//! [`Error::Overloaded`] ([`QueueFull`]).
+//! belongs to exactly one thread. A database does not open on a SQLite that has the WAL-reset bug, which can
+//! corrupt a database used as quicklite uses every one ([`has_wal_reset_bug`], [`Builder::allow_wal_reset_bug`]).
+//! Queues are bounded: a full queue makes callers wait, or fail fast with [`Error::Overloaded`] ([`QueueFull`]).
 //!
 //! # Example
 //!
@@ -89,6 +90,7 @@ mod replica;
 mod setup;
 mod sync;
 mod util;
+mod wal_reset_bug;
 
 mod inbox;
 mod queue;
@@ -123,6 +125,7 @@ pub use registry::names::MAX_NAME_LEN;
 pub use registry::{Registry, RegistryMetrics};
 pub use replica::{Position, Replica, ReplicaStatus, Restore};
 pub use setup::{Setup, SetupReport, SqliteInfo, configure, sqlite_info, sqlite_setup};
+pub use wal_reset_bug::has_wal_reset_bug;
 
 /// The rusqlite crate quicklite is built on, re-exported so closures use the same version.
 pub use rusqlite;

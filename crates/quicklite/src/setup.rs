@@ -107,6 +107,9 @@ fn memory_statistics_off() -> bool {
 pub struct SqliteInfo {
     /// `sqlite_version()`, e.g. `3.50.4`.
     pub version: String,
+    /// `sqlite3_libversion_number()`, e.g. `3050004`: the number [`has_wal_reset_bug`](crate::has_wal_reset_bug)
+    /// takes.
+    pub version_number: i32,
     /// `sqlite_source_id()`: the exact check-in.
     pub source_id: String,
     /// `PRAGMA compile_options`, e.g. `DEFAULT_MEMSTATUS=0`, `THREADSAFE=1`.
@@ -131,6 +134,7 @@ pub fn sqlite_info() -> crate::Result<SqliteInfo> {
         .into_owned();
     Ok(SqliteInfo {
         version: rusqlite::version().to_string(),
+        version_number: rusqlite::version_number(),
         source_id,
         compile_options,
         // SAFETY: sqlite3_threadsafe only returns a compile-time constant.

@@ -22,6 +22,11 @@ const LAYERS: &[(&str, u8, &str)] = &[
     ("setup", 0, "process-wide SQLite set-up"),
     ("sync", 0, "atomics, swapped for loom's in model checks"),
     ("util", 0, "lock, companion-file and thread helpers"),
+    (
+        "wal_reset_bug",
+        0,
+        "which SQLite versions have the WAL-reset bug",
+    ),
     ("queue", 1, "the bounded request queue"),
     ("inbox", 1, "a consumer's end of a queue"),
     ("reply", 1, "answers and relays"),

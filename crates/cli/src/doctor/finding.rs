@@ -12,7 +12,7 @@ pub enum Severity {
     Info,
     /// Costs concurrency, speed or disk space; should be changed.
     Warning,
-    /// The database is damaged or could not be read.
+    /// The database is damaged or could not be read, or the linked SQLite has a bug that can damage it.
     Error,
 }
 
@@ -79,7 +79,7 @@ pub struct Summary {
     pub info: usize,
     /// Findings that should be changed.
     pub warning: usize,
-    /// Damage or unreadable values.
+    /// Damage, unreadable values, or a SQLite that can damage a database.
     pub error: usize,
     /// `doctor`'s exit status: 1 when a finding is an error, else 0.
     pub exit_status: u8,

@@ -8,12 +8,13 @@
 //! `journal_size_limit`) are reported as a fresh connection gets them, and marked so: an application sets them
 //! when it opens its connections, as quicklite's Server profile does.
 //!
-//! Exit status: 0 report without error findings, 1 an error finding (corruption), 2 nothing to report on (the file
-//! is missing, a directory, not a database, locked, unreadable).
+//! Exit status: 0 report without error findings, 1 an error finding (corruption, or a linked SQLite with the
+//! WAL-reset bug), 2 nothing to report on (the file is missing, a directory, not a database, locked, unreadable).
 
 mod database;
 mod finding;
 mod human;
+mod observed;
 mod open;
 mod replica;
 mod rules;

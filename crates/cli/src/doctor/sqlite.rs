@@ -1,4 +1,5 @@
-//! The SQLite linked into this binary: version, threading mode, compile options, memory statistics.
+//! The SQLite linked into this binary: version, threading mode, compile options, memory statistics, and whether it
+//! has the WAL-reset bug.
 //!
 //! This is the SQLite every program built from this workspace links (rusqlite's bundled copy, with the compile
 //! options of `.cargo/config.toml`); another program may link another build, so it reports on itself.
@@ -13,6 +14,7 @@ const DOC_MEMSTATUS_CONFIG: &str =
     "https://www.sqlite.org/c3ref/c_config_covering_index_scan.html#sqliteconfigmemstatus";
 const DOC_THREADSAFE: &str = "https://www.sqlite.org/threadsafe.html";
 const DOC_OPEN: &str = "https://www.sqlite.org/c3ref/open.html";
+const DOC_WAL_RESET_BUG: &str = "https://www.sqlite.org/wal.html#walresetbug";
 
 /// The SQLite section of the report.
 #[derive(Debug, Serialize)]
@@ -43,6 +45,7 @@ pub fn section(info: &SqliteInfo) -> SqliteSection {
     let findings = vec![
         memory_statistics(info, default_memstatus_0),
         threading(info.threadsafe),
+        wal_reset_bug(info),
     ];
     SqliteSection {
         version: info.version.clone(),
@@ -141,13 +144,52 @@ fn threading(threadsafe: i32) -> Finding {
     finding.why(why, &docs)
 }
 
+/// An error on a SQLite with the WAL-reset bug (`quicklite::has_wal_reset_bug`), which quicklite refuses to open
+/// databases on: doctor then exits 1.
+fn wal_reset_bug(info: &SqliteInfo) -> Finding {
+    let why = "A data race in SQLite's WAL code: a checkpoint that starts while another connection's commit resets \
+               the WAL can miss the reset and leave a wrong field in the wal-index header, and a later checkpoint \
+               may then skip part of a transaction, corrupting the database or losing committed writes. It needs \
+               WAL mode, two or more connections to one database and checkpoints, which is how quicklite runs \
+               every database. SQLite 3.7.0 to 3.51.2 have it; 3.51.3 fixes it, and the backports 3.50.7 and \
+               3.44.6.";
+    let finding = if quicklite::has_wal_reset_bug(info.version_number) {
+        Finding::new(
+            "WAL-reset bug",
+            Severity::Error,
+            format!(
+                "SQLite {} has it (fixed in 3.51.3, 3.50.7 and 3.44.6)",
+                info.version
+            ),
+        )
+        .fix(
+            "link a SQLite that fixes it: 3.51.3 or later, or 3.50.7 or 3.44.6 and later in those release lines \
+             (rusqlite's bundled feature brings a fixed one); until then quicklite refuses to open a database on \
+             this SQLite unless told to (Builder::allow_wal_reset_bug(true))",
+        )
+    } else {
+        Finding::new(
+            "WAL-reset bug",
+            Severity::Ok,
+            format!(
+                "not in SQLite {} (fixed in 3.51.3, 3.50.7 and 3.44.6)",
+                info.version
+            ),
+        )
+        .fix("nothing to do: keep a SQLite of 3.51.3 or later (or 3.50.7, 3.44.6 and later in those lines)")
+    };
+    finding.why(why, &[DOC_WAL_RESET_BUG])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::doctor::finding::Summary;
 
     fn info(options: &[&str], off: bool) -> SqliteInfo {
         SqliteInfo {
-            version: "3.0.0".into(),
+            version: "3.54.1".into(),
+            version_number: 3_054_001,
             source_id: "id".into(),
             compile_options: options.iter().map(|s| s.to_string()).collect(),
             threadsafe: 1,
@@ -187,5 +229,60 @@ mod tests {
         let on = section(&info(&[], false));
         assert_eq!(on.findings[0].severity, Severity::Warning);
         assert!(on.findings[0].value.contains("what happened"));
+    }
+
+    /// The SQLite section's finding on the WAL-reset bug for SQLite `version`, numbered `number`.
+    fn wal_reset_finding(version: &str, number: i32) -> Finding {
+        let mut linked = info(&[], true);
+        linked.version = version.into();
+        linked.version_number = number;
+        section(&linked)
+            .findings
+            .into_iter()
+            .find(|f| f.check == "WAL-reset bug")
+            .expect("a finding on the WAL-reset bug")
+    }
+
+    #[test]
+    fn a_sqlite_with_the_wal_reset_bug_is_an_error_that_fails_doctor() {
+        let affected = wal_reset_finding("3.49.2", 3_049_002);
+        assert_eq!(affected.severity, Severity::Error);
+        assert!(
+            affected.value.contains("SQLite 3.49.2 has it"),
+            "{}",
+            affected.value
+        );
+        for fixed in ["3.51.3", "3.50.7", "3.44.6", "allow_wal_reset_bug"] {
+            assert!(
+                affected.recommendation.contains(fixed),
+                "{fixed} in {}",
+                affected.recommendation
+            );
+        }
+        assert!(
+            affected.why.contains("corrupting the database"),
+            "{}",
+            affected.why
+        );
+        assert_eq!(affected.docs, [DOC_WAL_RESET_BUG]);
+        assert_eq!(Summary::of([&affected]).exit_status, 1);
+    }
+
+    #[test]
+    fn a_sqlite_that_fixes_the_wal_reset_bug_is_ok_including_the_backports() {
+        for (version, number) in [
+            ("3.54.1", 3_054_001),
+            ("3.51.3", 3_051_003),
+            ("3.50.7", 3_050_007),
+            ("3.44.6", 3_044_006),
+        ] {
+            let fixed = wal_reset_finding(version, number);
+            assert_eq!(fixed.severity, Severity::Ok, "{version}");
+            assert!(fixed.value.contains(version), "{}", fixed.value);
+        }
+        assert_eq!(
+            wal_reset_finding("3.50.6", 3_050_006).severity,
+            Severity::Error
+        );
     }
 }

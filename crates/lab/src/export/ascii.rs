@@ -22,6 +22,9 @@ impl Exporter for AsciiExporter {
         let summary = Summary::new(results, baseline);
         let mut out = String::new();
         let _ = writeln!(out, "{}\n", crate::summary::repetitions_note(results));
+        if let Some(note) = crate::summary::wal_reset_note(results) {
+            let _ = writeln!(out, "{note}\n");
+        }
         for table in &summary.tables {
             // Writing to a String cannot fail.
             let _ = writeln!(out, "{}", table.title);

@@ -1,7 +1,7 @@
 //! The columns of a summary table as text, shared by the Markdown, HTML and ASCII reports so they agree.
 
-use crate::format;
 use crate::summary::Table;
+use crate::{format, wal_reset_bug};
 
 /// One rendered table: headers, whether each column is numeric (right-aligned), and cell text.
 pub struct Columns {
@@ -151,7 +151,11 @@ pub fn columns(table: &Table) -> Columns {
         .iter()
         .map(|row| {
             let r = &row.result;
-            let mut cells = vec![row.label.clone()];
+            let mut cells = vec![if wal_reset_bug::affected(&r.env.sqlite_version) {
+                format!("{} {}", row.label, wal_reset_bug::MARK)
+            } else {
+                row.label.clone()
+            }];
             if repeated {
                 cells.push(row.spread_text());
             }

@@ -64,6 +64,9 @@ impl Exporter for HtmlExporter {
         if let Some(note) = crate::summary::open_loop_note(results) {
             let _ = writeln!(out, "<p>{}</p>", inline_markup(&note));
         }
+        if let Some(note) = crate::summary::wal_reset_note(results) {
+            let _ = writeln!(out, "<p class=\"failure\">{}</p>", inline_markup(&note));
+        }
         for table in &summary.tables {
             section(&mut out, table, baseline);
         }
@@ -313,7 +316,13 @@ fn environment(out: &mut String, env: &EnvSummary) {
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"wrap\">{}</td><td class=\"num\">{}</td><td class=\"wrap\">{}</td><td class=\"wrap\"><code>{}</code></td></tr>",
                 escape(&r.runner),
                 escape(&r.approaches.join(", ")),
-                escape(&r.sqlite_versions.join(", ")),
+                escape(
+                    &r.sqlite_versions
+                        .iter()
+                        .map(|v| crate::wal_reset_bug::version_text(v))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 escape(&crates.join(", ")),
                 escape(&r.open_files_text()),
                 escape(&r.allocators.join("; ")),

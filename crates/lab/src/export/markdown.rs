@@ -34,6 +34,9 @@ impl Exporter for MarkdownExporter {
         if let Some(note) = crate::summary::open_loop_note(results) {
             let _ = writeln!(out, "{note}\n");
         }
+        if let Some(note) = crate::summary::wal_reset_note(results) {
+            let _ = writeln!(out, "{note}\n");
+        }
         for table in &summary.tables {
             let _ = writeln!(out, "## {}\n", table.title);
             let _ = writeln!(out, "Settings: {}\n", settings_line(table));
@@ -214,7 +217,7 @@ fn environment(out: &mut String, env: &EnvSummary) {
                 "| {} | {} | {} | {} | {} | {} |",
                 escape(&r.runner),
                 r.approaches.join(", "),
-                r.sqlite_versions.join(", "),
+                sqlite_versions(&r.sqlite_versions),
                 escape(&crates.join(", ")),
                 r.open_files_text(),
                 escape(&r.allocators.join("; ")),
@@ -255,6 +258,15 @@ fn environment(out: &mut String, env: &EnvSummary) {
         }
         out.push('\n');
     }
+}
+
+/// The SQLite versions of a runner, those with the WAL-reset bug marked.
+fn sqlite_versions(versions: &[String]) -> String {
+    let texts: Vec<String> = versions
+        .iter()
+        .map(|v| crate::wal_reset_bug::version_text(v))
+        .collect();
+    texts.join(", ")
 }
 
 fn or_unknown(text: &str) -> &str {

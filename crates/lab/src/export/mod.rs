@@ -83,3 +83,31 @@ impl ExportFormat {
         self.exporter().serialize(results, baseline)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    #[test]
+    fn an_approach_on_a_sqlite_with_the_wal_reset_bug_is_marked_in_every_report() {
+        for format in ExportFormat::REPORTS {
+            let bytes = format
+                .serialize(&fixtures::wal_reset_bug(), ApproachName::TrailbaseSqlite)
+                .unwrap();
+            let report = String::from_utf8(bytes).unwrap();
+            assert!(report.contains("trailbase-sqlite ⚠"), "{format:?}");
+            assert!(!report.contains("quicklite ⚠"), "{format:?}");
+            assert!(
+                report.contains("https://sqlite.org/wal.html#walresetbug"),
+                "{format:?}"
+            );
+            if format != ExportFormat::Ascii {
+                // The environment's table of runners, which the terminal's report leaves out.
+                assert!(report.contains("3.49.2 ⚠ WAL-reset bug"), "{format:?}");
+            }
+            let name = format!("wal_reset_bug_{format:?}").to_lowercase();
+            insta::assert_snapshot!(name, report);
+        }
+    }
+}

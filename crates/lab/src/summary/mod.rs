@@ -7,16 +7,18 @@
 
 mod notes;
 mod ratio;
+mod row;
 mod settings;
 mod table;
 mod throughput;
 
 use quicklite_lab_core::{ApproachName, Cell, CellResult};
 
-pub use self::notes::{open_loop_note, repetitions_note};
+pub use self::notes::{open_loop_note, repetitions_note, wal_reset_note};
 pub use self::ratio::Baseline;
+pub use self::row::Row;
 pub use self::settings::mmap_text;
-pub use self::table::{Failure, Row, Table};
+pub use self::table::{Failure, Table};
 pub use self::throughput::{orm_suite_us, throughput};
 use table::table;
 

@@ -1,6 +1,32 @@
-//! The notes at the top of a report: how often the cells ran, and how to read a table that ran open loop.
+//! The notes at the top of a report: how often the cells ran, how to read a table that ran open loop, and which
+//! approaches ran on a SQLite with the WAL-reset bug.
 
 use quicklite_lab_core::CellResult;
+
+use crate::wal_reset_bug::{self, DESCRIPTION, MARK};
+
+/// The approaches whose SQLite has the WAL-reset bug, each with that SQLite's version, for reports with one; `None`
+/// when no runner reported such a SQLite.
+pub fn wal_reset_note(results: &[CellResult]) -> Option<String> {
+    let mut affected: Vec<String> = Vec::new();
+    for r in results.iter().filter(|r| r.failure.is_none()) {
+        let version = &r.env.sqlite_version;
+        let named = format!("`{}` (SQLite {version})", r.cell.approach);
+        if wal_reset_bug::affected(version) && !affected.contains(&named) {
+            affected.push(named);
+        }
+    }
+    (!affected.is_empty()).then(|| {
+        format!(
+            "{MARK} marks an approach whose SQLite has the WAL-reset bug: {}. That bug, in SQLite 3.7.0 to 3.51.2 \
+             (fixed in 3.51.3, and in the backports 3.50.7 and 3.44.6), is a data race between a checkpoint and a \
+             commit that resets the WAL, which can corrupt a database that several connections write and \
+             checkpoint in WAL mode, as every approach here does ({DESCRIPTION}): such a row measures a set-up that \
+             is not safe to run as it is.",
+            affected.join(", ")
+        )
+    })
+}
 
 /// What an open-loop table shows, for reports with one; `None` when every cell ran closed loop.
 pub fn open_loop_note(results: &[CellResult]) -> Option<String> {

@@ -3,7 +3,7 @@
 
 use quicklite_lab_core::ApproachName;
 
-use super::table::Row;
+use super::row::Row;
 use super::throughput::throughput;
 use crate::format;
 use crate::repetitions::{Paired, Spread};

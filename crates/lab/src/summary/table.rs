@@ -4,11 +4,10 @@
 use quicklite_lab_core::{ApproachName, Cell, CellResult};
 
 use super::ratio::{Baseline, compare, paired_ratio};
+use super::row::{Row, row};
 use super::settings::{mmap_text, settings};
-use super::throughput::{is_orm, throughput};
-#[cfg(doc)]
-use crate::repetitions::Paired;
-use crate::repetitions::{Spread, by_cell};
+use super::throughput::is_orm;
+use crate::repetitions::by_cell;
 use crate::row::on_off;
 use crate::{catalog, format};
 
@@ -54,38 +53,6 @@ pub struct Table {
     pub repetitions: usize,
 }
 
-/// One cell of a table, every repetition that succeeded.
-#[derive(Debug, Clone)]
-pub struct Row {
-    /// Approach, plus the set-up knobs that differ from the table's usual values.
-    pub label: String,
-    /// The median repetition (the lower middle one for an even count): its latencies, CPU time and environment
-    /// stand for the row.
-    pub result: CellResult,
-    /// Every successful repetition, in repetition order.
-    pub samples: Vec<CellResult>,
-    /// Reads + writes per second (queue cycles per second for the queue) of the median repetition: the ranking
-    /// key.
-    pub throughput: f64,
-    /// The median and range of the repetitions' throughput; `None` for a single repetition.
-    pub spread: Option<Spread>,
-    /// This row's throughput over the baseline's: the median of the ratios of repetitions from the same round
-    /// (pairs in different placements set aside, [`Paired`]), or the ratio of the medians when no pair is left.
-    pub ratio: Option<f64>,
-    /// The median and range of those paired ratios, when there are two or more.
-    pub ratio_spread: Option<Spread>,
-    /// Pairs with the baseline set aside because their placements differ.
-    pub pairs_set_aside: usize,
-    /// Whether this row is the baseline.
-    pub is_baseline: bool,
-    /// Whether this row is the [`ApproachName::Ceiling`], the reference every row is a share of.
-    pub is_ceiling: bool,
-    /// This row's throughput as a share of the ceiling's (paired as the ratio is), when the table has a ceiling.
-    pub of_ceiling: Option<f64>,
-    /// The median and range of those paired shares, when there are two or more.
-    pub of_ceiling_spread: Option<Spread>,
-}
-
 /// A cell that did not produce a number.
 #[derive(Debug, Clone)]
 pub struct Failure {
@@ -129,16 +96,6 @@ impl Table {
             runner_up.ratio_text(baseline),
             runner_up.interval_note()
         ))
-    }
-}
-
-impl Row {
-    /// `5: 1.10M–1.31M/s`: the repetitions and the range of their throughput; empty for one repetition.
-    pub fn spread_text(&self) -> String {
-        match &self.spread {
-            Some(s) => format!("{}: {}–{}/s", s.n, format::ops(s.low), format::ops(s.high)),
-            None => String::new(),
-        }
     }
 }
 
@@ -253,30 +210,6 @@ pub(super) fn table(members: &[&CellResult], baseline_name: ApproachName) -> Tab
         rows,
         failures,
         baseline,
-    }
-}
-
-/// The row of one cell's successful repetitions (at least one).
-fn row(label: String, samples: &[&CellResult]) -> Row {
-    let mut by_throughput: Vec<&CellResult> = samples.to_vec();
-    by_throughput.sort_by(|a, b| throughput(a).total_cmp(&throughput(b)));
-    let median = by_throughput[(by_throughput.len() - 1) / 2];
-    let mut samples: Vec<CellResult> = samples.iter().map(|r| (*r).clone()).collect();
-    samples.sort_by_key(|r| r.cell.repetition);
-    let throughputs: Vec<f64> = samples.iter().map(throughput).collect();
-    Row {
-        label,
-        result: median.clone(),
-        throughput: throughput(median),
-        spread: Spread::of(&throughputs).filter(|s| s.n > 1),
-        samples,
-        ratio: None,
-        ratio_spread: None,
-        pairs_set_aside: 0,
-        is_baseline: false,
-        is_ceiling: median.cell.approach == ApproachName::Ceiling,
-        of_ceiling: None,
-        of_ceiling_spread: None,
     }
 }
 

@@ -41,6 +41,6 @@ printf '{"cell":%s,"failure":null,' "$cell"
 printf '"reads":{"ops":%d,"ops_per_sec":%d.0,"avg_us":12.5,"p50_us":10.0,"p99_us":60.0,"max_us":400.0},' $((rate * 2)) "$rate"
 printf '"writes":{"ops":0,"ops_per_sec":0.0,"avg_us":0.0,"p50_us":0.0,"p99_us":0.0,"max_us":0.0},'
 printf '"write_completion":null,"errors":0,"error_samples":[],"wall_secs":2.0,"cpu_secs":1.5,"threads":7,"rss_bytes":12000000,'
-printf '"env":{"runner":"mock-runner 0.0.0","sqlite_version":"3.50.4","compile_options":["THREADSAFE=1"],'
+printf '"env":{"runner":"mock-runner 0.0.0","sqlite_version":"3.54.1","compile_options":["THREADSAFE=1"],'
 printf '"pragmas":{"journal_mode":"wal","synchronous":"1"},"crate_versions":{"rusqlite":"0.41.1"},'
 printf '"memstatus":"off","cpu_model":"Mock CPU","cpus":2,"kernel":"6.1.0-mock","date":"2026-11-21T22:00:00Z"}}\n'

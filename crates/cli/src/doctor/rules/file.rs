@@ -1,8 +1,8 @@
 //! What is stored in the database file itself, or next to it: journal mode, pages, the WAL, integrity.
 
 use super::{DOC_CORRUPT, DOC_JOURNAL_SIZE_LIMIT, DOC_QUICK_CHECK, bytes, server};
-use crate::doctor::database::{QUICK_CHECK_MAX, Reading};
 use crate::doctor::finding::{Finding, Severity};
+use crate::doctor::observed::{QUICK_CHECK_MAX, Reading};
 
 const DOC_WAL: &str = "https://www.sqlite.org/wal.html";
 const DOC_LITESTREAM: &str = "https://litestream.io/tips/";

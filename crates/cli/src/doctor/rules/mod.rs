@@ -4,8 +4,8 @@
 
 use quicklite::Profile;
 
-use super::database::{Observed, Reading};
 use super::finding::{Finding, Severity};
+use super::observed::{Observed, Reading};
 
 pub use connection::FRESH_BUSY_TIMEOUT_MS;
 use connection::{
