@@ -77,7 +77,7 @@ impl Restore {
     /// under the same numbers. `false` if Litestream keeps none of them here any more (the replica compacted them:
     /// they were this machine's). Restores the replica as of `at` beside `db` to compare, then removes it; blocks.
     pub(crate) fn diverged(&self, name: &str, db: &Path, at: Position) -> Result<bool, String> {
-        let Some(written) = state::written(db, at)? else {
+        let Some(written) = state::written(db, at, state::KEPT_PAGES_MAX_BYTES)? else {
             return Ok(false);
         };
         let dir = db.parent().unwrap_or(Path::new("."));
