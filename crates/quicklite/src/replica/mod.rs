@@ -10,10 +10,15 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ffi};
 
+mod program;
 mod restore;
+mod scratch;
 mod state;
 
+pub(crate) use program::{Failure, Stop};
+pub(crate) use restore::Look;
 pub use restore::Restore;
+pub(crate) use scratch::remove_stale;
 pub(crate) use state::local_position;
 
 /// The name Litestream's VFS registers itself under.
