@@ -206,8 +206,28 @@ pub enum Error {
         replica: crate::Position,
     },
 
+    /// A registry that restores missing tenants
+    /// ([`RegistryBuilder::restore_missing`](crate::RegistryBuilder::restore_missing)) waited for Litestream before
+    /// the tenant's open — its restore, or the look at the replica of the copy here — for as long as
+    /// [`Restore::timeout`](crate::Restore::timeout) allows, and gave up: the `litestream` under way was killed and
+    /// the files it was writing removed. The tenant was not opened; a later `get` tries again. Object storage that
+    /// stopped answering gives this, and so does a tenant too large to download in time (raise the timeout).
+    #[error(
+        "the restore of tenant {name:?} timed out after {timeout:?} (`litestream {command}` was killed): the tenant \
+         was not opened"
+    )]
+    RestoreTimedOut {
+        /// The tenant.
+        name: String,
+        /// The `litestream` command that was running: `restore`, or `ltx` (the replica's last transaction).
+        command: String,
+        /// The bound it ran past ([`Restore::timeout`](crate::Restore::timeout)).
+        timeout: std::time::Duration,
+    },
+
     /// Litestream's control socket could not be reached, or refused a request
-    /// ([`Litestream`](crate::Litestream)).
+    /// ([`Litestream`](crate::Litestream)); or a registry's run of the `litestream` program to restore a tenant, or to
+    /// look at its replica, failed (the message names the command and says what Litestream said).
     #[error("Litestream: {0}")]
     Litestream(String),
 
@@ -280,6 +300,25 @@ impl Error {
                 pid: *pid,
                 program: program.clone(),
             },
+            Error::TenantMoved {
+                name,
+                local,
+                replica,
+            } => Error::TenantMoved {
+                name: name.clone(),
+                local: *local,
+                replica: *replica,
+            },
+            Error::RestoreTimedOut {
+                name,
+                command,
+                timeout,
+            } => Error::RestoreTimedOut {
+                name: name.clone(),
+                command: command.clone(),
+                timeout: *timeout,
+            },
+            Error::Litestream(m) => Error::Litestream(m.clone()),
             Error::Io(e) => Error::Io(std::io::Error::new(e.kind(), e.to_string())),
             other => Error::Io(std::io::Error::other(other.to_string())),
         }
@@ -451,5 +490,19 @@ mod tests {
         assert_eq!(panic_message(a.as_ref()), "boom");
         assert_eq!(panic_message(b.as_ref()), "bang");
         assert_eq!(panic_message(c.as_ref()), "non-string panic payload");
+    }
+
+    #[test]
+    fn a_restore_that_timed_out_says_so_and_that_the_tenant_was_not_opened_each_copy_too() {
+        let e = Error::RestoreTimedOut {
+            name: "acme".into(),
+            command: "restore".into(),
+            timeout: std::time::Duration::from_secs(300),
+        };
+        let expected = "the restore of tenant \"acme\" timed out after 300s (`litestream restore` was killed): the \
+                        tenant was not opened";
+        assert_eq!(e.to_string(), expected);
+        assert!(matches!(e.duplicate(), Error::RestoreTimedOut { .. }));
+        assert_eq!(e.duplicate().to_string(), expected);
     }
 }

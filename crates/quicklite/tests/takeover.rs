@@ -21,7 +21,7 @@ use quicklite::{Litestream, Position, Registry, Restore};
 
 mod common;
 
-use common::litestream::{BUCKET, Process, Tools, config_entry, start_s3, until_listening};
+use common::litestream::{BUCKET, Process, Tools, config_entry, signal, start_s3, until_listening};
 
 /// Set in the child's environment: machine A's directory.
 const CHILD_DIR: &str = "QUICKLITE_TAKEOVER_CHILD_DIR";
@@ -97,16 +97,6 @@ fn recorded_txid(db: &Path) -> Option<u64> {
 struct Seen {
     acked: BTreeSet<i64>,
     synced: i64,
-}
-
-/// Sends `signal` (`STOP`, `CONT`) to process `pid`.
-fn signal(pid: u32, signal: &str) {
-    let status = Command::new("kill")
-        .arg(format!("-{signal}"))
-        .arg(pid.to_string())
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill -{signal} {pid}");
 }
 
 /// Runs machine A for `time` after it is ready; then object storage stops answering (`s3` is stopped) for `cut`,

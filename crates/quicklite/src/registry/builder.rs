@@ -1,12 +1,13 @@
 //! Options of a registry, and opening it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use crate::registry::housekeeping::housekeeping;
+use crate::registry::restoring::{Restoring, remove_stale_scratch};
 use crate::registry::{Configure, Registry, RegistryInner};
 use crate::replica::Restore;
 use crate::sched::permits::Permits;
@@ -178,14 +179,20 @@ impl RegistryBuilder {
     /// the pages this machine's transactions up to that one wrote (as Litestream still keeps them beside the file),
     /// or the tenant is refused too. That comparison downloads the tenant once; a tenant whose transactions up to the
     /// replica's last Litestream no longer keeps here (the replica compacted them: they were this machine's) is
-    /// not downloaded. (A file Litestream keeps no state for here is not checked.) By default, a missing tenant is
-    /// created empty.
+    /// not downloaded. (A file Litestream keeps no state for here is not checked.)
+    ///
+    /// The runs of `litestream` a `get` waits for are bounded ([`Restore::timeout`]; past it, the `get` fails with
+    /// [`Error::RestoreTimedOut`] and nothing of the restore is left), and stop as soon as nobody waits: gets of one
+    /// tenant that come while a restore or check of it runs wait for that one, and when the last of them gives up
+    /// (its future dropped) its `litestream` is killed. By default, a missing tenant is created empty.
     pub fn restore_missing(mut self, restore: Restore) -> Self {
         self.restore = Some(restore);
         self
     }
 
-    /// Opens the registry: creates the directory if needed and starts the pool. Opens no database yet.
+    /// Opens the registry: creates the directory if needed, removes what restores a process did not finish left in
+    /// it (`.restoring-*` and `.comparing-*` directories no process is using), and starts the pool. Opens no
+    /// database yet.
     pub async fn open(mut self) -> Result<Registry> {
         let temporary = if self.temporary {
             let dir = tempfile::Builder::new().prefix("quicklite-").tempdir()?;
@@ -211,6 +218,9 @@ impl RegistryBuilder {
                 dir.display()
             )));
         }
+        // A restore's download is a tenant's size: the ones a process that died left behind go now, those another
+        // registry on this directory is using stay.
+        remove_stale_scratch(dir.clone()).await;
         let threads = self.threads.unwrap_or_else(|| 2 * crate::util::cpus());
         // Half the threads serve writes and half reads (at least one each), so that slow writes cannot take
         // every thread from the reads.
@@ -243,8 +253,7 @@ impl RegistryBuilder {
                     .unwrap_or_else(|| 4 * crate::util::cpus()),
             )),
             configure: self.configure.unwrap_or_else(|| Arc::new(|b| b)),
-            restore: self.restore,
-            compared: Mutex::new(HashSet::new()),
+            restoring: self.restore.map(Restoring::new),
             closed: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),
             _temporary: temporary,

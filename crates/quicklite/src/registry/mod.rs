@@ -3,8 +3,9 @@
 pub(crate) mod builder;
 mod housekeeping;
 pub(crate) mod names;
+mod restoring;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -14,7 +15,6 @@ use std::time::Duration;
 use rusqlite::OpenFlags;
 
 use crate::engine::open::refuse_links;
-use crate::replica::{self, Restore};
 use crate::sched::permits::Permits;
 use crate::sched::pool::Pool;
 use crate::sched::pool::actor::Actor;
@@ -23,6 +23,7 @@ use crate::util::{lock, read, spawn, write};
 use crate::{Builder, Database, Error, MetricsSnapshot, Result};
 
 use names::validate_name;
+use restoring::Restoring;
 
 /// A set of databases in one directory, served by a bounded pool of threads.
 ///
@@ -68,10 +69,9 @@ struct RegistryInner {
     /// The bound on the databases' connections for reads on callers' threads, together.
     inline_budget: Arc<Permits>,
     configure: Configure,
-    /// Where a tenant missing from the directory is restored from, if anywhere.
-    restore: Option<Restore>,
-    /// The tenants whose copy here has been compared with their replica's content since the registry opened.
-    compared: Mutex<HashSet<String>>,
+    /// Where a tenant missing from the directory is restored from, and the restores under way, if tenants are
+    /// restored.
+    restoring: Option<Restoring>,
     closed: AtomicBool,
     handles: Mutex<Vec<JoinHandle<()>>>,
     /// The directory of a temporary registry, removed when the registry is dropped.
@@ -151,18 +151,10 @@ impl Registry {
         {
             return Ok(known.db.clone());
         }
-        if let Some(restore) = &self.inner.restore {
+        if let Some(restoring) = &self.inner.restoring {
             let path = self.inner.dir.join(format!("{name}.db"));
             refuse_links(&path)?;
-            if path.exists() {
-                let compare = !lock(&self.inner.compared).contains(name);
-                refuse_moved(restore, name, &path, compare).await?;
-                if compare {
-                    lock(&self.inner.compared).insert(name.to_owned());
-                }
-            } else {
-                restore_in_place(restore, name, &path).await?;
-            }
+            restoring.before_open(name, &path).await?;
         }
         let (db, actor) = {
             let mut known = write(&self.inner.known);
@@ -260,10 +252,18 @@ impl Registry {
         out
     }
 
-    /// Closes every database (serving what is queued, checkpointing) and stops the pool. Later `get`s fail with
-    /// [`Error::Closed`], and so do requests on handles obtained before.
+    /// Closes every database (serving what is queued, checkpointing) and stops the pool. Restores under way
+    /// ([`RegistryBuilder::restore_missing`](crate::RegistryBuilder::restore_missing)) stop, their `litestream`
+    /// killed. Later `get`s fail with [`Error::Closed`], and so do requests on handles obtained before.
     pub async fn close(&self) -> Result<()> {
         self.inner.closed.store(true, Ordering::Release);
+        // Restores under way stop (their `litestream` is killed); their threads are joined with the pool's.
+        let restores = self
+            .inner
+            .restoring
+            .as_ref()
+            .map(Restoring::stop_all)
+            .unwrap_or_default();
         let dbs: Vec<Database> = write(&self.inner.known)
             .drain()
             .map(|(_, known)| known.db)
@@ -276,7 +276,8 @@ impl Registry {
         // Once `close` returns, no thread of the registry is left: nothing of it outlives the last handle (a
         // temporary registry's directory goes with it).
         // They are joined on a thread of their own, not on the caller's runtime worker.
-        let threads = std::mem::take(&mut *lock(&self.inner.handles));
+        let mut threads = std::mem::take(&mut *lock(&self.inner.handles));
+        threads.extend(restores);
         let (joined_tx, joined) = tokio::sync::oneshot::channel();
         let joiner = spawn("quicklite-registry-join", move || {
             let panicked = threads
@@ -298,6 +299,10 @@ impl Drop for RegistryInner {
         // Without `close`: refuse new requests on every database (handles still held get `Closed`), stop the
         // pool once its run queue is empty, and close what is still open in the background.
         self.closed.store(true, Ordering::Release);
+        if let Some(restoring) = &self.restoring {
+            // Their threads end on their own once their `litestream` is killed.
+            drop(restoring.stop_all());
+        }
         for known in self
             .known
             .get_mut()
@@ -321,74 +326,4 @@ impl Drop for RegistryInner {
             }
         });
     }
-}
-
-/// Fails with [`Error::TenantMoved`] if another machine wrote tenant `name` since Litestream here last recorded a
-/// transaction of the file at `path`: its replica holds a transaction past that one or, with `compare`, other
-/// pages than this machine's transactions up to the replica's last wrote (transactions under the same numbers,
-/// written elsewhere: the replica restored as of its last transaction is compared, a download of the tenant). A
-/// file Litestream has no state for here (just restored, or never replicated from here) is not refused: there is
-/// nothing to compare.
-async fn refuse_moved(restore: &Restore, name: &str, path: &Path, compare: bool) -> Result<()> {
-    let Some(local) = replica::local_position(path) else {
-        return Ok(());
-    };
-    let (restore, tenant, file) = (restore.clone(), name.to_owned(), path.to_owned());
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("quicklite-restore".into())
-        .spawn(move || {
-            let moved = (|| match restore.replica_position(&tenant)? {
-                Some(replica) if replica > local => Ok(Some(replica)),
-                Some(replica) if compare && restore.diverged(&tenant, &file, replica)? => {
-                    Ok(Some(replica))
-                }
-                _ => Ok(None),
-            })();
-            let _ = tx.send(moved);
-        })?;
-    match rx
-        .await
-        .map_err(|_| Error::Closed)?
-        .map_err(Error::Litestream)?
-    {
-        Some(replica) => Err(Error::TenantMoved {
-            name: name.to_owned(),
-            local,
-            replica,
-        }),
-        None => Ok(()),
-    }
-}
-
-/// Restores tenant `name` from its replica to `path`, unless the replica has none (on a thread of its own: the
-/// restore downloads the database). It is restored into a directory of its own, then linked into place unless a
-/// concurrent restore got there first: the tenant's file appears whole or not at all.
-async fn restore_in_place(restore: &Restore, name: &str, path: &Path) -> Result<()> {
-    let (restore, name, path) = (restore.clone(), name.to_owned(), path.to_owned());
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("quicklite-restore".into())
-        .spawn(move || {
-            let restored = (|| {
-                let dir = path
-                    .parent()
-                    .expect("a tenant's file is in the registry's directory");
-                let scratch = tempfile::Builder::new()
-                    .prefix(".restoring-")
-                    .tempdir_in(dir)?;
-                let into = scratch.path().join("restored.db");
-                if restore.restore(&name, &into).map_err(Error::Litestream)? {
-                    match std::fs::hard_link(&into, &path) {
-                        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
-                            return Err(e.into());
-                        }
-                        _ => {}
-                    }
-                }
-                Ok(())
-            })();
-            let _ = tx.send(restored);
-        })?;
-    rx.await.map_err(|_| Error::Closed)?
 }

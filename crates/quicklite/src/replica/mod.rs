@@ -10,10 +10,15 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ffi};
 
+mod program;
 mod restore;
+mod scratch;
 mod state;
 
+pub(crate) use program::{Failure, Stop};
+pub(crate) use restore::Look;
 pub use restore::Restore;
+pub(crate) use scratch::remove_stale;
 pub(crate) use state::local_position;
 
 /// The name Litestream's VFS registers itself under.
@@ -95,11 +100,11 @@ impl Replica {
     /// Loads the VFS into the process unless it is there already; the error says why it could not. Every replica
     /// of a process must use the same extension: the VFS has one name.
     pub(crate) fn load_vfs(&self) -> Result<(), String> {
-        static LOADED_FROM: Mutex<Option<PathBuf>> = Mutex::new(None);
-        let mut loaded = crate::util::lock(&LOADED_FROM);
+        static LOADED: Mutex<Option<Loaded>> = Mutex::new(None);
+        let mut loaded = crate::util::lock(&LOADED);
         match loaded.as_ref() {
-            Some(from) if *from == self.extension => return Ok(()),
-            Some(from) => {
+            Some(Loaded { from, .. }) if *from == self.extension => return Ok(()),
+            Some(Loaded { from, .. }) => {
                 return Err(format!(
                     "Litestream's VFS is loaded from {} already; every replica of a process uses the same \
                      extension, not {}",
@@ -109,21 +114,48 @@ impl Replica {
             }
             None => {}
         }
-        // SAFETY: the name is a valid C string, which SQLite only reads.
-        if !unsafe { ffi::sqlite3_vfs_find(VFS_NAME.as_ptr()) }.is_null() {
+        if vfs_registered() {
             return Err(
                 "a VFS named \"litestream\" is registered already, not by a replica of this process".into(),
             );
         }
-        load_extension(&self.extension).map_err(|message| {
+        let fail = |message: &str| {
             format!(
                 "Litestream's VFS could not be loaded from {}: {message}",
                 self.extension.display()
             )
-        })?;
-        *loaded = Some(self.extension.clone());
+        };
+        let conn = load_extension(&self.extension).map_err(|message| fail(&message))?;
+        if !vfs_registered() {
+            return Err(fail(
+                "its entry point returned without registering a VFS named \"litestream\"",
+            ));
+        }
+        *loaded = Some(Loaded {
+            from: self.extension.clone(),
+            _conn: conn,
+        });
         Ok(())
     }
+}
+
+/// Litestream's VFS as this process loaded it.
+struct Loaded {
+    /// The shared library it was loaded from.
+    from: PathBuf,
+    /// The connection that loaded it, kept open for the life of the process (in a static, never dropped). SQLite
+    /// unloads (`dlclose`) an extension when the connection that loaded it closes, unless its entry point returned
+    /// `SQLITE_OK_LOAD_PERMANENTLY`; Litestream's does today, but nothing checks it, and a VFS registered from a
+    /// library that is unloaded leaves SQLite calling into unmapped code. Checking the VFS is registered after the
+    /// load (`vfs_registered`) says the load worked; only keeping this connection makes sure the library stays
+    /// mapped under it, whatever the entry point returns, for the price of one in-memory connection.
+    _conn: Connection,
+}
+
+/// Whether a VFS named `litestream` is registered in the process.
+fn vfs_registered() -> bool {
+    // SAFETY: the name is a valid C string, which SQLite only reads; the pointer returned is only compared with null.
+    !unsafe { ffi::sqlite3_vfs_find(VFS_NAME.as_ptr()) }.is_null()
 }
 
 /// A transaction of a replicated database as Litestream numbers it (its TXID): how far a replica has read, and
@@ -177,8 +209,9 @@ pub(crate) fn status(conn: &Connection) -> rusqlite::Result<ReplicaStatus> {
     })
 }
 
-/// Loads the extension at `path` through a connection of its own: the VFS it registers outlives the connection.
-fn load_extension(path: &Path) -> Result<(), String> {
+/// Loads the extension at `path` through a connection of its own, returned: the extension stays loaded while it is
+/// open ([`Loaded`]).
+fn load_extension(path: &Path) -> Result<Connection, String> {
     let path = CString::new(path.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
     let conn = Connection::open_in_memory().map_err(|e| e.to_string())?;
     // SAFETY: the handle is that of `conn`, open for the whole block; loading is turned on for this connection's C
@@ -209,7 +242,7 @@ fn load_extension(path: &Path) -> Result<(), String> {
             return Err(text);
         }
     }
-    Ok(())
+    Ok(conn)
 }
 
 /// Percent-encodes `bytes` for a SQLite URI, keeping letters, digits, `-._~` and the bytes in `keep`.

@@ -1,7 +1,7 @@
 //! What Litestream keeps on this machine beside a database it replicates (`.<file>-litestream/`): the transactions
 //! it recorded, as LTX files.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -23,6 +23,13 @@ pub(crate) fn local_position(db: &Path) -> Option<Position> {
     max
 }
 
+/// The most bytes of pages [`written`] keeps in memory for one comparison: 64 MiB, the content of 16,384 pages of
+/// 4 KiB. A tenant whose transactions not yet compacted wrote more distinct pages than that is compared from the
+/// LTX files instead, read again newest first (each page decompressed once more, the replica's pages read out of
+/// order): slower, with the same answer, and in memory only one transaction's pages and the numbers of the pages
+/// compared.
+pub(crate) const KEPT_PAGES_MAX_BYTES: usize = 64 << 20;
+
 /// What the transactions Litestream recorded here wrote, up to one of them: each page's content after the last
 /// of them that wrote it, and the database's size after that one.
 #[derive(Debug, Default)]
@@ -30,34 +37,67 @@ pub(crate) struct Written {
     page_size: usize,
     /// The database's size in pages after the last transaction read.
     pages_after: u32,
-    pages: BTreeMap<u32, Vec<u8>>,
+    /// The level-0 files of the transactions, oldest first.
+    files: Vec<PathBuf>,
+    /// Each page's content after the last transaction that wrote it, while they fit in the cap
+    /// ([`KEPT_PAGES_MAX_BYTES`]); `None` past it: they are read from `files` again.
+    pages: Option<BTreeMap<u32, Vec<u8>>>,
 }
 
 impl Written {
     /// Whether the database file at `db` holds other content than these transactions left: another size, or a page
     /// they wrote with other bytes.
-    pub(crate) fn differs_from(&self, db: &Path) -> std::io::Result<bool> {
-        let mut file = std::fs::File::open(db)?;
-        let len = file.metadata()?.len();
+    pub(crate) fn differs_from(&self, db: &Path) -> Result<bool, String> {
+        let failed = |e: std::io::Error| format!("{}: {e}", db.display());
+        let mut file = std::fs::File::open(db).map_err(failed)?;
+        let len = file.metadata().map_err(failed)?.len();
         if len != u64::from(self.pages_after) * self.page_size as u64 {
             return Ok(true);
         }
         let mut there = vec![0; self.page_size];
-        for (&pgno, page) in self.pages.range(..=self.pages_after) {
-            file.seek(SeekFrom::Start(u64::from(pgno - 1) * self.page_size as u64))?;
-            file.read_exact(&mut there)?;
-            if there != *page {
-                return Ok(true);
+        let mut differs = |pgno: u32, page: &[u8]| -> Result<bool, String> {
+            file.seek(SeekFrom::Start(u64::from(pgno - 1) * self.page_size as u64))
+                .and_then(|_| file.read_exact(&mut there))
+                .map_err(failed)?;
+            Ok(there != page)
+        };
+        if let Some(pages) = &self.pages {
+            for (&pgno, page) in pages.range(..=self.pages_after) {
+                if differs(pgno, page)? {
+                    return Ok(true);
+                }
+            }
+            return Ok(false);
+        }
+        // Past the cap: newest transaction first, each page's first sight is its last content.
+        let mut compared = HashSet::new();
+        for path in self.files.iter().rev() {
+            let ltx = read(path, self.page_size)?;
+            for (pgno, page) in ltx.pages {
+                if pgno <= self.pages_after && compared.insert(pgno) && differs(pgno, &page)? {
+                    return Ok(true);
+                }
             }
         }
         Ok(false)
+    }
+
+    /// Whether the pages are kept in memory (under the cap).
+    #[cfg(test)]
+    fn kept(&self) -> bool {
+        self.pages.is_some()
     }
 }
 
 /// What the transactions up to `upto` that Litestream still keeps here wrote to the database at `db`, from its
 /// level-0 LTX files (one per transaction; it keeps each until the replica has compacted it, so every transaction it
-/// never uploaded is there). `None` if it keeps none up to `upto`.
-pub(crate) fn written(db: &Path, upto: Position) -> Result<Option<Written>, String> {
+/// never uploaded is there). `None` if it keeps none up to `upto`. Keeps the pages in memory up to `kept_max` bytes
+/// ([`KEPT_PAGES_MAX_BYTES`]), then only the files' names (and says so in the log).
+pub(crate) fn written(
+    db: &Path,
+    upto: Position,
+    kept_max: usize,
+) -> Result<Option<Written>, String> {
     let Some(level0) = ltx_dir(db).map(|dir| dir.join("0")) else {
         return Ok(None);
     };
@@ -73,24 +113,70 @@ pub(crate) fn written(db: &Path, upto: Position) -> Result<Option<Written>, Stri
     files.sort();
     let mut written: Option<Written> = None;
     for (_, path) in files {
-        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let ltx = decode(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         let written = written.get_or_insert_with(|| Written {
-            page_size: ltx.page_size,
+            pages: Some(BTreeMap::new()),
             ..Written::default()
         });
-        if ltx.page_size != written.page_size {
-            return Err(format!(
-                "{}: pages of {} bytes after pages of {}",
-                path.display(),
-                ltx.page_size,
-                written.page_size
-            ));
+        let expected = (written.page_size != 0).then_some(written.page_size);
+        match &mut written.pages {
+            Some(pages) => {
+                let ltx = read(&path, expected.unwrap_or(0))?;
+                written.page_size = ltx.page_size;
+                written.pages_after = ltx.pages_after;
+                pages.extend(ltx.pages);
+                if pages.len().saturating_mul(written.page_size) > kept_max {
+                    tracing::info!(
+                        db = %db.display(),
+                        pages = pages.len(),
+                        kept_max,
+                        "the pages this machine's transactions wrote pass the cap on those kept in memory: the \
+                         replica is compared with them from Litestream's files, read again"
+                    );
+                    written.pages = None;
+                }
+            }
+            None => {
+                let header = read_header(&path, written.page_size)?;
+                written.pages_after = header.pages_after;
+            }
         }
-        written.pages_after = ltx.pages_after;
-        written.pages.extend(ltx.pages);
+        written.files.push(path);
     }
     Ok(written)
+}
+
+/// The LTX file at `path`, read whole; an error names it. With `page_size` other than 0, its pages must be that
+/// size.
+fn read(path: &Path, page_size: usize) -> Result<Ltx, String> {
+    let failed = |e: String| format!("{}: {e}", path.display());
+    let bytes = std::fs::read(path).map_err(|e| failed(e.to_string()))?;
+    let ltx = decode(&bytes).map_err(failed)?;
+    same_page_size(path, ltx.page_size, page_size)?;
+    Ok(ltx)
+}
+
+/// The header of the LTX file at `path`; an error names it. With `page_size` other than 0, its pages must be that
+/// size.
+fn read_header(path: &Path, page_size: usize) -> Result<Header, String> {
+    let failed = |e: String| format!("{}: {e}", path.display());
+    let mut bytes = Vec::with_capacity(HEADER_LEN);
+    std::fs::File::open(path)
+        .and_then(|file| file.take(HEADER_LEN as u64).read_to_end(&mut bytes))
+        .map_err(|e| failed(e.to_string()))?;
+    let header = decode_header(&bytes).map_err(failed)?;
+    same_page_size(path, header.page_size, page_size)?;
+    Ok(header)
+}
+
+/// Refuses pages of another size than the transactions' before (`expected`, unless 0).
+fn same_page_size(path: &Path, page_size: usize, expected: usize) -> Result<(), String> {
+    if expected != 0 && page_size != expected {
+        return Err(format!(
+            "{}: pages of {page_size} bytes after pages of {expected}",
+            path.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Where Litestream keeps the LTX files of the database at `db`, a directory per level.
@@ -121,8 +207,14 @@ const PAGE_HEADER_LEN: usize = 6;
 /// The page flag saying an LZ4 block of the length that follows holds the page.
 const PAGE_IN_BLOCK: u16 = 1;
 
-/// Reads an LTX file's header and pages (not its page index or trailer).
-fn decode(bytes: &[u8]) -> Result<Ltx, String> {
+/// What an LTX file's header says of the database.
+struct Header {
+    page_size: usize,
+    pages_after: u32,
+}
+
+/// Reads an LTX file's header.
+fn decode_header(bytes: &[u8]) -> Result<Header, String> {
     if bytes.len() < HEADER_LEN || &bytes[..4] != b"LTX1" {
         return Err("not an LTX file".into());
     }
@@ -131,6 +223,18 @@ fn decode(bytes: &[u8]) -> Result<Ltx, String> {
     if !(512..=65536).contains(&page_size) || !page_size.is_power_of_two() {
         return Err(format!("a page size of {page_size} bytes"));
     }
+    Ok(Header {
+        page_size,
+        pages_after,
+    })
+}
+
+/// Reads an LTX file's header and pages (not its page index or trailer).
+fn decode(bytes: &[u8]) -> Result<Ltx, String> {
+    let Header {
+        page_size,
+        pages_after,
+    } = decode_header(bytes)?;
     let truncated = || "truncated".to_string();
     let mut pages = Vec::new();
     let mut at = HEADER_LEN;
@@ -234,21 +338,31 @@ mod tests {
             ],
         );
         assert_eq!(local_position(&db), Some(Position(9)));
-        let after8 = written(&db, Position(8)).unwrap().unwrap();
+        let after8 = written(&db, Position(8), KEPT_PAGES_MAX_BYTES)
+            .unwrap()
+            .unwrap();
         assert_eq!(after8.pages_after, 3);
-        let firsts: Vec<(u32, u8)> = after8.pages.iter().map(|(&n, p)| (n, p[0])).collect();
+        let pages = after8.pages.as_ref().unwrap();
+        let firsts: Vec<(u32, u8)> = pages.iter().map(|(&n, p)| (n, p[0])).collect();
         assert_eq!(firsts, [(1, 1), (2, 2), (3, 2)]);
         assert!(
-            after8
-                .pages
+            pages
                 .values()
                 .all(|p| p.len() == PAGE && p.iter().all(|&b| b == p[0]))
         );
-        assert!(written(&db, Position(6)).unwrap().is_none());
         assert!(
-            written(&dir.path().join("none.db"), Position(9))
+            written(&db, Position(6), KEPT_PAGES_MAX_BYTES)
                 .unwrap()
                 .is_none()
+        );
+        assert!(
+            written(
+                &dir.path().join("none.db"),
+                Position(9),
+                KEPT_PAGES_MAX_BYTES
+            )
+            .unwrap()
+            .is_none()
         );
     }
 
@@ -257,7 +371,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("t.db");
         state(&db, &[(4, 3, &[(1, 1), (3, 9)])]);
-        let after4 = written(&db, Position(4)).unwrap().unwrap();
+        let after4 = written(&db, Position(4), KEPT_PAGES_MAX_BYTES)
+            .unwrap()
+            .unwrap();
         let copy = dir.path().join("copy.db");
         // Pages the transactions did not write may hold anything.
         database(&copy, 3, |n| [1, 5, 9][n as usize - 1]);
@@ -266,6 +382,66 @@ mod tests {
         assert!(after4.differs_from(&copy).unwrap());
         database(&copy, 4, |n| [1, 5, 9, 0][n as usize - 1]);
         assert!(after4.differs_from(&copy).unwrap());
+    }
+
+    #[test]
+    fn past_the_cap_on_pages_kept_in_memory_a_copy_is_compared_from_the_files_with_the_same_answers()
+     {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.db");
+        // Page 2 written twice (its last content counts), page 4 written then cut off by the database shrinking.
+        state(
+            &db,
+            &[
+                (1, 4, &[(1, 1), (2, 1), (4, 4)]),
+                (2, 4, &[(2, 2)]),
+                (3, 3, &[(3, 3)]),
+            ],
+        );
+        // Four distinct pages in all: a cap of three is passed by the last transaction, of none by the first.
+        let cases = [
+            (KEPT_PAGES_MAX_BYTES, true),
+            (4 * PAGE, true),
+            (3 * PAGE, false),
+            (0, false),
+        ];
+        let copy = dir.path().join("copy.db");
+        for (kept_max, kept) in cases {
+            let after3 = written(&db, Position(3), kept_max).unwrap().unwrap();
+            assert_eq!(after3.kept(), kept, "a cap of {kept_max} bytes");
+            if let Some(pages) = &after3.pages {
+                assert!(pages.len() * PAGE <= kept_max);
+            }
+            assert_eq!(after3.pages_after, 3);
+            database(&copy, 3, |n| [1, 2, 3][n as usize - 1]);
+            assert!(
+                !after3.differs_from(&copy).unwrap(),
+                "a cap of {kept_max} bytes"
+            );
+            // Page 2 as the first transaction left it: not its last content.
+            database(&copy, 3, |n| [1, 1, 3][n as usize - 1]);
+            assert!(
+                after3.differs_from(&copy).unwrap(),
+                "a cap of {kept_max} bytes"
+            );
+            database(&copy, 4, |n| [1, 2, 3, 4][n as usize - 1]);
+            assert!(
+                after3.differs_from(&copy).unwrap(),
+                "a cap of {kept_max} bytes"
+            );
+        }
+        // A file past the cap that is not an LTX file is still an error naming it.
+        let level0 = ltx_dir(&db).unwrap().join("0");
+        std::fs::write(
+            level0.join("0000000000000003-0000000000000003.ltx"),
+            b"SQLite format 3\0".repeat(10),
+        )
+        .unwrap();
+        let error = written(&db, Position(3), 0).unwrap_err();
+        assert!(
+            error.contains("not an LTX file") && error.contains("0000000000000003.ltx"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -291,7 +467,7 @@ mod tests {
             ),
         ] {
             std::fs::write(&file, bytes).unwrap();
-            let error = written(&db, Position(1)).unwrap_err();
+            let error = written(&db, Position(1), KEPT_PAGES_MAX_BYTES).unwrap_err();
             assert!(
                 error.contains(says) && error.contains("0000000000000001-0000000000000001.ltx"),
                 "{error}"

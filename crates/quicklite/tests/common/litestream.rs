@@ -104,6 +104,17 @@ impl Drop for Process {
     }
 }
 
+/// Sends `signal` (`STOP`, `CONT`) to process `pid`: `STOP` to the S3 server makes object storage stop answering
+/// (connections are still accepted, by the kernel), `CONT` brings it back.
+pub fn signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{signal} {pid}");
+}
+
 /// A free port on loopback.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
