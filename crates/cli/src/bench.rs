@@ -209,6 +209,12 @@ fn options(args: &BenchArgs) -> anyhow::Result<BenchOptions> {
     if let Some(v) = &args.write_ratio {
         o.write_ppm = v.iter().map(|r| r.0).collect();
     }
+    if let Some(v) = &args.long_read_every {
+        o.long_read_every = v.clone();
+    }
+    if let Some(v) = &args.long_read_ms {
+        o.long_read_ms = v.iter().map(|ms| ms.0.clone()).collect();
+    }
     if let Some(v) = &args.rate {
         o.rates = v.iter().map(|r| Some(r.0)).collect();
         if args.workloads.is_none() {
@@ -227,6 +233,16 @@ fn options(args: &BenchArgs) -> anyhow::Result<BenchOptions> {
             o.workloads.push(workload.name.clone());
         }
         o.custom.push(workload);
+    }
+    // A long-read knob without --workloads asks for that workload, which no run measures unless named: alone, or
+    // beside the workload files' workloads.
+    if args.workloads.is_none() && (args.long_read_every.is_some() || args.long_read_ms.is_some()) {
+        if args.workload_file.is_empty() {
+            o.workloads.clear();
+        }
+        if !o.workloads.iter().any(|w| w == catalog::LONG_READ) {
+            o.workloads.push(catalog::LONG_READ.to_owned());
+        }
     }
     if let Some(v) = args.seed {
         o.seed = v;

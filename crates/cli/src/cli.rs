@@ -1,6 +1,7 @@
 //! The command line, declared with clap's derive API. Flag names follow seed 004's `run_benchmark.sh`
 //! (`--duration`, `--workers`, `--readers`, `--write-delays`, `--num-databases`, `--output`, `--quick`).
 
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -52,7 +53,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub quick: bool,
 
-    /// Workloads to run [default: point-read,insert,mixed,write-read,multi-db,queue,http,orm].
+    /// Workloads to run: point-read, insert, mixed, write-read, multi-db, queue, http, orm, throughput, long-read
+    /// [default: all but long-read, which runs only when named].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub workloads: Option<Vec<String>>,
 
@@ -158,6 +160,18 @@ pub struct BenchArgs {
     /// in steps of one in a million; the rest are point reads. Each share is a table of its own [default: 0.1].
     #[arg(long, value_delimiter = ',', value_name = "SHARES")]
     pub write_ratio: Option<Vec<WriteRatio>>,
+
+    /// long-read: one read in N of the window's is long, the others short — the same SQL and call site, a parameter
+    /// setting its cost — beside one insert due every millisecond. Each value a table of its own. The workload runs
+    /// only when --workloads names it, or when this or --long-read-ms is given without --workloads [default: 1000].
+    #[arg(long, value_delimiter = ',', value_name = "N,N")]
+    pub long_read_every: Option<Vec<u32>>,
+
+    /// long-read: how long a long read takes, in milliseconds: a range (100-300, each long read's time drawn from
+    /// it) or one value (200), calibrated on the runner's SQLite before the warm-up. Each a table of its own
+    /// [default: 100-300].
+    #[arg(long, value_delimiter = ',', value_name = "MS-MS,MS")]
+    pub long_read_ms: Option<Vec<LongReadMs>>,
 
     /// Open-loop load: requests per second, each a cell (and a table) of its own. Requests are sent on a fixed
     /// schedule whatever the answers do, latency runs from each request's scheduled time, and at most
@@ -281,6 +295,40 @@ impl std::str::FromStr for WriteRatio {
             ));
         }
         Ok(Self(rounded as u32))
+    }
+}
+
+/// A `--long-read-ms` value: the milliseconds a long read takes, a range `MIN-MAX` or one value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LongReadMs(pub RangeInclusive<u64>);
+
+impl std::str::FromStr for LongReadMs {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let ms = |part: &str| {
+            part.trim().parse::<u64>().map_err(|_| {
+                format!(
+                    "`{text}` is not a time in milliseconds or a range of them (e.g. 200 or 100-300)"
+                )
+            })
+        };
+        let (min, max) = match text.split_once('-') {
+            Some((min, max)) => (ms(min)?, ms(max)?),
+            None => {
+                let value = ms(text)?;
+                (value, value)
+            }
+        };
+        if min == 0 {
+            return Err(format!("`{text}`: a long read takes at least 1 ms"));
+        }
+        if min > max {
+            return Err(format!(
+                "`{text}`: the shortest time comes first ({max}-{min})"
+            ));
+        }
+        Ok(Self(min..=max))
     }
 }
 
@@ -416,6 +464,41 @@ mod tests {
             let err = parse(bad).unwrap_err();
             assert!(err.contains(message), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn long_read_times_are_a_range_or_one_value_in_whole_milliseconds() {
+        let parse = |text: &str| text.parse::<LongReadMs>().map(|r| r.0);
+        assert_eq!(parse("100-300"), Ok(100..=300));
+        assert_eq!(parse("200"), Ok(200..=200));
+        assert_eq!(parse("5-5"), Ok(5..=5));
+        for (bad, message) in [
+            ("300-100", "the shortest time comes first (100-300)"),
+            ("0", "at least 1 ms"),
+            ("0-50", "at least 1 ms"),
+            ("fast", "not a time in milliseconds"),
+            ("100-", "not a time in milliseconds"),
+            ("-5", "not a time in milliseconds"),
+            ("1.5", "not a time in milliseconds"),
+            ("100-200-300", "not a time in milliseconds"),
+        ] {
+            let err = parse(bad).unwrap_err();
+            assert!(err.contains(message), "{bad}: {err}");
+        }
+        let args = bench(&[
+            "--long-read-every",
+            "1000,100",
+            "--long-read-ms",
+            "100-300,50",
+        ])
+        .unwrap();
+        assert_eq!(args.long_read_every, Some(vec![1_000, 100]));
+        assert_eq!(
+            args.long_read_ms,
+            Some(vec![LongReadMs(100..=300), LongReadMs(50..=50)])
+        );
+        let err = bench(&["--long-read-every", "many"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
     }
 
     #[test]

@@ -104,6 +104,18 @@ fn rates(result: &CellResult) -> String {
             "lateness p99 {}",
             format::latency_us(lateness.p99_us)
         ));
+        if result.cell.long_reads.is_some() {
+            notes.push(format!(
+                "lateness max {}",
+                format::latency_us(lateness.max_us)
+            ));
+        }
+    }
+    if result.cell.long_reads.is_some() && result.writes.ops > 0 {
+        notes.push(format!(
+            "slowest write {}",
+            format::latency_us(result.writes.max_us)
+        ));
     }
     let round_trip = format::round_trip_ns(
         result.env.core_round_trip_before_ns,

@@ -52,7 +52,7 @@ fn unknown_workload_lists_the_valid_ones() {
     rejects(
         &["--workloads", "reads"],
         "unknown workload `reads` (valid workloads: point-read, insert, mixed, write-read, multi-db, queue, http, orm, \
-         throughput)",
+         throughput, long-read)",
     );
 }
 
@@ -100,6 +100,30 @@ fn contradictory_options_name_the_option() {
     rejects(
         &["--rate", "1000", "--workloads", "point-read,queue"],
         "invalid --rate: queue cannot run at a fixed rate (only point-read, insert, mixed can)",
+    );
+    rejects(
+        &["--long-read-ms", "300-100"],
+        "`300-100`: the shortest time comes first (100-300)",
+    );
+    rejects(
+        &["--long-read-ms", "100-300,soon"],
+        "`soon` is not a time in milliseconds or a range of them",
+    );
+    rejects(
+        &["--long-read-every", "1"],
+        "invalid --long-read-every: one read in 1 long leaves no short read",
+    );
+    rejects(
+        &["--long-read-every", "100,often"],
+        "invalid value 'often' for '--long-read-every <N,N>'",
+    );
+    rejects(
+        &["--long-read-ms", "100-2000", "--duration", "1"],
+        "invalid --long-read-ms: a long read of up to 2000 ms does not fit the measured window of 1 s (--duration)",
+    );
+    rejects(
+        &["--long-read-every", "100", "--rate", "1000"],
+        "invalid --rate: long-read cannot run at a fixed rate",
     );
     rejects(
         &["--write-mode", "lazy"],

@@ -244,3 +244,80 @@ fn write_ratios_make_a_mixed_table_each() {
         assert!(markdown.contains(title), "{title}: {markdown}");
     }
 }
+
+#[test]
+fn long_read_knobs_alone_run_the_workload_a_table_for_each_setting() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    Command::cargo_bin("quicklite")
+        .unwrap()
+        .args([
+            "bench",
+            "--approaches",
+            "direct-blocking,quicklite",
+            "--long-read-every",
+            "1000,100",
+            "--long-read-ms",
+            "20-50",
+            "--duration",
+            "0.1",
+            "--warmup",
+            "0",
+            "--repeat",
+            "1",
+            "--runner",
+        ])
+        .arg(mock_runner())
+        .arg("--output")
+        .arg(&out)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "long-read · quicklite · 64 tasks · long reads one in 100, 20–50 ms",
+        ));
+    let mut reader = csv::Reader::from_path(out.join("results.csv")).unwrap();
+    let header = reader.headers().unwrap().clone();
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let cells: Vec<(String, String, String, String)> = reader
+        .records()
+        .map(Result::unwrap)
+        .map(|r| {
+            (
+                r[column("workload")].to_owned(),
+                r[column("long_read_every")].to_owned(),
+                r[column("long_read_min_ms")].to_owned(),
+                r[column("long_read_max_ms")].to_owned(),
+            )
+        })
+        .collect();
+    let long = |every: &str| {
+        (
+            "long-read".to_owned(),
+            every.to_owned(),
+            "20".to_owned(),
+            "50".to_owned(),
+        )
+    };
+    assert_eq!(
+        cells,
+        [long("1000"), long("1000"), long("100"), long("100")],
+        "only the long-read workload, a table per setting"
+    );
+    let markdown = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for title in [
+        "## long-read · long reads one in 1,000, 20–50 ms\n",
+        "## long-read · long reads one in 100, 20–50 ms\n",
+    ] {
+        assert!(markdown.contains(title), "{title}: {markdown}");
+    }
+    assert!(
+        markdown.contains("writes one insert due every 1 ms from one task"),
+        "{markdown}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(
+        json[0]["cell"]["long_reads"],
+        serde_json::json!({"every": 1000, "min_ms": 20, "max_ms": 50})
+    );
+}

@@ -184,3 +184,76 @@ fn the_example_workload_files_run_through_every_format() {
         "{markdown}"
     );
 }
+
+/// A small `long-read` run on the main runner's quicklite, with and without reads on the callers' threads, and
+/// direct-blocking: every cell measured, and the table showing the short reads, the long ones, the slowest write and
+/// the ticker's tail.
+#[test]
+fn long_reads_run_end_to_end_and_their_table_shows_the_tails() {
+    let Some(runner) = debug_runner() else {
+        let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+        assert!(
+            !ci,
+            "quicklite-runner is not built; run `cargo build -p quicklite-runner` first"
+        );
+        eprintln!("\n*** SKIPPED: build quicklite-runner to run this test ***\n");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    Command::cargo_bin("quicklite")
+        .unwrap()
+        .args([
+            "bench",
+            "--approaches",
+            "quicklite,quicklite-no-inline,direct-blocking",
+            "--long-read-every",
+            "20",
+            "--long-read-ms",
+            "5-10",
+            "--concurrency",
+            "4",
+            "--rows",
+            "1000",
+            "--duration",
+            "0.4",
+            "--warmup",
+            "0.2",
+            "--repeat",
+            "1",
+            "--no-build",
+            "--runner",
+        ])
+        .arg(&runner)
+        .arg("--output")
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("long-read"));
+    let json: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(json.len(), 3);
+    for result in &json {
+        assert!(result["failure"].is_null(), "{result}");
+        assert_eq!(result["errors"], 0, "{result}");
+        assert!(result["reads"]["ops"].as_u64() > Some(0), "{result}");
+        assert!(result["writes"]["ops"].as_u64() > Some(0), "{result}");
+        assert_eq!(result["operations"][0]["name"], "long read", "{result}");
+        assert!(result["lateness"]["p999_us"].is_f64(), "{result}");
+    }
+    let markdown = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for heading in [
+        "reads/s",
+        "long reads",
+        "write p99",
+        "write max",
+        "lateness p99",
+        "lateness p99.9",
+        "lateness max",
+    ] {
+        assert!(
+            markdown.contains(&format!("| {heading} |")),
+            "{heading}: {markdown}"
+        );
+    }
+}

@@ -17,6 +17,11 @@ fn no_queue() -> anyhow::Error {
     anyhow::anyhow!("this approach does not implement the queue workload")
 }
 
+/// The error of an approach that does not implement the `long-read` workload.
+fn no_long_reads() -> anyhow::Error {
+    anyhow::anyhow!("this approach does not implement the long-read workload")
+}
+
 /// One way of using SQLite from async Rust, as measured by the lab.
 ///
 /// A runner opens the approach's connections (after seeding, before the warm-up) and hands it to
@@ -92,6 +97,27 @@ pub trait Approach: Send + Sync + 'static {
                 "this approach does not implement the throughput workload"
             ))
         }
+    }
+
+    /// `long-read`'s read: [`crate::sql::COUNTED_READ`] for `id` with its count running to `count` — `1` for a short
+    /// read, millions for a long one — through the approach's usual path for a one-statement read, one call site
+    /// whatever the count (quicklite: `query_row`). By default, an error: the approach does not implement the
+    /// workload.
+    fn counted_read(&self, id: i64, count: i64) -> impl Future<Output = Result<()>> + Send {
+        let _ = (id, count);
+        async { Err(no_long_reads()) }
+    }
+
+    /// `long-read`'s calibration: the same statement as [`Approach::counted_read`], run on one of the approach's
+    /// connections and timed there — the time SQLite took, not the hand-off — through a call site of its own, so
+    /// that the site of the workload's reads knows only the reads the workload makes. By default, an error.
+    fn time_counted_read(
+        &self,
+        id: i64,
+        count: i64,
+    ) -> impl Future<Output = Result<Duration>> + Send {
+        let _ = (id, count);
+        async { Err(no_long_reads()) }
     }
 
     /// A custom workload's transaction ([`crate::CustomWorkload`]): each of `statements` in order with its values

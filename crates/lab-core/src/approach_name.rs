@@ -193,7 +193,8 @@ impl ApproachName {
     /// Whether it implements `workload`; the matrix leaves it out of that workload's cells otherwise.
     pub fn implements(self, workload: Workload) -> bool {
         use Workload::{
-            Custom, Http, Insert, Mixed, MultiDb, Orm, PointRead, Queue, Throughput, WriteRead,
+            Custom, Http, Insert, LongRead, Mixed, MultiDb, Orm, PointRead, Queue, Throughput,
+            WriteRead,
         };
         match self {
             // Single-row operations on one database: a batch of them is one transaction on a plain connection.
@@ -201,10 +202,10 @@ impl ApproachName {
                 workload,
                 PointRead | Insert | Mixed | WriteRead | Queue | Custom
             ),
-            // The runners of sqlx and trailbase-sqlite have no queue operations, no HTTP service, no ORM suite and
-            // no batched write transaction.
+            // The runners of sqlx and trailbase-sqlite have no queue operations, no HTTP service, no ORM suite, no
+            // batched write transaction and no counted reads.
             Self::Sqlx | Self::TrailbaseSqlite => {
-                !matches!(workload, Queue | Http | Orm | Throughput)
+                !matches!(workload, Queue | Http | Orm | Throughput | LongRead)
             }
             Self::GoMattn | Self::GoModernc | Self::GoZombiezen => {
                 matches!(workload, PointRead | Insert | Queue | MultiDb)
@@ -454,7 +455,7 @@ mod tests {
                 .collect::<Vec<_>>()
                 .join(",")
         };
-        let all = "point-read,insert,mixed,write-read,multi-db,queue,http,orm,throughput";
+        let all = "point-read,insert,mixed,write-read,multi-db,queue,http,orm,throughput,long-read";
         for approach in [DirectBlocking, TokioRusqlite, Quicklite, QuickliteNoInline] {
             assert_eq!(implemented(approach), all, "{approach}");
         }

@@ -60,6 +60,10 @@ pub struct Cell {
     /// loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<u64>,
+    /// Settings of the `long-read` workload: which of its reads are long, and how long; `None` for the others, and
+    /// then not written, so runners that know no long reads never see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long_reads: Option<LongReads>,
     /// Directory where the runner creates its database files (a fresh, empty directory per cell).
     pub dir: String,
     /// Seed for the operation mix and key choice, so runs are repeatable.
@@ -147,6 +151,55 @@ impl MultiDb {
     }
 }
 
+/// Settings of the `long-read` workload: point reads through one call site whose cost a parameter sets, most of
+/// them short and one in [`LongReads::every`] long — a query that ran short thousands of times and then meets the
+/// tenant with a million rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LongReads {
+    /// One read in this many, counted over every client task in the measured window, is long; the others, and every
+    /// read of the warm-up, are short.
+    pub every: u32,
+    /// The shortest time a long read is made to take, in milliseconds (calibrated on the runner's SQLite before the
+    /// warm-up).
+    pub min_ms: u64,
+    /// The longest; each long read's time is drawn uniformly from `min_ms..=max_ms`.
+    pub max_ms: u64,
+}
+
+impl LongReads {
+    /// The longest a long read may be asked to take: a minute, far past any window the lab measures.
+    pub const MAX_MS: u64 = 60_000;
+
+    /// Refuses settings with no short read, a long read of no time, or a range upside down.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.every < 2 {
+            anyhow::bail!(
+                "one read in {} long leaves no short read: long reads need `every` of at least 2",
+                self.every
+            );
+        }
+        if self.min_ms == 0 {
+            anyhow::bail!("a long read takes at least 1 ms (min_ms = 0)");
+        }
+        if self.min_ms > self.max_ms {
+            anyhow::bail!(
+                "long reads of {} to {} ms: the shortest is longer than the longest",
+                self.min_ms,
+                self.max_ms
+            );
+        }
+        if self.max_ms > Self::MAX_MS {
+            anyhow::bail!(
+                "a long read of {} ms is past the longest the lab asks for ({} ms)",
+                self.max_ms,
+                Self::MAX_MS
+            );
+        }
+        Ok(())
+    }
+}
+
 /// How a `multi-db` writer spends its delay: the knob that decides whether write completion measures threads or
 /// throughput.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -217,6 +270,47 @@ mod tests {
         let json = serde_json::to_string(&cell).unwrap();
         assert!(json.contains(r#""write_ppm":1000"#), "{json}");
         assert_eq!(serde_json::from_str::<Cell>(&json).unwrap(), cell);
+    }
+
+    #[test]
+    fn long_reads_are_written_only_for_their_workload_and_checked() {
+        let mut cell = crate::test_support::sample_cell("point-read", "x");
+        let json = serde_json::to_string(&cell).unwrap();
+        assert!(!json.contains("long_reads"), "{json}");
+        let long = LongReads {
+            every: 1_000,
+            min_ms: 100,
+            max_ms: 300,
+        };
+        cell.long_reads = Some(long);
+        let json = serde_json::to_string(&cell).unwrap();
+        assert!(
+            json.contains(r#""long_reads":{"every":1000,"min_ms":100,"max_ms":300}"#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<Cell>(&json).unwrap(), cell);
+        assert!(long.check().is_ok());
+        for (bad, message) in [
+            (LongReads { every: 1, ..long }, "no short read"),
+            (LongReads { min_ms: 0, ..long }, "at least 1 ms"),
+            (
+                LongReads {
+                    min_ms: 400,
+                    ..long
+                },
+                "the shortest is longer than the longest",
+            ),
+            (
+                LongReads {
+                    max_ms: LongReads::MAX_MS + 1,
+                    ..long
+                },
+                "past the longest",
+            ),
+        ] {
+            let err = bad.check().unwrap_err().to_string();
+            assert!(err.contains(message), "{bad:?}: {err}");
+        }
     }
 
     #[test]

@@ -78,7 +78,9 @@ mod workload;
 pub use alloc::{AllocCount, CountingAllocator, allocations, start_counting, uncounted};
 pub use approach::Approach;
 pub use approach_name::{ApproachName, UnknownApproach};
-pub use cell::{Cell, DEFAULT_BUILD_PROFILE, DEFAULT_WRITE_PPM, MultiDb, PPM, WriteMode};
+pub use cell::{
+    Cell, DEFAULT_BUILD_PROFILE, DEFAULT_WRITE_PPM, LongReads, MultiDb, PPM, WriteMode,
+};
 pub use custom::{
     Bound, CustomStatement, CustomWorkload, SeedColumn, SeedTable, Transaction, Values,
 };
@@ -87,7 +89,8 @@ pub use data::{
     NewItem, NewJob, Param, Statement, TRANSACTIONS_PER_BLOCK, item_seed,
 };
 pub use driver::{
-    CeilingConnection, CeilingWrite, DRAIN_GRACE, QUEUE_PROBE_CYCLES, drive, drive_ceiling,
+    CeilingConnection, CeilingWrite, DRAIN_GRACE, LONG_READ, QUEUE_PROBE_CYCLES, drive,
+    drive_ceiling,
 };
 pub use idle::IDLE_WINDOW;
 pub use knobs::{Knobs, MutexMode, Pragma, Profile, REPORTED_PRAGMAS, SERVER_PRAGMAS};
@@ -104,4 +107,7 @@ pub use runner_main::{Runner, run_runner_main};
 pub use runner_program::RunnerProgram;
 pub use stats::{MAX_ERROR_SAMPLES, OpKind, TaskStats};
 pub use ticker::TICK;
-pub use workload::{THROUGHPUT_ROWS_PER_TRANSACTION, Workload, multi_db_settings};
+pub use workload::{
+    LONG_READ_WRITE_PERIOD, THROUGHPUT_ROWS_PER_TRANSACTION, Workload, long_read_settings,
+    multi_db_settings,
+};

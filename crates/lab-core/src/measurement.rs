@@ -130,6 +130,7 @@ mod tests {
         let lateness = Lateness {
             p50_us: 640.0,
             p99_us: 1_900.0,
+            p999_us: Some(2_050.0),
             max_us: 2_100.0,
             ticks: 2_000,
         };

@@ -98,6 +98,10 @@ pub struct Lateness {
     pub p50_us: f64,
     /// 99th percentile of the ticks' lateness, in microseconds.
     pub p99_us: f64,
+    /// 99.9th percentile of the ticks' lateness, in microseconds: one tick in a thousand, a millisecond of stall in
+    /// every second of the window. `None` in results written before it was reported.
+    #[serde(default)]
+    pub p999_us: Option<f64>,
     /// The latest tick's lateness, in microseconds.
     pub max_us: f64,
     /// Ticks measured: one per millisecond of the window.

@@ -228,6 +228,38 @@ pub fn assert_orm_measured(result: &Value) {
     assert_eq!(operations[1]["name"], "model_object_creation (txn)");
 }
 
+/// A tiny `long-read` cell: [`tiny_cell`] with one read in 10 of the window long, each made to take 5 to 10 ms.
+pub fn tiny_long_read_cell(approach: &str, dir: &Path) -> Value {
+    let mut cell = tiny_cell(approach, "long-read", dir);
+    cell["long_reads"] = json!({"every": 10, "min_ms": 5, "max_ms": 10});
+    cell
+}
+
+/// Checks a result of [`tiny_long_read_cell`]: measured as any cell ([`assert_measured`]: the short reads counted),
+/// the ticker's p99.9 among its figures, the long reads counted under their own name, and the writer's inserts
+/// beside them, one due every millisecond of the window and each one done counted.
+pub fn assert_long_read_measured(result: &Value) {
+    assert_measured(result);
+    let lateness = &result["lateness"];
+    assert!(
+        lateness["p999_us"].as_f64().unwrap() <= lateness["max_us"].as_f64().unwrap(),
+        "{lateness:#}"
+    );
+    let operations = result["operations"].as_array().expect("operations");
+    assert_eq!(operations.len(), 1, "{result:#}");
+    assert_eq!(
+        operations[0]["name"],
+        crate::driver::LONG_READ,
+        "{result:#}"
+    );
+    assert!(
+        operations[0]["stats"]["ops"].as_u64().unwrap() > 0,
+        "{result:#}"
+    );
+    assert!(result["writes"]["ops"].as_u64().unwrap() > 0, "{result:#}");
+    assert_completion(result, 300);
+}
+
 /// A tiny `throughput` cell: [`tiny_cell`] with a think time and `synchronous=FULL`, as the lab sends them.
 pub fn tiny_throughput_cell(approach: &str, dir: &Path) -> Value {
     let mut cell = tiny_cell(approach, "throughput", dir);

@@ -21,6 +21,13 @@ pub const POINT_READ: &str = "SELECT id, name, value, payload FROM items WHERE i
 /// `insert`: one new row, id chosen by SQLite (`?1` name, `?2` value, `?3` payload).
 pub const INSERT_ITEM: &str = "INSERT INTO items (name, value, payload) VALUES (?1, ?2, ?3)";
 
+/// `long-read`'s read: one row's value by primary key (`?1` id), returned only once a count from 1 to `?2` has run —
+/// one statement whose cost its second parameter sets: `1` for a short read (a point read and a few steps more),
+/// millions for a long one, as a query's cost follows its tenant's rows. The count is a recursive CTE, so SQLite
+/// steps through it a row at a time (a progress handler sees it run) and holds one row of it at a time.
+pub const COUNTED_READ: &str = "SELECT value FROM items WHERE id = ?1 AND (SELECT count(*) FROM \
+    (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?2) SELECT x FROM c)) > 0";
+
 /// `mixed`'s write: update one row by primary key (`?1` id, `?2` delta).
 pub const UPDATE_ITEM: &str = "UPDATE items SET value = value + ?2 WHERE id = ?1";
 

@@ -32,6 +32,11 @@ pub(crate) fn sample_cell(workload: &str, approach: &str) -> Cell {
         think_us: 0,
         write_ppm: crate::cell::DEFAULT_WRITE_PPM,
         rate: None,
+        long_reads: (workload == "long-read").then_some(crate::cell::LongReads {
+            every: 10,
+            min_ms: 2,
+            max_ms: 4,
+        }),
         multi_db: (workload == "multi-db").then_some(MultiDb {
             num_databases: 3,
             readers: 2,
@@ -67,9 +72,18 @@ pub(crate) struct Fake {
     pub(crate) loses_a_row: bool,
     /// The custom transactions seen: whether each wrote, and its statements' SQL.
     pub(crate) custom: Mutex<BTreeSet<(bool, String)>>,
+    /// `long-read`'s reads: how many ran with each count.
+    pub(crate) counts: Mutex<BTreeMap<i64, u64>>,
+    /// `long-read`'s calibration runs: the count of each, in order.
+    pub(crate) timed_counts: Mutex<Vec<i64>>,
+    /// A count takes no time at all (the calibration must give up), rather than [`Fake::STEP`] a step.
+    pub(crate) free_counts: bool,
 }
 
 impl Fake {
+    /// What a step of `long-read`'s count takes in the fake's calibration: 10,000 steps a millisecond.
+    pub(crate) const STEP: Duration = Duration::from_nanos(100);
+
     /// A fake whose `items` table holds `rows` rows.
     pub(crate) fn seeded(rows: i64) -> Self {
         let fake = Fake::default();
@@ -177,6 +191,21 @@ impl Approach for Fake {
         let sql: Vec<&str> = statements.iter().map(|s| &*s.sql).collect();
         self.custom.lock().unwrap().insert((writes, sql.join("; ")));
         Ok(())
+    }
+
+    async fn counted_read(&self, id: i64, count: i64) -> Result<()> {
+        self.point_read(id).await?;
+        *self.counts.lock().unwrap().entry(count).or_default() += 1;
+        Ok(())
+    }
+
+    async fn time_counted_read(&self, id: i64, count: i64) -> Result<Duration> {
+        self.point_read(id).await?;
+        self.timed_counts.lock().unwrap().push(count);
+        if self.free_counts {
+            return Ok(Duration::ZERO);
+        }
+        Ok(Self::STEP * u32::try_from(count)?)
     }
 
     async fn ack(&self, id: i64, owner: i64) -> Result<()> {

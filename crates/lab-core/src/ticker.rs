@@ -44,14 +44,15 @@ fn summarize(delays: &mut [Duration]) -> Option<Lateness> {
     }
     delays.sort_unstable();
     let us = |d: Duration| d.as_nanos() as f64 / 1_000.0;
-    // In whole percents, so no rounding of a float moves a rank.
-    let rank = |percent: usize| {
-        let index = (delays.len() * percent).div_ceil(100);
+    // In whole thousandths, so no rounding of a float moves a rank.
+    let rank = |per_mille: usize| {
+        let index = (delays.len() * per_mille).div_ceil(1_000);
         us(delays[index.clamp(1, delays.len()) - 1])
     };
     Some(Lateness {
-        p50_us: rank(50),
-        p99_us: rank(99),
+        p50_us: rank(500),
+        p99_us: rank(990),
+        p999_us: Some(rank(999)),
         max_us: us(delays[delays.len() - 1]),
         ticks: delays.len() as u64,
     })
@@ -125,6 +126,7 @@ mod tests {
             Lateness {
                 p50_us: 100.0,
                 p99_us: 198.0,
+                p999_us: Some(200.0),
                 max_us: 200.0,
                 ticks: 200,
             }
@@ -140,6 +142,7 @@ mod tests {
         assert_eq!(lateness.ticks, 1_000);
         assert_eq!(lateness.p50_us, 0.4);
         assert_eq!(lateness.p99_us, 0.4, "the 990th of 1,000 is still on time");
+        assert_eq!(lateness.p999_us, Some(9_000.0), "the 999th is the 9 ms one");
         assert_eq!(lateness.max_us, 10_000.0);
         delays.push(11 * MS);
         assert_eq!(
@@ -170,6 +173,7 @@ mod tests {
             Lateness {
                 p50_us: 0.0,
                 p99_us: 0.0,
+                p999_us: Some(0.0),
                 max_us: 0.0,
                 ticks: 10,
             }

@@ -9,7 +9,7 @@ use std::str::FromStr;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cell::{Cell, DEFAULT_WRITE_PPM, MultiDb, PPM, WriteMode};
+use crate::cell::{Cell, DEFAULT_WRITE_PPM, LongReads, MultiDb, PPM, WriteMode};
 use crate::custom::CustomWorkload;
 use crate::data::{self, Statement};
 use crate::rng::Rng;
@@ -17,6 +17,10 @@ use crate::sql;
 
 /// Rows each `throughput` transaction inserts (as Turso's write-throughput harness).
 pub const THROUGHPUT_ROWS_PER_TRANSACTION: usize = 100;
+
+/// The period of the `long-read` workload's writer: one insert due every millisecond, from one task — a low,
+/// steady rate beside the reads, so that the report can show how long the slowest write waited.
+pub const LONG_READ_WRITE_PERIOD: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// A workload: what the client tasks do, on which data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -50,6 +54,12 @@ pub enum Workload {
     /// commit, a `PASSIVE` checkpoint every second from another connection, and the table's row count checked
     /// against the acknowledged transactions at the end.
     Throughput,
+    /// Point reads through one call site whose cost a parameter sets ([`crate::sql::COUNTED_READ`]): short ones
+    /// through the warm-up, then one in [`crate::LongReads::every`] of the window long (calibrated to take the cell's
+    /// [`Cell::long_reads`] time), beside one task inserting a row every [`LONG_READ_WRITE_PERIOD`] on a fixed
+    /// schedule. What a long run of a call site known to be short does to the runtime (the ticker's lateness) and to
+    /// the writes (how long the slowest waited).
+    LongRead,
     /// A workload from the user's file (`--workload-file`), carried in [`Cell::custom`]: its own schema, seed
     /// rows and weighted transactions, each a read or a write.
     Custom,
@@ -57,7 +67,7 @@ pub enum Workload {
 
 impl Workload {
     /// Every workload, in report order.
-    pub const ALL: [Workload; 9] = [
+    pub const ALL: [Workload; 10] = [
         Self::PointRead,
         Self::Insert,
         Self::Mixed,
@@ -67,6 +77,7 @@ impl Workload {
         Self::Http,
         Self::Orm,
         Self::Throughput,
+        Self::LongRead,
     ];
 
     /// The workloads with an open-loop driver ([`Cell::rate`]): those whose request is one operation.
@@ -89,6 +100,7 @@ impl Workload {
             Self::Http => "http",
             Self::Orm => "orm",
             Self::Throughput => "throughput",
+            Self::LongRead => "long-read",
             Self::Custom => "custom",
         }
     }
@@ -126,10 +138,20 @@ impl Workload {
                     bail!("paced writes need a period (write_delay_ms = 0)");
                 }
             }
-            Self::PointRead | Self::Mixed | Self::WriteRead | Self::Http if cell.rows == 0 => {
+            Self::PointRead | Self::Mixed | Self::WriteRead | Self::Http | Self::LongRead
+                if cell.rows == 0 =>
+            {
                 bail!("{} needs rows to read (rows = 0)", workload.name());
             }
             _ => {}
+        }
+        match (&cell.long_reads, workload) {
+            (Some(long_reads), Self::LongRead) => long_reads.check()?,
+            (None, Self::LongRead) => {
+                long_read_settings(cell)?;
+            }
+            (Some(_), _) => bail!("only the long-read workload has long reads"),
+            (None, _) => {}
         }
         if cell.think_us > 0 && workload != Self::Throughput {
             bail!("only the throughput workload has a think time");
@@ -296,6 +318,13 @@ pub(crate) fn mixed_draws_write(rng: &mut Rng, write_ppm: u32) -> bool {
     !rng.per_million(u64::from(PPM.saturating_sub(write_ppm)))
 }
 
+/// The `long-read` settings of a cell, or an error saying they are missing.
+pub fn long_read_settings(cell: &Cell) -> Result<&LongReads> {
+    cell.long_reads
+        .as_ref()
+        .context("the long-read workload needs `long_reads` settings (every, min_ms, max_ms)")
+}
+
 /// The `multi-db` settings of a cell, or an error saying they are missing.
 pub fn multi_db_settings(cell: &Cell) -> Result<&MultiDb> {
     cell.multi_db.as_ref().context(
@@ -323,7 +352,7 @@ mod tests {
         assert!(err.contains("`point-reads`"), "{err}");
         assert!(
             err.contains(
-                "point-read, insert, mixed, write-read, multi-db, queue, http, orm, throughput"
+                "point-read, insert, mixed, write-read, multi-db, queue, http, orm, throughput, long-read"
             ),
             "{err}"
         );
@@ -439,6 +468,26 @@ mod tests {
                 mixed_draws_write(&mut new, DEFAULT_WRITE_PPM)
             );
         }
+    }
+
+    #[test]
+    fn long_reads_belong_to_their_workload_and_are_checked() {
+        let mut cell = sample_cell("long-read", "x");
+        assert_eq!(Workload::of_cell(&cell).unwrap(), Workload::LongRead);
+        cell.long_reads.as_mut().unwrap().every = 1;
+        let err = Workload::of_cell(&cell).unwrap_err().to_string();
+        assert!(err.contains("no short read"), "{err}");
+        cell.long_reads = None;
+        let err = Workload::of_cell(&cell).unwrap_err().to_string();
+        assert!(err.contains("needs `long_reads` settings"), "{err}");
+        let mut reads = sample_cell("point-read", "x");
+        reads.long_reads = sample_cell("long-read", "x").long_reads;
+        let err = Workload::of_cell(&reads).unwrap_err().to_string();
+        assert!(err.contains("only the long-read workload"), "{err}");
+        let mut cell = sample_cell("long-read", "x");
+        cell.rate = Some(1_000);
+        let err = Workload::of_cell(&cell).unwrap_err().to_string();
+        assert!(err.contains("long-read has no open-loop driver"), "{err}");
     }
 
     #[test]

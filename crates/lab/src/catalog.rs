@@ -6,7 +6,7 @@
 
 use quicklite_lab_core::ApproachName;
 
-/// Workloads, in the order the matrix runs them.
+/// Every built-in workload, in the order messages list them.
 pub const WORKLOADS: &[&str] = &[
     "point-read",
     "insert",
@@ -17,7 +17,27 @@ pub const WORKLOADS: &[&str] = &[
     "http",
     "orm",
     "throughput",
+    LONG_READ,
 ];
+
+/// The workloads a run measures when not told which ([`WORKLOADS`] but `long-read`, measured only when named: it
+/// asks one question of the approaches that run reads on their callers' threads, with knobs of its own), in the
+/// order the matrix runs them.
+pub const DEFAULT_WORKLOADS: &[&str] = &[
+    "point-read",
+    "insert",
+    "mixed",
+    "write-read",
+    "multi-db",
+    "queue",
+    "http",
+    "orm",
+    "throughput",
+];
+
+/// Point reads through one call site, one in N of them long, beside a writer: what a read that turns long does to
+/// the runtime and to the writes.
+pub const LONG_READ: &str = "long-read";
 
 /// Point reads and updates by primary key, in a share of writes the run chooses (`--write-ratio`).
 pub const MIXED: &str = "mixed";

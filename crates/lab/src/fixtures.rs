@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use quicklite_lab_core::{
-    Cell, CellResult, Completion, DEFAULT_WRITE_PPM, Environment, IdleCpu, Lateness, MultiDb,
-    NamedOp, OpStats, OpenLoop, WriteMode,
+    Cell, CellResult, Completion, DEFAULT_WRITE_PPM, Environment, IdleCpu, LONG_READ, Lateness,
+    LongReads, MultiDb, NamedOp, OpStats, OpenLoop, WriteMode,
 };
 
 fn cell(workload: &str, approach: &str) -> Cell {
@@ -25,6 +25,7 @@ fn cell(workload: &str, approach: &str) -> Cell {
         think_us: 0,
         write_ppm: DEFAULT_WRITE_PPM,
         rate: None,
+        long_reads: None,
         dir: "/tmp/quicklite-cell-x".to_owned(),
         seed: 4,
         repetition: 0,
@@ -120,11 +121,13 @@ fn with_cpu(mut result: CellResult) -> CellResult {
     result
 }
 
-/// `result` with the runtime's lateness its ticker measured over a 2 s window: p50, p99 and max in µs.
+/// `result` with the runtime's lateness its ticker measured over a 2 s window: p50, p99 and max in µs (p99.9
+/// halfway between the last two).
 fn late(mut result: CellResult, p50_us: f64, p99_us: f64, max_us: f64) -> CellResult {
     result.lateness = Some(Lateness {
         p50_us,
         p99_us,
+        p999_us: Some((p99_us + max_us) / 2.0),
         max_us,
         ticks: 2_000,
     });
@@ -132,8 +135,8 @@ fn late(mut result: CellResult, p50_us: f64, p99_us: f64, max_us: f64) -> CellRe
 }
 
 /// Point reads (with a memory-statistics variant and a crashed runner), inserts without the baseline approach,
-/// a two-approach multi-db table with write completion, the queue, the ORM suite, and `mixed` at two shares of
-/// writes other than the default. The point reads, multi-db and mixed carry the runtime's lateness (direct-blocking's far past the timer's
+/// a two-approach multi-db table with write completion, the queue, the ORM suite, `mixed` at two shares of
+/// writes other than the default, point reads at an offered rate, and `long-read`. The point reads, multi-db and mixed carry the runtime's lateness (direct-blocking's far past the timer's
 /// 0–2 ms baseline); the inserts come from a build before the ticker, without it. Every successful cell but the
 /// inserts carries CPU per operation and idle CPU.
 pub fn results() -> Vec<CellResult> {
@@ -370,6 +373,7 @@ pub fn results() -> Vec<CellResult> {
         });
         out.push(late(result, 600.0, 1_100.0, 2_000.0));
     }
+    out.extend(long_reads(main, peer));
     out.into_iter()
         .map(|r| {
             if r.failure.is_none() && r.cell.workload != "insert" {
@@ -378,6 +382,87 @@ pub fn results() -> Vec<CellResult> {
                 r
             }
         })
+        .collect()
+}
+
+/// `long-read` with one read in 1,000 long (100–300 ms) beside the 1 ms writer: quicklite holding its runtime's
+/// workers through its long reads (lateness and slowest write near a long read's time), quicklite-no-inline on its
+/// reader threads (the timer's baseline), tokio-rusqlite with its writes behind its reads on one thread.
+fn long_reads(main: impl Fn() -> Environment, peer: impl Fn() -> Environment) -> Vec<CellResult> {
+    let cell = |approach: &str| Cell {
+        long_reads: Some(LongReads {
+            every: 1_000,
+            min_ms: 100,
+            max_ms: 300,
+        }),
+        ..cell("long-read", approach)
+    };
+    // Short reads per second, then the writes' p99 and max, and the ticker's p99, p99.9 and max, in µs.
+    let figures = [
+        (
+            "quicklite",
+            900_000.0,
+            [95_000.0, 290_000.0],
+            [180_000.0, 280_000.0, 300_000.0],
+            main(),
+        ),
+        (
+            "quicklite-no-inline",
+            310_000.0,
+            [1_900.0, 4_100.0],
+            [1_800.0, 2_400.0, 3_000.0],
+            main(),
+        ),
+        (
+            "tokio-rusqlite",
+            5_200.0,
+            [250_000.0, 300_000.0],
+            [1_500.0, 2_100.0, 2_600.0],
+            peer(),
+        ),
+    ];
+    figures
+        .into_iter()
+        .map(
+            |(approach, reads, [write_p99, write_max], [p99, p999, max], env)| {
+                let writes = OpStats {
+                    ops: 2_000,
+                    ops_per_sec: 1_000.0,
+                    avg_us: write_p99 / 5.0,
+                    p50_us: 1_100.0,
+                    p99_us: write_p99,
+                    max_us: write_max,
+                };
+                let mut result = ok(cell(approach), ops(reads, 20.0), writes, env);
+                let long = (reads * 2.0 / 1_000.0) as u64;
+                result.operations = vec![NamedOp {
+                    name: LONG_READ.to_owned(),
+                    stats: OpStats {
+                        ops: long,
+                        ops_per_sec: long as f64 / 2.0,
+                        avg_us: 201_000.0,
+                        p50_us: 199_000.0,
+                        p99_us: 297_000.0,
+                        max_us: 301_000.0,
+                    },
+                    allocs_per_op: None,
+                    alloc_bytes_per_op: None,
+                }];
+                result.write_completion = Some(Completion {
+                    expected: 2_000,
+                    completed: 2_000,
+                    ratio: 1.0,
+                });
+                result.lateness = Some(Lateness {
+                    p50_us: 900.0,
+                    p99_us: p99,
+                    p999_us: Some(p999),
+                    max_us: max,
+                    ticks: 2_000,
+                });
+                result
+            },
+        )
         .collect()
 }
 

@@ -20,7 +20,12 @@ pub fn ops(value: f64) -> String {
 
 /// An offered load, exact with thousands separated: `1,000 req/s`, `20,000 req/s`.
 pub fn rate(requests_per_sec: u64) -> String {
-    let digits = requests_per_sec.to_string();
+    format!("{} req/s", grouped(requests_per_sec))
+}
+
+/// A whole number with its thousands separated: `1,000`, `20,000`.
+fn grouped(value: u64) -> String {
+    let digits = value.to_string();
     let mut grouped = String::new();
     for (i, digit) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i).is_multiple_of(3) {
@@ -28,7 +33,18 @@ pub fn rate(requests_per_sec: u64) -> String {
         }
         grouped.push(digit);
     }
-    format!("{grouped} req/s")
+    grouped
+}
+
+/// `long-read`'s long reads as its knobs gave them: `one in 1,000, 100–300 ms`, or `one in 50, 200 ms` for a range
+/// of one value.
+pub fn long_reads(long: &quicklite_lab_core::LongReads) -> String {
+    let time = if long.min_ms == long.max_ms {
+        format!("{} ms", long.min_ms)
+    } else {
+        format!("{}–{} ms", long.min_ms, long.max_ms)
+    };
+    format!("one in {}, {time}", grouped(u64::from(long.every)))
 }
 
 /// A latency given in microseconds: `0.52 µs`, `3.3 µs`, `250 µs`, `1.30 ms`, `2.10 s`.
@@ -181,6 +197,22 @@ mod tests {
         assert_eq!(measured_share(0.0303), "3.0%");
         assert_eq!(measured_share(0.005625), "0.56%");
         assert_eq!(measured_share(0.00001), "<0.01%");
+    }
+
+    #[test]
+    fn long_reads_read_as_their_knobs() {
+        let long = quicklite_lab_core::LongReads {
+            every: 1_000,
+            min_ms: 100,
+            max_ms: 300,
+        };
+        assert_eq!(long_reads(&long), "one in 1,000, 100–300 ms");
+        let fixed = quicklite_lab_core::LongReads {
+            every: 50,
+            min_ms: 200,
+            max_ms: 200,
+        };
+        assert_eq!(long_reads(&fixed), "one in 50, 200 ms");
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! What a `bench` run measures: the lists of knobs whose product is the matrix.
 
+use std::ops::RangeInclusive;
+
 use quicklite_lab_core::{ApproachName, CustomWorkload};
 
 use crate::catalog;
@@ -10,8 +12,8 @@ use crate::catalog;
 /// [`BenchOptions::default`] is the full run; [`BenchOptions::quick`] is the few-minute run the README uses.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchOptions {
-    /// Workloads to run: built-in ([`catalog::WORKLOADS`], all of them by default) and the names of
-    /// [`BenchOptions::custom`].
+    /// Workloads to run: built-in ([`catalog::WORKLOADS`]; by default [`catalog::DEFAULT_WORKLOADS`], all but
+    /// `long-read`) and the names of [`BenchOptions::custom`].
     pub workloads: Vec<String>,
     /// Custom workloads from the user's files (`--workload-file`), checked; each runs where
     /// [`BenchOptions::workloads`] names it. By default, none.
@@ -61,6 +63,13 @@ pub struct BenchOptions {
     /// `mixed`: shares of writes, in parts per million of its operations (`1000` is 0.1%). By default,
     /// `[100000]`: 10%, the mix the workload has always had ([`quicklite_lab_core::DEFAULT_WRITE_PPM`]).
     pub write_ppm: Vec<u32>,
+    /// `long-read`: one read in this many of the window's is long, each value a table of its own. By default,
+    /// `[1000]`: a call site a thousand reads short between two long ones.
+    pub long_read_every: Vec<u32>,
+    /// `long-read`: how long a long read is made to take, in milliseconds, each drawn uniformly from the range; each
+    /// range a table of its own. By default, `[100..=300]`: a query over a large tenant, far past what a runtime
+    /// thread can be lent for.
+    pub long_read_ms: Vec<RangeInclusive<u64>>,
     /// Offered loads of `point-read`, `insert` and `mixed`, in requests per second: each cell sends its requests
     /// on a fixed schedule whatever the answers do, at most its concurrency in flight (open loop); `None` is the
     /// closed loop, each task sending its next request when the last one returns. By default, `[None]`.
@@ -125,7 +134,7 @@ impl Variant {
 impl Default for BenchOptions {
     fn default() -> Self {
         Self {
-            workloads: owned(catalog::WORKLOADS),
+            workloads: owned(catalog::DEFAULT_WORKLOADS),
             custom: Vec::new(),
             approaches: ApproachName::ALL
                 .into_iter()
@@ -148,6 +157,8 @@ impl Default for BenchOptions {
             write_modes: vec!["blocking".to_owned()],
             think_us: vec![0, 1_000],
             write_ppm: vec![quicklite_lab_core::DEFAULT_WRITE_PPM],
+            long_read_every: vec![1_000],
+            long_read_ms: vec![100..=300],
             rates: vec![None],
             seed: 4,
             build_profiles: vec![quicklite_lab_core::DEFAULT_BUILD_PROFILE.to_owned()],

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use quicklite_lab_core::{
     Cell, CellResult, Completion, DEFAULT_BUILD_PROFILE, DEFAULT_WRITE_PPM, Environment, IdleCpu,
-    Lateness, MultiDb, NamedOp, OpStats, OpenLoop, WriteMode,
+    Lateness, LongReads, MultiDb, NamedOp, OpStats, OpenLoop, WriteMode,
 };
 use serde::{Deserialize, Serialize};
 
@@ -60,6 +60,7 @@ pub const COLUMNS: &[&str] = &[
     "window_alloc_bytes",
     "lateness_p50_us",
     "lateness_p99_us",
+    "lateness_p999_us",
     "lateness_max_us",
     "lateness_ticks",
     "cpu_per_op_us",
@@ -69,6 +70,9 @@ pub const COLUMNS: &[&str] = &[
     "repetition",
     "think_us",
     "write_ppm",
+    "long_read_every",
+    "long_read_min_ms",
+    "long_read_max_ms",
     "rate",
     "open_due",
     "open_issued",
@@ -170,6 +174,9 @@ pub struct CsvRow {
     pub lateness_p50_us: Option<f64>,
     #[serde(default)]
     pub lateness_p99_us: Option<f64>,
+    /// Empty also in CSVs written before the ticker reported it.
+    #[serde(default)]
+    pub lateness_p999_us: Option<f64>,
     #[serde(default)]
     pub lateness_max_us: Option<f64>,
     #[serde(default)]
@@ -197,6 +204,14 @@ pub struct CsvRow {
     /// none, and in CSVs written before the knob existed, when `mixed` wrote 10%.
     #[serde(default)]
     pub write_ppm: Option<u32>,
+    /// `long-read`'s long reads (`Cell::long_reads`): one in `long_read_every` reads, made to take
+    /// `long_read_min_ms` to `long_read_max_ms`; empty for the other workloads and in CSVs written before it existed.
+    #[serde(default)]
+    pub long_read_every: Option<u32>,
+    #[serde(default)]
+    pub long_read_min_ms: Option<u64>,
+    #[serde(default)]
+    pub long_read_max_ms: Option<u64>,
     /// The offered load of an open-loop cell, in requests per second; empty for a closed-loop cell and in CSVs
     /// written before open loops existed. The `open_*` and `send_lateness_*` columns are its figures
     /// ([`OpenLoop`]), empty likewise.
@@ -319,6 +334,7 @@ impl From<&CellResult> for CsvRow {
             window_alloc_bytes: r.window_alloc_bytes,
             lateness_p50_us: r.lateness.map(|l| l.p50_us),
             lateness_p99_us: r.lateness.map(|l| l.p99_us),
+            lateness_p999_us: r.lateness.and_then(|l| l.p999_us),
             lateness_max_us: r.lateness.map(|l| l.max_us),
             lateness_ticks: r.lateness.map(|l| l.ticks),
             cpu_per_op_us: r.cpu_per_op_us,
@@ -328,6 +344,9 @@ impl From<&CellResult> for CsvRow {
             repetition: c.repetition,
             think_us: c.think_us,
             write_ppm: (c.workload == crate::catalog::MIXED).then_some(c.write_ppm),
+            long_read_every: c.long_reads.map(|l| l.every),
+            long_read_min_ms: c.long_reads.map(|l| l.min_ms),
+            long_read_max_ms: c.long_reads.map(|l| l.max_ms),
             rate: c.rate,
             open_due: r.open_loop.map(|o| o.due),
             open_issued: r.open_loop.map(|o| o.issued),
@@ -414,12 +433,25 @@ impl From<CsvRow> for CellResult {
             (Some(p50_us), Some(p99_us), Some(max_us), Some(ticks)) => Some(Lateness {
                 p50_us,
                 p99_us,
+                p999_us: row.lateness_p999_us,
                 max_us,
                 ticks,
             }),
             _ => None,
         };
         let open_loop = open_loop_of(&row);
+        let long_reads = match (
+            row.long_read_every,
+            row.long_read_min_ms,
+            row.long_read_max_ms,
+        ) {
+            (Some(every), Some(min_ms), Some(max_ms)) => Some(LongReads {
+                every,
+                min_ms,
+                max_ms,
+            }),
+            _ => None,
+        };
         let idle_cpu = row
             .idle_secs
             .zip(row.idle_cpu_secs)
@@ -448,6 +480,7 @@ impl From<CsvRow> for CellResult {
                 think_us: row.think_us,
                 write_ppm: row.write_ppm.unwrap_or(DEFAULT_WRITE_PPM),
                 rate: row.rate,
+                long_reads,
                 // The cell's directory is deleted after the run; it is not part of the record.
                 dir: String::new(),
                 seed: row.seed,

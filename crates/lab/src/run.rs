@@ -85,6 +85,12 @@ pub fn cell_label(cell: &Cell) -> String {
     if let Some(rate) = cell.rate {
         label.push_str(&format!(" · {} offered", crate::format::rate(rate)));
     }
+    if let Some(long) = &cell.long_reads {
+        label.push_str(&format!(
+            " · long reads {}",
+            crate::format::long_reads(long)
+        ));
+    }
     if cell.write_ppm != quicklite_lab_core::DEFAULT_WRITE_PPM {
         label.push_str(&format!(
             " · {} writes",

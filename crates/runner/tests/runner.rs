@@ -4,10 +4,11 @@ use std::process::Command;
 
 use quicklite_lab_core::LEDGER_SEED_BLOCKS;
 use quicklite_lab_core::runner_testing::{
-    assert_completion, assert_custom_measured, assert_custom_rows, assert_measured,
-    assert_orm_measured, assert_queue_backlog, assert_queue_measured, assert_throughput_measured,
-    assert_write_completion, crate_version, custom_orders_sql, ledger_files, ledger_files_of,
-    queue_jobs_sql, run_runner, tiny_cell, tiny_custom_cell, tiny_paced_cell, tiny_throughput_cell,
+    assert_completion, assert_custom_measured, assert_custom_rows, assert_long_read_measured,
+    assert_measured, assert_orm_measured, assert_queue_backlog, assert_queue_measured,
+    assert_throughput_measured, assert_write_completion, crate_version, custom_orders_sql,
+    ledger_files, ledger_files_of, queue_jobs_sql, run_runner, tiny_cell, tiny_custom_cell,
+    tiny_long_read_cell, tiny_paced_cell, tiny_throughput_cell,
 };
 use serde_json::{Value, json};
 
@@ -222,6 +223,31 @@ fn throughput_checks_every_acknowledged_row() {
             .query_row("SELECT count(*) FROM items", [], |r| r.get(0))
             .unwrap();
         assert_throughput_measured(&result, rows as u64);
+    }
+}
+
+#[test]
+fn long_reads_run_beside_the_writer_on_every_approach_of_this_runner() {
+    for approach in [
+        "quicklite",
+        "quicklite-no-inline",
+        "direct-blocking",
+        "spawn-blocking",
+        "per-request",
+        "async-sqlite",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let result = run(&tiny_long_read_cell(approach, dir.path()));
+        assert_long_read_measured(&result);
+        // Every write counted was an insert into the file, beside the seeded rows.
+        let conn = rusqlite::Connection::open(dir.path().join("items.db")).unwrap();
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM items", [], |r| r.get(0))
+            .unwrap();
+        assert!(
+            rows as u64 >= 200 + result["writes"]["ops"].as_u64().unwrap(),
+            "{approach}: {rows} rows"
+        );
     }
 }
 

@@ -102,6 +102,15 @@ impl Approach for DeadpoolSqlite {
         interact(self.pool(0)?, move |c| ops::point_read(c, id)).await
     }
 
+    async fn counted_read(&self, id: i64, count: i64) -> Result<()> {
+        interact(self.pool(0)?, move |c| ops::counted_read(c, id, count)).await?;
+        Ok(())
+    }
+
+    async fn time_counted_read(&self, id: i64, count: i64) -> Result<Duration> {
+        interact(self.pool(0)?, move |c| ops::time_counted_read(c, id, count)).await
+    }
+
     async fn insert(&self, item: NewItem) -> Result<()> {
         interact(self.pool(0)?, move |c| ops::insert(c, &item)).await
     }

@@ -114,6 +114,22 @@ impl Approach for TokioRusqlite {
             .await?)
     }
 
+    async fn counted_read(&self, id: i64, count: i64) -> Result<()> {
+        self.db(0)?
+            .reader
+            .call(move |c| ops::counted_read(c, id, count))
+            .await?;
+        Ok(())
+    }
+
+    async fn time_counted_read(&self, id: i64, count: i64) -> Result<Duration> {
+        Ok(self
+            .db(0)?
+            .reader
+            .call(move |c| ops::time_counted_read(c, id, count))
+            .await?)
+    }
+
     async fn insert(&self, item: NewItem) -> Result<()> {
         Ok(self
             .db(0)?

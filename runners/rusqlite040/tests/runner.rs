@@ -2,10 +2,11 @@
 
 use quicklite_lab_core::LEDGER_SEED_BLOCKS;
 use quicklite_lab_core::runner_testing::{
-    assert_completion, assert_custom_measured, assert_custom_rows, assert_measured,
-    assert_orm_measured, assert_queue_backlog, assert_queue_measured, assert_throughput_measured,
-    assert_write_completion, crate_version, custom_orders_sql, ledger_files, ledger_files_of,
-    queue_jobs_sql, run_runner, tiny_cell, tiny_custom_cell, tiny_paced_cell, tiny_throughput_cell,
+    assert_completion, assert_custom_measured, assert_custom_rows, assert_long_read_measured,
+    assert_measured, assert_orm_measured, assert_queue_backlog, assert_queue_measured,
+    assert_throughput_measured, assert_write_completion, crate_version, custom_orders_sql,
+    ledger_files, ledger_files_of, queue_jobs_sql, run_runner, tiny_cell, tiny_custom_cell,
+    tiny_long_read_cell, tiny_paced_cell, tiny_throughput_cell,
 };
 use serde_json::{Value, json};
 
@@ -36,6 +37,16 @@ fn throughput_checks_every_acknowledged_row() {
             .query_row("SELECT count(*) FROM items", [], |r| r.get(0))
             .unwrap();
         assert_throughput_measured(&result, rows as u64);
+    }
+}
+
+#[test]
+fn long_reads_run_beside_the_writer() {
+    for approach in ["tokio-rusqlite", "deadpool-sqlite"] {
+        let dir = tempfile::tempdir().unwrap();
+        let result = run(&tiny_long_read_cell(approach, dir.path()));
+        assert_long_read_measured(&result);
+        assert!(crate_version(&result, "rusqlite").starts_with("0.40"));
     }
 }
 

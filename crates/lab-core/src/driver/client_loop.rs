@@ -63,6 +63,21 @@ pub(super) fn store(stats: &StatsSink, kind: OpKind, latency: Duration, outcome:
     });
 }
 
+/// Adds one counted operation under its own name only, apart from the reads and writes (`long-read`'s long reads).
+pub(super) fn store_named(
+    stats: &StatsSink,
+    name: &'static str,
+    latency: Duration,
+    outcome: Result<()>,
+) {
+    alloc::uncounted(|| {
+        stats.with(|stats| match outcome {
+            Ok(()) => stats.record_named(name, latency.as_nanos() as u64),
+            Err(e) => stats.record_error(format!("{name}: {e:#}")),
+        })
+    });
+}
+
 /// Adds one counted transaction of a custom workload: to its kind's statistics, and to its own by name.
 pub(super) fn store_transaction(
     stats: &StatsSink,

@@ -8,7 +8,7 @@
 //! The [`ceiling`] runs the same statements with no async hand-off, for reference.
 //!
 //! One file per workload: [`closed_loop`] (`point-read`, `insert`, `mixed`), [`multi_db`], [`queue`], [`orm`],
-//! [`throughput`], `http` and [`custom`]; the ones driven by client tasks share their [`window`] and the way a [`client_loop`]
+//! [`throughput`], [`long_read`], `http` and [`custom`]; the ones driven by client tasks share their [`window`] and the way a [`client_loop`]
 //! times an operation.
 
 mod ceiling;
@@ -17,6 +17,7 @@ mod closed_loop;
 mod custom;
 #[cfg(feature = "http")]
 mod http;
+mod long_read;
 mod multi_db;
 mod open_loop;
 mod orm;
@@ -35,6 +36,7 @@ use crate::measurement::Measurement;
 use crate::workload::Workload;
 
 pub use ceiling::{CeilingConnection, CeilingWrite};
+pub use long_read::LONG_READ;
 pub use open_loop::DRAIN_GRACE;
 pub use queue::QUEUE_PROBE_CYCLES;
 
@@ -89,6 +91,7 @@ async fn drive_workload<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Me
         Workload::Queue => queue::drive(cell, approach).await,
         Workload::Orm => orm::drive(cell, &*approach).await,
         Workload::Throughput => throughput::drive(cell, approach).await,
+        Workload::LongRead => long_read::drive(cell, approach).await,
         Workload::Custom => custom::drive(cell, approach).await,
         #[cfg(feature = "http")]
         Workload::Http => http::drive(cell, approach).await,

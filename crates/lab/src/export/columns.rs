@@ -43,6 +43,30 @@ fn open_loop_cells(figures: Option<quicklite_lab_core::OpenLoop>) -> Vec<String>
     ]
 }
 
+/// The headings of a `long-read` table's long reads: how many completed in the window, and their median time.
+pub const LONG_READS: [&str; 2] = ["long reads", "long read p50"];
+
+/// The heading of a `long-read` table's slowest write, timed from its due instant.
+pub const WRITE_MAX: &str = "write max";
+
+/// The headings of a `long-read` table's tail of the ticker's lateness, beside its p99.
+pub const LATENESS_TAIL: [&str; 2] = ["lateness p99.9", "lateness max"];
+
+/// A `long-read` row's cells under [`LONG_READS`]; "—" where the runner reported none.
+fn long_read_cells(long: Option<&quicklite_lab_core::NamedOp>) -> Vec<String> {
+    match long {
+        Some(op) => vec![
+            op.stats.ops.to_string(),
+            if op.stats.ops > 0 {
+                format::latency_us(op.stats.p50_us)
+            } else {
+                not_reported()
+            },
+        ],
+        None => vec![not_reported(); LONG_READS.len()],
+    }
+}
+
 /// The text of a figure a runner did not report, in a column other rows fill.
 fn not_reported() -> String {
     "—".to_owned()
@@ -90,9 +114,17 @@ pub fn columns(table: &Table) -> Columns {
             headers.push((h.to_owned(), true));
         }
     }
+    if table.is_long_read {
+        for h in LONG_READS {
+            headers.push((h.to_owned(), true));
+        }
+    }
     if table.has_writes {
         for h in ["writes/s", "write p50", "write p99"] {
             headers.push((h.to_owned(), true));
+        }
+        if table.is_long_read {
+            headers.push((WRITE_MAX.to_owned(), true));
         }
     }
     if table.is_throughput {
@@ -123,6 +155,11 @@ pub fn columns(table: &Table) -> Columns {
     let has_lateness = table.rows.iter().any(|r| r.result.lateness.is_some());
     if has_lateness {
         headers.push(("lateness p99".to_owned(), true));
+        if table.is_long_read {
+            for h in LATENESS_TAIL {
+                headers.push((h.to_owned(), true));
+            }
+        }
     }
     let has_round_trips = table.rows.iter().any(|r| {
         r.result.env.core_round_trip_before_ns.is_some()
@@ -217,10 +254,16 @@ pub fn columns(table: &Table) -> Columns {
                 cells.push(format::latency_us(r.reads.p99_us));
                 cells.push(format::latency_us(r.reads.max_us));
             }
+            if table.is_long_read {
+                cells.extend(long_read_cells(r.operation(quicklite_lab_core::LONG_READ)));
+            }
             if table.has_writes {
                 cells.push(format::ops(r.writes.ops_per_sec));
                 cells.push(format::latency_us(r.writes.p50_us));
                 cells.push(format::latency_us(r.writes.p99_us));
+                if table.is_long_read {
+                    cells.push(format::latency_us(r.writes.max_us));
+                }
             }
             if table.is_throughput {
                 let rows = quicklite_lab_core::THROUGHPUT_ROWS_PER_TRANSACTION as f64;
@@ -265,6 +308,18 @@ pub fn columns(table: &Table) -> Columns {
                         .map(|l| format::latency_us(l.p99_us))
                         .unwrap_or_default(),
                 );
+                if table.is_long_read {
+                    cells.push(
+                        r.lateness
+                            .and_then(|l| l.p999_us)
+                            .map_or_else(not_reported, format::latency_us),
+                    );
+                    cells.push(
+                        r.lateness
+                            .map(|l| format::latency_us(l.max_us))
+                            .unwrap_or_default(),
+                    );
+                }
             }
             if has_round_trips {
                 cells.push(format::round_trip_ns(
@@ -379,6 +434,33 @@ mod tests {
                 .map(|(row, cells)| (row.label.clone(), cells[at].clone()))
                 .collect(),
         )
+    }
+
+    #[test]
+    fn a_long_read_table_shows_its_long_reads_the_slowest_write_and_the_tickers_tail() {
+        let results = fixtures::results();
+        let title = "long-read";
+        let cell = |heading: &str, label: &str| {
+            column(&results, title, heading)
+                .unwrap_or_else(|| panic!("no column {heading}"))
+                .into_iter()
+                .find(|(l, _)| l == label)
+                .unwrap()
+                .1
+        };
+        assert_eq!(cell("reads/s", "quicklite"), "900k");
+        assert_eq!(cell("long reads", "quicklite"), "1800");
+        assert_eq!(cell("long read p50", "tokio-rusqlite"), "199.00 ms");
+        assert_eq!(cell("write p99", "tokio-rusqlite"), "250.00 ms");
+        assert_eq!(cell(WRITE_MAX, "quicklite-no-inline"), "4.10 ms");
+        assert_eq!(cell("lateness p99", "quicklite"), "180.00 ms");
+        assert_eq!(cell("lateness p99.9", "quicklite"), "280.00 ms");
+        assert_eq!(cell("lateness max", "quicklite-no-inline"), "3.00 ms");
+        assert_eq!(cell("write completion", "quicklite"), "100% (2000/2000)");
+        // The other tables keep their columns.
+        for heading in ["long reads", WRITE_MAX, "lateness p99.9", "lateness max"] {
+            assert_eq!(column(&results, "point-read", heading), None, "{heading}");
+        }
     }
 
     #[test]

@@ -164,6 +164,19 @@ fn section(out: &mut String, table: &Table, baseline: ApproachName) {
             format!("p99 {kind} latency (lower is better)")
         };
         out.push_str(&bar_chart(&title, &latency));
+        if table.is_long_read {
+            // What the long reads cost everything else: the slowest write, and the runtime's worst stall.
+            let writes = tail_bars(table, |r| r.writes.max_us);
+            out.push_str(&bar_chart(
+                "Slowest write, from its due instant (lower is better)",
+                &writes,
+            ));
+            let lateness = tail_bars(table, |r| r.lateness.map_or(0.0, |l| l.max_us));
+            out.push_str(&bar_chart(
+                "Runtime lateness, the ticker's latest tick (lower is better)",
+                &lateness,
+            ));
+        }
         if table.has_completion {
             let completion: Vec<Bar> = table
                 .rows
@@ -221,6 +234,25 @@ fn section(out: &mut String, table: &Table, baseline: ApproachName) {
             escape(&failure.message)
         );
     }
+}
+
+/// A bar per row of `table` for the latency `pick` takes from a result, with its repetitions.
+fn tail_bars(table: &Table, pick: fn(&CellResult) -> f64) -> Vec<Bar> {
+    table
+        .rows
+        .iter()
+        .map(|r| Bar {
+            label: r.label.clone(),
+            value: pick(&r.result),
+            text: format::latency_us(pick(&r.result)),
+            role: bar_role(r),
+            samples: if r.samples.len() > 1 {
+                r.samples.iter().map(pick).collect()
+            } else {
+                Vec::new()
+            },
+        })
+        .collect()
 }
 
 fn num_class(numeric: bool) -> &'static str {

@@ -68,6 +68,8 @@ impl Exporter for MarkdownExporter {
                 }
                 if table.is_orm {
                     orm_operations(&mut out, table);
+                } else if table.is_long_read {
+                    long_reads(&mut out, table);
                 } else if !table.has_operations {
                     transactions(&mut out, table);
                 }
@@ -137,6 +139,24 @@ fn transactions(out: &mut String, table: &crate::summary::Table) {
                 "{}/s · {}",
                 crate::format::ops(o.stats.ops_per_sec),
                 crate::format::latency_us(o.stats.p99_us)
+            )
+        },
+    );
+}
+
+/// `long-read`'s long reads: how many completed in the window, and their median and longest time, for each approach.
+fn long_reads(out: &mut String, table: &crate::summary::Table) {
+    named_operations(
+        out,
+        table,
+        "Long reads completed in the window, p50 and max",
+        "operation",
+        |o| {
+            format!(
+                "{} · {} · {}",
+                o.stats.ops,
+                crate::format::latency_us(o.stats.p50_us),
+                crate::format::latency_us(o.stats.max_us)
             )
         },
     );

@@ -1,6 +1,8 @@
 //! The product of the axes: a workload's knob combinations, and which approaches take a cell of them.
 
-use quicklite_lab_core::{ApproachName, Cell, DEFAULT_WRITE_PPM, MultiDb, Workload, WriteMode};
+use quicklite_lab_core::{
+    ApproachName, Cell, DEFAULT_WRITE_PPM, LongReads, MultiDb, Workload, WriteMode,
+};
 
 use super::custom;
 use crate::catalog::{self, MULTI_DB};
@@ -25,6 +27,7 @@ pub(super) fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
         think_us: 0,
         write_ppm: DEFAULT_WRITE_PPM,
         rate: None,
+        long_reads: None,
         dir: String::new(),
         seed: options.seed,
         repetition: 0,
@@ -82,10 +85,28 @@ pub(super) fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
     } else {
         vec![DEFAULT_WRITE_PPM]
     };
+    // Only `long-read` has long reads: a table for each of their settings.
+    let long_reads: Vec<Option<LongReads>> = if workload == catalog::LONG_READ {
+        product(
+            &dedup(&options.long_read_every),
+            &dedup(&options.long_read_ms),
+        )
+        .into_iter()
+        .map(|(every, ms)| {
+            Some(LongReads {
+                every,
+                min_ms: *ms.start(),
+                max_ms: *ms.end(),
+            })
+        })
+        .collect()
+    } else {
+        vec![None]
+    };
     let mut out = Vec::new();
     let shares_and_rates = product(&write_shares, &dedup(&options.rates));
     for ((concurrency, multi_db), (write_ppm, rate)) in product(&loads, &shares_and_rates) {
-        for &think_us in &thinks {
+        for (think_us, long_reads) in product(&thinks, &long_reads) {
             for &worker_threads in &dedup(&options.worker_threads) {
                 for profile in &dedup(&options.profiles) {
                     for synchronous in &dedup(&options.synchronous) {
@@ -93,6 +114,7 @@ pub(super) fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
                             out.push(Cell {
                                 concurrency,
                                 think_us,
+                                long_reads,
                                 write_ppm,
                                 rate,
                                 worker_threads,
@@ -343,6 +365,54 @@ mod tests {
                 err.contains("--write-ratio") && err.contains(message),
                 "{err}"
             );
+        }
+    }
+
+    #[test]
+    fn long_reads_are_axes_of_their_workload_which_runs_only_when_named() {
+        let options = BenchOptions {
+            workloads: vec!["long-read".into(), "point-read".into()],
+            approaches: vec![
+                ApproachName::Quicklite,
+                ApproachName::QuickliteNoInline,
+                ApproachName::TokioRusqlite,
+                // Neither has counted reads: no long-read cell.
+                ApproachName::Ceiling,
+                ApproachName::Sqlx,
+            ],
+            long_read_every: vec![1_000, 100, 1_000],
+            long_read_ms: vec![100..=300, 50..=50],
+            ..once()
+        };
+        let cells = build_matrix(&options).unwrap();
+        let long: Vec<(u32, u64, u64, &str)> = cells
+            .iter()
+            .filter(|c| c.workload == "long-read")
+            .map(|c| {
+                let l = c.long_reads.unwrap();
+                (l.every, l.min_ms, l.max_ms, c.approach.as_str())
+            })
+            .collect();
+        let mut expected = Vec::new();
+        for every in [1_000, 100] {
+            for (min, max) in [(100, 300), (50, 50)] {
+                for approach in ["quicklite", "quicklite-no-inline", "tokio-rusqlite"] {
+                    expected.push((every, min, max, approach));
+                }
+            }
+        }
+        assert_eq!(long, expected);
+        assert!(
+            cells
+                .iter()
+                .filter(|c| c.workload == "point-read")
+                .all(|c| c.long_reads.is_none())
+        );
+        // Measured only when named: neither the full run nor the quick one has it.
+        for options in [once(), BenchOptions::quick()] {
+            let cells = build_matrix(&options).unwrap();
+            assert!(cells.iter().all(|c| c.workload != "long-read"));
+            assert!(cells.iter().all(|c| c.long_reads.is_none()));
         }
     }
 

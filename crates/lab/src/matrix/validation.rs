@@ -2,7 +2,7 @@
 //! refusal naming the option at fault. Approaches are [`ApproachName`](quicklite_lab_core::ApproachName)s, known by
 //! construction.
 
-use quicklite_lab_core::{PPM, Workload};
+use quicklite_lab_core::{LongReads, PPM, Workload};
 
 use super::custom;
 use crate::catalog::{self, MULTI_DB};
@@ -85,6 +85,9 @@ pub fn validate(options: &BenchOptions) -> Result<()> {
         }
     }
     check_rates(options)?;
+    if options.workloads.iter().any(|w| w == catalog::LONG_READ) {
+        check_long_reads(options)?;
+    }
     if has_multi_db {
         positive_list("--num-databases", &options.num_databases)?;
         positive_list("--write-delays", &options.write_delays_ms)?;
@@ -160,6 +163,43 @@ fn check_rates(options: &BenchOptions) -> Result<()> {
                 if closed_only.len() == 1 { "it" } else { "them" }
             ),
         ));
+    }
+    Ok(())
+}
+
+/// Refuses long reads that leave no short read, take no time, run from longer to shorter, or would not fit the
+/// measured window.
+fn check_long_reads(options: &BenchOptions) -> Result<()> {
+    non_empty("--long-read-every", &options.long_read_every)?;
+    if let Some(every) = options.long_read_every.iter().find(|&&every| every < 2) {
+        return Err(invalid(
+            "--long-read-every",
+            format!(
+                "one read in {every} long leaves no short read: every value must be at least 2"
+            ),
+        ));
+    }
+    non_empty("--long-read-ms", &options.long_read_ms)?;
+    for range in &options.long_read_ms {
+        let (min, max) = (*range.start(), *range.end());
+        let reason = if min == 0 {
+            "a long read takes at least 1 ms".to_owned()
+        } else if min > max {
+            format!("{min}-{max}: the shortest time comes first ({max}-{min})")
+        } else if max > LongReads::MAX_MS {
+            format!(
+                "{max} ms is past the longest a long read may take ({} ms)",
+                LongReads::MAX_MS
+            )
+        } else if max > options.duration_ms {
+            format!(
+                "a long read of up to {max} ms does not fit the measured window of {} (--duration)",
+                crate::format::duration_ms(options.duration_ms)
+            )
+        } else {
+            continue;
+        };
+        return Err(invalid("--long-read-ms", reason));
     }
     Ok(())
 }
@@ -343,6 +383,74 @@ mod tests {
         };
         let err = build_matrix(&options).unwrap_err().to_string();
         assert!(err.contains("at least one request per second"), "{err}");
+    }
+
+    #[test]
+    fn long_reads_leave_short_ones_take_time_and_fit_the_window() {
+        let good = BenchOptions {
+            workloads: vec!["long-read".into()],
+            approaches: vec![ApproachName::Quicklite],
+            duration_ms: 1_000,
+            ..once()
+        };
+        assert!(build_matrix(&good).is_ok());
+        let cases: Vec<(BenchOptions, &str)> = vec![
+            (
+                BenchOptions {
+                    long_read_every: vec![1_000, 1],
+                    ..good.clone()
+                },
+                "invalid --long-read-every: one read in 1 long leaves no short read",
+            ),
+            (
+                BenchOptions {
+                    long_read_every: vec![],
+                    ..good.clone()
+                },
+                "invalid --long-read-every: the list is empty",
+            ),
+            (
+                BenchOptions {
+                    long_read_ms: vec![0..=10],
+                    ..good.clone()
+                },
+                "invalid --long-read-ms: a long read takes at least 1 ms",
+            ),
+            (
+                BenchOptions {
+                    // Upside down, as a caller other than the command line may give it.
+                    long_read_ms: vec![std::ops::RangeInclusive::new(300, 100)],
+                    ..good.clone()
+                },
+                "invalid --long-read-ms: 300-100: the shortest time comes first (100-300)",
+            ),
+            (
+                BenchOptions {
+                    long_read_ms: vec![100..=2_000],
+                    ..good.clone()
+                },
+                "invalid --long-read-ms: a long read of up to 2000 ms does not fit the measured window of 1 s",
+            ),
+            (
+                BenchOptions {
+                    long_read_ms: vec![100..=70_000],
+                    duration_ms: 100_000,
+                    ..good.clone()
+                },
+                "invalid --long-read-ms: 70000 ms is past the longest",
+            ),
+        ];
+        for (options, message) in cases {
+            let err = build_matrix(&options).unwrap_err().to_string();
+            assert!(err.contains(message), "{message}: {err}");
+        }
+        // Without the workload in the run, its knobs are not looked at.
+        let unused = BenchOptions {
+            workloads: vec!["point-read".into()],
+            long_read_every: vec![1],
+            ..good
+        };
+        assert!(build_matrix(&unused).is_ok());
     }
 
     #[test]

@@ -51,9 +51,23 @@ pub(super) fn settings(
     push("SQLite build", build_profile.to_owned());
     if matches!(
         cell.workload.as_str(),
-        "point-read" | "mixed" | "write-read"
+        "point-read" | "mixed" | "write-read" | catalog::LONG_READ
     ) {
         push("rows", cell.rows.to_string());
+    }
+    if let Some(long) = &cell.long_reads {
+        // A run may measure several: each is a table, its title naming them (`long-read · long reads one in 100, …`).
+        push("long reads", format::long_reads(long));
+        push(
+            "writes",
+            format!(
+                "one insert due every {} from one task, timed from its due instant",
+                format::duration_ms(
+                    u64::try_from(quicklite_lab_core::LONG_READ_WRITE_PERIOD.as_millis())
+                        .unwrap_or(u64::MAX)
+                )
+            ),
+        );
     }
     if cell.workload == catalog::MIXED {
         // A run may measure several shares: each is a table, its title naming the share (`mixed · writes 1%`).

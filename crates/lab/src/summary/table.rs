@@ -46,6 +46,9 @@ pub struct Table {
     /// Whether the table is `throughput`'s: each write is a transaction of many rows, with rows per second and CPU
     /// per transaction.
     pub is_throughput: bool,
+    /// Whether the table is `long-read`'s: its reads are the short ones, with the long reads, the slowest write and
+    /// the ticker's tail beside them.
+    pub is_long_read: bool,
     /// Whether the table's cells ran open loop at one offered rate: achieved rate, dropped requests and latency
     /// from the scheduled times instead of rates and ratios, rows ranked by p99 (every row offered the same load).
     pub is_open_loop: bool,
@@ -197,6 +200,7 @@ pub(super) fn table(members: &[&CellResult], baseline_name: ApproachName) -> Tab
         has_operations: rows.iter().any(|r| r.result.operation("cycle").is_some()),
         is_orm: is_orm(first),
         is_throughput: first.workload == catalog::THROUGHPUT,
+        is_long_read: first.workload == catalog::LONG_READ,
         is_open_loop,
         // An open-loop table shows reads and writes together, from their scheduled times.
         has_reads: !is_open_loop && rows.iter().any(|r| r.result.reads.ops > 0),

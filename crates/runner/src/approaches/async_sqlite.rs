@@ -73,6 +73,20 @@ impl Approach for AsyncSqlite {
         Ok(self.pool(0)?.conn(move |c| ops::point_read(c, id)).await?)
     }
 
+    async fn counted_read(&self, id: i64, count: i64) -> Result<()> {
+        self.pool(0)?
+            .conn(move |c| ops::counted_read(c, id, count))
+            .await?;
+        Ok(())
+    }
+
+    async fn time_counted_read(&self, id: i64, count: i64) -> Result<Duration> {
+        Ok(self
+            .pool(0)?
+            .conn(move |c| ops::time_counted_read(c, id, count))
+            .await?)
+    }
+
     async fn insert(&self, item: NewItem) -> Result<()> {
         Ok(self.pool(0)?.conn(move |c| ops::insert(c, &item)).await?)
     }

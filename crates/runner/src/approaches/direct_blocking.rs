@@ -38,6 +38,17 @@ impl Approach for DirectBlocking {
         with(self.conns.reader(0)?, |c| ops::point_read(c, id))
     }
 
+    async fn counted_read(&self, id: i64, count: i64) -> Result<()> {
+        with(self.conns.reader(0)?, |c| ops::counted_read(c, id, count))?;
+        Ok(())
+    }
+
+    async fn time_counted_read(&self, id: i64, count: i64) -> Result<Duration> {
+        with(self.conns.reader(0)?, |c| {
+            ops::time_counted_read(c, id, count)
+        })
+    }
+
     async fn insert(&self, item: NewItem) -> Result<()> {
         with(self.conns.writer(0)?, |c| ops::insert(c, &item))
     }

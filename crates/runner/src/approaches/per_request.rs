@@ -85,6 +85,17 @@ impl Approach for PerRequest {
         self.once(0, move |c| ops::point_read(c, id)).await
     }
 
+    async fn counted_read(&self, id: i64, count: i64) -> Result<()> {
+        self.once(0, move |c| ops::counted_read(c, id, count))
+            .await?;
+        Ok(())
+    }
+
+    async fn time_counted_read(&self, id: i64, count: i64) -> Result<Duration> {
+        self.once(0, move |c| ops::time_counted_read(c, id, count))
+            .await
+    }
+
     async fn insert(&self, item: NewItem) -> Result<()> {
         self.once(0, move |c| ops::insert(c, &item)).await
     }

@@ -338,6 +338,24 @@ impl Approach for Quicklite {
         Ok(())
     }
 
+    // The workload's reads go through `query_row` as the point reads do: one SQL text and one closure, so one call
+    // site whatever the count, as a service's query whose cost follows its parameters.
+    async fn counted_read(&self, id: i64, count: i64) -> Result<()> {
+        let _value: i64 = self
+            .db(0)?
+            .query_row(sql::COUNTED_READ, (id, count), |r| r.get(0))
+            .await?;
+        Ok(())
+    }
+
+    // A `read` closure of its own: another call site, so the calibration's long runs are not the workload site's.
+    async fn time_counted_read(&self, id: i64, count: i64) -> Result<Duration> {
+        Ok(self
+            .db(0)?
+            .read(move |c| ops::time_counted_read(c, id, count))
+            .await?)
+    }
+
     // One-statement writes (insert, update, publish, ack) go through `execute`, quicklite's API for them: a
     // statement is atomic by itself, so it joins the group commit without the savepoint a `write` closure gets.
     async fn insert(&self, item: NewItem) -> Result<()> {

@@ -49,6 +49,21 @@ impl Approach for SpawnBlocking {
         blocking(self.conns.reader(0)?, move |c| ops::point_read(c, id)).await
     }
 
+    async fn counted_read(&self, id: i64, count: i64) -> Result<()> {
+        blocking(self.conns.reader(0)?, move |c| {
+            ops::counted_read(c, id, count)
+        })
+        .await?;
+        Ok(())
+    }
+
+    async fn time_counted_read(&self, id: i64, count: i64) -> Result<Duration> {
+        blocking(self.conns.reader(0)?, move |c| {
+            ops::time_counted_read(c, id, count)
+        })
+        .await
+    }
+
     async fn insert(&self, item: NewItem) -> Result<()> {
         blocking(self.conns.writer(0)?, move |c| ops::insert(c, &item)).await
     }

@@ -1,6 +1,6 @@
 //! The workload statements run on one rusqlite connection; every approach calls these, wherever it runs them.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use quicklite_lab_core::orm::{ORM_ARTISTS, artist_json};
 use quicklite_lab_core::{Block, Bound, NewItem, NewJob, OrmOp, Param, sql};
@@ -14,6 +14,20 @@ pub fn point_read(conn: &Connection, id: i64) -> rusqlite::Result<()> {
     let (_id, _name, _value, _payload): (i64, String, i64, String) =
         stmt.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
     Ok(())
+}
+
+/// `long-read`'s read: the row's value once the statement's count has run to `count` (`1`: a short read); a
+/// missing row is an error.
+pub fn counted_read(conn: &Connection, id: i64, count: i64) -> rusqlite::Result<i64> {
+    let mut stmt = conn.prepare_cached(sql::COUNTED_READ)?;
+    stmt.query_row([id, count], |r| r.get(0))
+}
+
+/// `long-read`'s calibration: [`counted_read`], timed on the thread that runs it.
+pub fn time_counted_read(conn: &Connection, id: i64, count: i64) -> rusqlite::Result<Duration> {
+    let started = Instant::now();
+    counted_read(conn, id, count)?;
+    Ok(started.elapsed())
 }
 
 /// `insert`: one row, autocommit unless the caller opened a transaction.
