@@ -12,12 +12,19 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::Result;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use rusqlite::Connection;
+
 use crate::config::Config;
+use crate::engine::bound::{self, Bound};
 use crate::engine::busy::BusyLimit;
 use crate::engine::guard::GuardedConnection;
 use crate::engine::map::ReaderMap;
 use crate::engine::{Shared, open};
+use crate::error::panic_message;
+use crate::request::Deadline;
+use crate::{Error, RequestKind, Result};
 
 /// A connection for reads and the snapshot it keeps.
 pub(crate) struct KeptSnapshot {
@@ -37,6 +44,18 @@ pub(crate) struct KeptSnapshot {
     reads: u64,
     read_errors: u64,
     panics: u64,
+}
+
+/// A read run on a kept snapshot ([`KeptSnapshot::read`]): its answer, and what its scheduler learns of it.
+pub(crate) struct Read<T> {
+    pub(crate) result: Result<T>,
+    /// Whether a snapshot was begun for it.
+    pub(crate) began: bool,
+    /// When it ended, if it ran.
+    pub(crate) ended: Option<Instant>,
+    /// How long its closure ran, if it ran and did not panic: what its call site costs (a snapshot begun for it
+    /// serves many reads, and a panic's time is the panic hook's as much as the read's).
+    pub(crate) took: Option<Duration>,
 }
 
 /// Why a snapshot could not be had.
@@ -137,7 +156,94 @@ impl KeptSnapshot {
         }
     }
 
+    /// Runs `f`, one read, in a snapshot that contains every commit up to `visible_seq` ([`KeptSnapshot::current`]),
+    /// under `deadline` (interrupted past it) and the bound `bound` makes from the moment it starts
+    ///([`crate::engine::bound`]), with the reader threads' guarantees: a panic is caught, a read that tried to write
+    /// fails with `SQLITE_READONLY` ([`KeptSnapshot::after_read`]), the read is counted. Gives `f` back, not run, if
+    /// no snapshot could be begun (a lock held elsewhere). The snapshot stays open for the next read unless a
+    /// checkpoint waits for readers.
+    pub(crate) fn read<T, F>(
+        &mut self,
+        shared: &Shared,
+        visible_seq: u64,
+        config: &Config,
+        deadline: Option<Deadline>,
+        bound: impl FnOnce(Instant) -> Bound,
+        f: F,
+    ) -> std::result::Result<Read<T>, F>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T>,
+    {
+        let now = Instant::now();
+        if let Some(deadline) = deadline
+            && deadline.passed(now)
+        {
+            // Counted as the reader threads count a read answered past its deadline without running.
+            self.count(true, false);
+            return Ok(Read {
+                result: Err(deadline.error(RequestKind::Read, false)),
+                began: false,
+                ended: None,
+                took: None,
+            });
+        }
+        let began = match self.current(shared, visible_seq, now, config.read_snapshot_max_age) {
+            Ok(began) => began,
+            Err(NoSnapshot) => return Err(f),
+        };
+        let vetoed = self.vetoed();
+        let started = Instant::now();
+        let conn = &self.conn;
+        let outcome = bound::within(bound(started), || {
+            conn.run_until(deadline.map(|d| d.at), || {
+                catch_unwind(AssertUnwindSafe(|| f(conn.conn())))
+            })
+        });
+        let ended = Instant::now();
+        let wrote = self.after_read(shared, vetoed);
+        if shared.checkpoint_waits() {
+            // A snapshot kept now would hold the checkpoint back for as long as this thread keeps reading.
+            self.end(shared);
+        }
+        let took = outcome.is_ok().then(|| ended - started);
+        let result = match outcome {
+            Ok(_) if wrote => {
+                self.count(true, false);
+                Err(Error::read_wrote())
+            }
+            Ok(Ok(value)) => {
+                self.count(false, false);
+                Ok(value)
+            }
+            Ok(Err(e)) => {
+                self.count(true, false);
+                match deadline {
+                    // Failed past its deadline: interrupted (or failing anyway, too late to tell).
+                    Some(deadline) if deadline.passed(ended) => {
+                        Err(deadline.error(RequestKind::Read, true))
+                    }
+                    _ => Err(Error::from_closure(e)),
+                }
+            }
+            Err(payload) => {
+                // The closure may have left a statement half-stepped: begin afresh next time.
+                self.count(true, true);
+                self.end(shared);
+                Err(Error::Panic {
+                    message: panic_message(payload.as_ref()),
+                })
+            }
+        };
+        Ok(Read {
+            result,
+            began,
+            ended: Some(ended),
+            took,
+        })
+    }
+
     /// The connection, for a read inside the snapshot.
+    #[cfg(test)]
     pub(crate) fn conn(&self) -> &GuardedConnection {
         &self.conn
     }

@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use super::{Inline, Kept};
+use super::Inline;
+use super::seats::Kept;
 use crate::util::{lock, spawn};
 
 /// How often the janitor looks while snapshots are open, and how long one may stand unused before it is ended.
@@ -83,13 +84,13 @@ fn run() {
     let janitor = janitor();
     let mut kept = Kept::default();
     loop {
-        if kept.snapshots {
+        if kept.snapshots() {
             std::thread::sleep(PERIOD);
         } else {
             let tended = lock(&janitor.tended);
             DOZING.store(true, Ordering::SeqCst);
             // A snapshot that began before `DOZING` was set did not wake us: look once more.
-            if !sweep_all(janitor, &tended).snapshots {
+            if !sweep_all(janitor, &tended).snapshots() {
                 wait(
                     janitor,
                     tended,

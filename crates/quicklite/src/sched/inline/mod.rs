@@ -27,143 +27,37 @@
 
 mod hand_off;
 mod janitor;
+mod seats;
 
 use std::cell::Cell;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 use rusqlite::Connection;
 
+use crate::Result;
 use crate::config::Config;
 use crate::cost::{RanOn, Site};
 use crate::engine::Shared;
-use crate::engine::bound::{self, Bound};
+use crate::engine::bound::Bound;
 use crate::engine::seat::{Lent, WriterSeat};
 use crate::engine::snapshot::KeptSnapshot;
-use crate::error::panic_message;
 use crate::request::Deadline;
-use crate::sched::permits::{Permit, Permits};
-use crate::util::{cpus, lock, spawn};
-use crate::{Error, RequestKind, Result};
+use crate::sched::permits::Permits;
+use crate::util::{lock, spawn};
+use seats::{Kept, OwnConnection, RETRY_OPEN_AFTER, Seat, try_lock};
 
 /// One inline read in this many records its cost (every one that ran past the bound does).
 const SAMPLE_EVERY: u32 = 16;
-
-/// How long a connection that failed to open waits before it is tried again.
-const RETRY_OPEN_AFTER: Duration = Duration::from_secs(1);
-
-/// Threads opening connections for inline reads now, in the whole process: at most one per CPU, so that many
-/// databases read at once for the first time (a registry's) do not start a thread for every connection together.
-static OPENERS: AtomicUsize = AtomicUsize::new(0);
-
-/// One of the [`OPENERS`], given back when dropped.
-struct Opener;
-
-impl Opener {
-    fn take() -> Option<Opener> {
-        if OPENERS.fetch_add(1, Ordering::AcqRel) < cpus() {
-            Some(Opener)
-        } else {
-            OPENERS.fetch_sub(1, Ordering::AcqRel);
-            None
-        }
-    }
-}
-
-impl Drop for Opener {
-    fn drop(&mut self) {
-        OPENERS.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// What a set's seats keep, for the janitor.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct Kept {
-    /// Some connection is open (or opening).
-    connections: bool,
-    /// Some connection keeps a snapshot.
-    snapshots: bool,
-}
-
-impl Kept {
-    /// A seat in use: it may keep a snapshot when the read on it ends.
-    const BUSY: Kept = Kept {
-        connections: true,
-        snapshots: true,
-    };
-
-    fn of(seat: &Seat) -> Kept {
-        match seat {
-            Seat::Open(own) => Kept {
-                connections: true,
-                snapshots: own.snapshot.began().is_some(),
-            },
-            Seat::Opening => Kept {
-                connections: true,
-                snapshots: false,
-            },
-            Seat::Empty | Seat::Failed(_) => Kept::default(),
-        }
-    }
-
-    fn busy(&mut self) {
-        *self = self.or(Kept::BUSY);
-    }
-
-    fn or(self, other: Kept) -> Kept {
-        Kept {
-            connections: self.connections || other.connections,
-            snapshots: self.snapshots || other.snapshots,
-        }
-    }
-
-    fn is_empty(self) -> bool {
-        !self.connections
-    }
-}
 
 /// A read to run on its caller's thread: its call site, and on what grounds it runs there.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Attempt {
     site: Site,
     ran_on: RanOn,
-}
-
-/// Locks `seat` if no other thread holds it (also after a panic: a seat's state is whole at every step).
-fn try_lock(seat: &Mutex<Seat>) -> Option<MutexGuard<'_, Seat>> {
-    match seat.try_lock() {
-        Ok(seat) => Some(seat),
-        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-        Err(TryLockError::WouldBlock) => None,
-    }
-}
-
-/// A seat of an [`Inline`] set: where one of its own connections waits for reads, taken by one read at a time
-/// (as the writer's connection in its [`WriterSeat`]).
-enum Seat {
-    /// No connection.
-    Empty,
-    /// A connection is being opened for it.
-    Opening,
-    /// The connection failed to open at this time.
-    Failed(Instant),
-    /// A connection.
-    Open(Box<OwnConnection>),
-}
-
-/// One of the set's own connections, open, and what the janitor needs to know of it.
-struct OwnConnection {
-    snapshot: KeptSnapshot,
-    /// When a read last ended on it.
-    last_used: Instant,
-    /// The commit sequence at which a read found the writer's connection lent but in use by another thread: until
-    /// the next commit this connection serves its thread's reads, cold or not, rather than contend for it.
-    writer_seat_taken_at: Option<u64>,
-    _permit: Option<Permit>,
 }
 
 /// The connections of one database for reads on callers' threads.
@@ -317,7 +211,8 @@ impl Inline {
         out
     }
 
-    /// Runs `f` on `snapshot`'s connection (see [`Inline::run`]).
+    /// Runs `f` on `snapshot`'s connection (see [`Inline::run`]), with the runtime's worker handed to another
+    /// thread should it run past [`hand_off::HAND_OFF_AFTER`], and learns what its site costs.
     fn read_on<T, F>(
         &self,
         snapshot: &mut KeptSnapshot,
@@ -330,41 +225,16 @@ impl Inline {
     where
         F: FnOnce(&Connection) -> rusqlite::Result<T>,
     {
-        let now = Instant::now();
-        if let Some(deadline) = deadline
-            && deadline.passed(now)
-        {
-            // Counted as the reader threads count a read answered past its deadline without running.
-            snapshot.count(true, false);
-            return Ok(Err(deadline.error(RequestKind::Read, false)));
-        }
-        let max_age = self.config.read_snapshot_max_age;
-        match snapshot.current(&self.shared, visible_seq, now, max_age) {
-            Ok(true) => janitor::snapshot_begun(),
-            Ok(false) => {}
-            Err(_) => return Err(f),
-        }
-        let conn = snapshot.conn();
-        let vetoed = snapshot.vetoed();
-        // What the site costs is its closure's run: a snapshot begun above serves many reads.
-        let started = Instant::now();
-        // Past its bound the read hands the runtime's worker to another thread and goes on.
-        let bound = Bound {
+        let bound = |started| Bound {
             at: started + hand_off::HAND_OFF_AFTER,
             past: hand_off::hand_off,
         };
-        let outcome = bound::within(bound, || {
-            conn.run_until(deadline.map(|d| d.at), || {
-                catch_unwind(AssertUnwindSafe(|| f(conn.conn())))
-            })
-        });
-        let ended = Instant::now();
-        let took = ended - started;
-        *last_used = ended;
-        let wrote = snapshot.after_read(&self.shared, vetoed);
-        if self.shared.checkpoint_waits() {
-            // A snapshot kept now would hold the checkpoint back for as long as this thread keeps reading.
-            snapshot.end(&self.shared);
+        let read = snapshot.read(&self.shared, visible_seq, &self.config, deadline, bound, f)?;
+        if read.began {
+            janitor::snapshot_begun();
+        }
+        if let Some(ended) = read.ended {
+            *last_used = ended;
         }
         // A panic's time is the panic hook's as much as the read's: it says nothing of what the site costs. Of the
         // others, a sample: threads writing one site's entry on every read would pass its cache line back and forth.
@@ -372,7 +242,7 @@ impl Inline {
             n.set(n.get().wrapping_add(1));
             n.get() % SAMPLE_EVERY == 0
         });
-        if outcome.is_ok()
+        if let Some(took) = read.took
             && (sampled || attempt.ran_on == RanOn::Probe || took > self.config.inline_read_max)
         {
             self.shared.costs.record(
@@ -382,35 +252,7 @@ impl Inline {
                 attempt.ran_on,
             );
         }
-        let result = match outcome {
-            Ok(_) if wrote => {
-                snapshot.count(true, false);
-                Err(Error::read_wrote())
-            }
-            Ok(Ok(value)) => {
-                snapshot.count(false, false);
-                Ok(value)
-            }
-            Ok(Err(e)) => {
-                snapshot.count(true, false);
-                match deadline {
-                    // Failed past its deadline: interrupted (or failing anyway, too late to tell).
-                    Some(deadline) if deadline.passed(ended) => {
-                        Err(deadline.error(RequestKind::Read, true))
-                    }
-                    _ => Err(Error::from_closure(e)),
-                }
-            }
-            Err(payload) => {
-                // The closure may have left a statement half-stepped: begin afresh next time.
-                snapshot.count(true, true);
-                snapshot.end(&self.shared);
-                Err(Error::Panic {
-                    message: panic_message(payload.as_ref()),
-                })
-            }
-        };
-        Ok(result)
+        Ok(read.result)
     }
 
     /// An open connection no other thread is using: the one this thread's number points at, or the next free one.
@@ -440,7 +282,7 @@ impl Inline {
 
     /// Opens a connection for seat `index` on a thread of its own, if the budget and the process's openers allow.
     fn open_in_background(self: &Arc<Self>, index: usize, seat: &mut Seat) {
-        let Some(opener) = Opener::take() else {
+        let Some(opener) = seats::opener() else {
             return;
         };
         let permit = match &self.budget {
