@@ -679,6 +679,17 @@ async fn end_the_transaction_then_insert(db: &Database, how: &'static str, key: 
         .await;
 }
 
+/// [`end_the_transaction_then_insert`] in one read closure, whose errors it ignores, as careless code would.
+async fn closure_ends_its_transaction_then_inserts(db: &Database, key: i64) {
+    let _ = db
+        .read(move |c| {
+            let _ = c.execute("INSERT OR ROLLBACK INTO taken VALUES (1)", []);
+            let _ = c.execute("INSERT INTO written_by_reads VALUES (?1)", [key]);
+            Ok(())
+        })
+        .await;
+}
+
 both_backends! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_read_commits_nothing_even_when_sqlite_ends_its_transaction(backend) {
@@ -713,13 +724,7 @@ both_backends! {
         for _ in 0..300 {
             db.execute("UPDATE t SET v = v", ()).await.unwrap();
             key += 1;
-            let _ = db
-                .read(move |c| {
-                    let _ = c.execute("INSERT OR ROLLBACK INTO taken VALUES (1)", []);
-                    let _ = c.execute("INSERT INTO written_by_reads VALUES (?1)", [key]);
-                    Ok(())
-                })
-                .await;
+            closure_ends_its_transaction_then_inserts(&db, key).await;
         }
         assert_eq!(common::count(&db, "written_by_reads").await, 0, "a read committed a write");
         let on_file: i64 = Connection::open(db.path())
@@ -761,13 +766,7 @@ async fn a_read_served_on_a_registrys_writer_connection_writes_and_commits_nothi
             })
             .await;
         assert_read_only(wrote);
-        let _ = db
-            .read(move |c| {
-                let _ = c.execute("INSERT OR ROLLBACK INTO taken VALUES (1)", []);
-                let _ = c.execute("INSERT INTO written_by_reads VALUES (?1)", [key]);
-                Ok(())
-            })
-            .await;
+        closure_ends_its_transaction_then_inserts(&db, key).await;
     }
     assert_eq!(
         registry.metrics().reader_connections,
