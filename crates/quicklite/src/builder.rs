@@ -260,7 +260,10 @@ impl Builder {
     /// instead while the writer waits for work (its cache stays warm across its own commits; a write that arrives
     /// waits for the one read running there, and a statement that writes fails the read with `SQLITE_READONLY`,
     /// rolled back). The first reads of a call site, and reads
-    /// of one that ran long, go to the reader threads as before; so do reads while every such connection is busy.
+    /// of one that ran long, go to the reader threads as before; so do reads while every such connection is busy,
+    /// and every read while another connection contends with the writer for the write lock (another process
+    /// committing to the file): the runtime's threads then stay free for the callers of writes, whose next writes
+    /// must reach the writer before that connection takes the lock again.
     /// The guarantees are the reader threads': a read sees every write acknowledged before it was made, and
     /// deadlines, `query_only`, panics, the set-up hook and the metrics behave the same. Such a read yields
     /// once to the runtime before it runs, so a task reading in a loop takes turns with the others as if it awaited

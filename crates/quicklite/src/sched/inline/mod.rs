@@ -18,6 +18,13 @@
 //! the measurements behind the choice). An idle connection's snapshot is ended by the
 //! [`janitor`] within [`janitor::PERIOD`], so that it holds no checkpoint back; a connection unused for
 //! [`janitor::CLOSE_AFTER`] is closed.
+//!
+//! While another connection contends for the write lock (another process committing, [`Shared::write_lock_contended`]),
+//! every read goes to the reader threads or the pool. Reads run inline without pause keep the runtime's threads busy,
+//! and so the writes' callers, on the same threads, send their next writes late: the writer goes idle between its
+//! groups, and the other connection, which takes the lock in any moment the writer leaves it free, keeps it. Beside
+//! a Python process committing back to back, with eight tasks writing and eight reading, quicklite was left a tenth
+//! of the commits (issue 45; docs/design.md has the figures).
 
 mod janitor;
 
@@ -223,9 +230,10 @@ impl Inline {
     }
 
     /// Whether a read of `site` should run inline, and on what grounds ([`Costs::decide`](crate::cost::Costs::decide)):
-    /// the site has run lately within the bound, or the read probes it.
+    /// the site has run lately within the bound, or the read probes it; never while another connection contends
+    /// for the write lock ([`Shared::write_lock_contended`]).
     pub(crate) fn suits(&self, site: Site) -> Option<Attempt> {
-        if self.closed.load(Ordering::Relaxed) {
+        if self.closed.load(Ordering::Relaxed) || self.shared.write_lock_contended() {
             return None;
         }
         let ran_on = self
