@@ -265,10 +265,13 @@ impl Builder {
     /// Read closures ([`Database::read`]) run there only if [`Builder::inline_read_closures`] says they may.
     /// Right after a commit, which makes SQLite throw those connections' page caches away, a standalone
     /// database's statement reads run on its writer's connection instead while the writer waits for work (its
-    /// cache stays warm across its own commits); it is lent under `query_only`, commits nothing, and keeps the
-    /// writer's settings (a PRAGMA that would change them is refused with `SQLITE_AUTH`). The first reads of a call
-    /// site, and reads of one that ran long, go to the reader threads as before; so do reads while every such
-    /// connection is busy.
+    /// cache stays warm across its own commits); it commits nothing there (a statement that writes fails the read
+    /// with `SQLITE_READONLY`, rolled back), and keeps the writer's settings (a PRAGMA that would change them is
+    /// refused with `SQLITE_AUTH`). The first reads of a call site, and reads of one that ran long, go to the
+    /// reader threads as before; so do reads while every such connection is busy, and every read while another
+    /// connection contends with the writer for the write lock (another process committing to the file): the
+    /// runtime's threads then stay free for the callers of writes, whose next writes must reach the writer before
+    /// that connection takes the lock again.
     ///
     /// Only where the async runtime can go on without the thread: a task on tokio's multi-threaded runtime. A read
     /// there that turns long — a call site whose cost depends on its parameters — hands the runtime's worker to

@@ -16,9 +16,10 @@ use std::any::TypeId;
 use std::cell::Cell;
 use std::hash::{Hash, Hasher};
 use std::num::NonZeroU64;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::util::clock_ms;
 
 /// Number of entries: more call sites than a service has hot reads, few enough to stay in a few cache lines' reach.
 const ENTRIES: usize = 256;
@@ -94,7 +95,8 @@ pub(crate) enum Known {
 struct Entry {
     site: AtomicU64,
     /// Low 32 bits: the average cost in nanoseconds (saturating); high 32: the demotion's end in milliseconds of
-    /// [`clock_ms`], 0 for none.
+    /// [`clock_ms`], 0 for none (a demotion that spans the clock's wrap ends early, which costs one read on a
+    /// caller's thread).
     packed: AtomicU64,
 }
 
@@ -184,13 +186,6 @@ impl Costs {
             .packed
             .store((until << 32) | average.min(u64::from(u32::MAX)), Relaxed);
     }
-}
-
-/// Milliseconds since the table's clock started (the first call), wrapping after 49 days — a demotion that spans
-/// the wrap ends early, which costs one read on a caller's thread.
-fn clock_ms() -> u32 {
-    static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_millis() as u32
 }
 
 #[cfg(test)]

@@ -10,6 +10,15 @@ pub(crate) fn cpus() -> usize {
     *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
+/// Milliseconds since the first call in the process, wrapping after 49 days: a time that fits an `AtomicU32`.
+pub(crate) fn clock_ms() -> u32 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_millis() as u32
+}
+
 /// Locks `m`, also after a thread panicked while holding it: every lock of the crate guards state that a panic
 /// cannot leave half-updated (user closures never run under one).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -12,7 +12,9 @@ use crate::engine::{Shared, hooks};
 ///
 /// The writer tries every millisecond ([`BusyLimit::polling`]): a lock it waits for is held by another process
 /// (quicklite has one writer), and SQLite's growing schedule ([`BUSY_DELAYS_MS`]) sleeps through the
-/// moments that process lets go, so a writer that commits back to back wins nearly every race. The writer
+/// moments that process lets go, so a writer that commits back to back wins nearly every race. Each of its waits
+/// outside a checkpoint tells the database that another connection contends for the write lock
+/// ([`Shared::write_lock_contended`]), which keeps reads off the callers' threads for a while. The writer
 /// lengthens the wait while a write waits for the write lock ([`BusyLimit::waiting_up_to`], up to the write's
 /// deadline or `write_lock_wait`), and shortens it while a checkpoint waits for readers, so that a long read cannot
 /// stall writes for the whole busy timeout; quicklite's readers leave the WAL within a batch. Readers keep SQLite's
@@ -31,6 +33,9 @@ struct Limit {
     every_millisecond: AtomicBool,
     /// Whether a checkpoint is waiting for readers (its give-ups are counted apart).
     checkpointing: AtomicBool,
+    /// Whether this is the writer's limit: outside checkpoints, and unless its connection is lent to reads (a limit
+    /// of zero), a wait of its is for the write lock another connection holds.
+    writer: bool,
 }
 
 impl BusyLimit {
@@ -39,17 +44,19 @@ impl BusyLimit {
         Self::with_schedule(limit, false)
     }
 
-    /// A limit of `limit` that tries every millisecond.
+    /// The writer's limit of `limit`: it tries every millisecond, and says when it waits for the write lock
+    /// ([`Shared::write_lock_held_elsewhere`]).
     pub(crate) fn polling(limit: Duration) -> BusyLimit {
         Self::with_schedule(limit, true)
     }
 
-    fn with_schedule(limit: Duration, every_millisecond: bool) -> BusyLimit {
+    fn with_schedule(limit: Duration, writer: bool) -> BusyLimit {
         BusyLimit {
             inner: Arc::new(Limit {
                 wait_us: AtomicU64::new(micros(limit)),
-                every_millisecond: AtomicBool::new(every_millisecond),
+                every_millisecond: AtomicBool::new(writer),
                 checkpointing: AtomicBool::new(false),
+                writer,
             }),
         }
     }
@@ -118,9 +125,13 @@ impl BusyLimit {
             }
             let waited = now - episode_start;
             let limit = busy.get();
+            let checkpointing = busy.inner.checkpointing.load(Ordering::Relaxed);
+            if busy.inner.writer && !checkpointing && !limit.is_zero() {
+                counters.write_lock_held_elsewhere();
+            }
             let metrics = &counters.metrics;
             if waited >= limit {
-                let given_up = if busy.inner.checkpointing.load(Ordering::Relaxed) {
+                let given_up = if checkpointing {
                     &metrics.checkpoint_reader_waits_given_up
                 } else {
                     &metrics.busy_timeouts

@@ -1,13 +1,20 @@
 //! What a database's handle and every connection serving it share: the commit sequence, whether a checkpoint waits
-//! for readers, the live counters, and the change notifications.
+//! for readers, whether another connection contends for the write lock, the live counters, and the change
+//! notifications.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
 use crate::changes::Changes;
 use crate::cost::Costs;
 use crate::metrics::Metrics;
+use crate::util::clock_ms;
+
+/// How long after the writer last found the write lock held by another connection that connection still counts as
+/// contending for it ([`Shared::write_lock_contended`]): SQLite's longest sleep between two tries for a lock, so
+/// that another connection retrying on SQLite's schedule is not forgotten between two of its tries.
+pub(crate) const CONTENDED_FOR_MS: u32 = 100;
 
 /// State shared by a database's handle, its writer and its readers.
 #[derive(Debug, Default)]
@@ -34,6 +41,12 @@ struct Published {
     /// Whether a checkpoint is waiting for readers to leave the WAL (`RESTART`, `TRUNCATE`): snapshots kept between
     /// reads end after their next read meanwhile.
     checkpoint_waits: AtomicBool,
+    /// Whether another connection has lately held the write lock when the writer wanted it
+    /// ([`Shared::write_lock_contended`]): read by every read that could run on its caller's thread, so a flag
+    /// beside the commit sequence, and the time below read only while it is set.
+    write_lock_contended: AtomicBool,
+    /// When the writer last found the write lock held by another connection, in [`clock_ms`].
+    write_lock_held_at: AtomicU32,
 }
 
 impl Shared {
@@ -82,6 +95,42 @@ impl Shared {
         self.changes.committed(seq);
     }
 
+    /// Says the writer has just found the write lock held by another connection: its busy handler is waiting for
+    /// it (quicklite has one writer per database, so the holder is another process, or a connection of this one
+    /// the handle does not own).
+    pub(crate) fn write_lock_held_elsewhere(&self) {
+        let published = &self.published;
+        published
+            .write_lock_held_at
+            .store(clock_ms(), Ordering::Relaxed);
+        published
+            .write_lock_contended
+            .store(true, Ordering::Release);
+    }
+
+    /// Whether the writer found the write lock held by another connection within the last [`CONTENDED_FOR_MS`].
+    /// While it did, reads stay off their callers' threads (issue 45): that connection takes the lock in any moment
+    /// the writer leaves it free, and one committing back to back leaves it free for microseconds between its
+    /// commits, which the writer's busy handler, trying every millisecond, seldom meets. So the writer keeps the
+    /// lock only while its next writes come in before it has finished the last ones, and those come from tasks on
+    /// the runtime's threads, which reads run inline without pause keep busy. An expired contention is cleared by
+    /// the read that finds it so; a clear racing the writer's next mark loses that mark until its next try, a
+    /// millisecond later.
+    pub(crate) fn write_lock_contended(&self) -> bool {
+        let published = &self.published;
+        if !published.write_lock_contended.load(Ordering::Acquire) {
+            return false;
+        }
+        let held_at = published.write_lock_held_at.load(Ordering::Relaxed);
+        if clock_ms().wrapping_sub(held_at) < CONTENDED_FOR_MS {
+            return true;
+        }
+        published
+            .write_lock_contended
+            .store(false, Ordering::Relaxed);
+        false
+    }
+
     /// Whether a checkpoint is waiting for readers now.
     pub(crate) fn checkpoint_waits(&self) -> bool {
         self.published.checkpoint_waits.load(Ordering::Relaxed)
@@ -97,5 +146,34 @@ impl Shared {
             .checkpoint_waits
             .store(false, Ordering::Relaxed);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_write_lock_is_contended_from_the_writers_wait_until_it_is_that_old() {
+        let shared = Shared::default();
+        assert!(!shared.write_lock_contended());
+        shared.write_lock_held_elsewhere();
+        assert!(shared.write_lock_contended());
+        assert!(shared.write_lock_contended(), "a read does not clear it");
+        // The writer's last wait, as long ago as the contention lasts.
+        shared
+            .published
+            .write_lock_held_at
+            .store(clock_ms().wrapping_sub(CONTENDED_FOR_MS), Ordering::Relaxed);
+        assert!(!shared.write_lock_contended());
+        assert!(
+            !shared
+                .published
+                .write_lock_contended
+                .load(Ordering::Relaxed),
+            "cleared by the read that found it expired"
+        );
+        shared.write_lock_held_elsewhere();
+        assert!(shared.write_lock_contended());
     }
 }

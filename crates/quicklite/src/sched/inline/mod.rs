@@ -24,6 +24,13 @@
 //! the measurements behind the choice). An idle connection's snapshot is ended by the
 //! [`janitor`] within [`janitor::PERIOD`], so that it holds no checkpoint back; a connection unused for
 //! [`janitor::CLOSE_AFTER`] is closed.
+//!
+//! While another connection contends for the write lock (another process committing, [`Shared::write_lock_contended`]),
+//! every read goes to the reader threads or the pool. Reads run inline without pause keep the runtime's threads busy,
+//! and so the writes' callers, on the same threads, send their next writes late: the writer goes idle between its
+//! groups, and the other connection, which takes the lock in any moment the writer leaves it free, keeps it. Beside
+//! a Python process committing back to back, with eight tasks writing and eight reading, quicklite was left a tenth
+//! of the commits (issue 45; docs/design.md has the figures).
 
 mod hand_off;
 mod janitor;
@@ -126,11 +133,13 @@ impl Inline {
 
     /// Whether a read of `site` should run inline, and on what grounds ([`Costs::decide`](crate::cost::Costs::decide)):
     /// the site has run lately within the bound, or the read probes it — where the runtime can go on without this
-    /// thread should the read turn long ([`hand_off::can_hand_off`]), and for a read closure (`closure`) only if
-    /// the application says its closures may run there ([`Config::inline_read_closures`]).
+    /// thread should the read turn long ([`hand_off::can_hand_off`]), for a read closure (`closure`) only if the
+    /// application says its closures may run there ([`Config::inline_read_closures`]), and never while another
+    /// connection contends for the write lock ([`Shared::write_lock_contended`]).
     pub(crate) fn suits(&self, site: Site, closure: bool) -> Option<Attempt> {
         if self.closed.load(Ordering::Relaxed)
             || (closure && !self.config.inline_read_closures)
+            || self.shared.write_lock_contended()
             || !hand_off::can_hand_off()
         {
             return None;
