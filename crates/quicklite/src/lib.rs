@@ -85,6 +85,7 @@ mod config;
 mod cost;
 mod error;
 mod metrics;
+mod permits;
 mod profile;
 mod replica;
 mod setup;

@@ -786,32 +786,3 @@ async fn a_read_served_on_a_registrys_writer_connection_writes_and_commits_nothi
     );
     registry.close().await.unwrap();
 }
-
-both_backends! {
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn reads_keep_their_snapshot_while_a_write_waits_for_a_lock_held_elsewhere(backend) {
-        let db = with_table(backend, |b| b.read_snapshot_max_age(Duration::from_secs(60))).await;
-        until_point_inline(&db).await;
-        // Another connection (as Litestream around its checkpoints) holds the write lock.
-        let other = Connection::open(db.path()).unwrap();
-        other.execute_batch("BEGIN IMMEDIATE; UPDATE t SET v = 0").unwrap();
-        let retries = db.metrics().busy_retries;
-        let write = tokio::spawn({
-            let db = db.db.clone();
-            async move { db.execute("UPDATE t SET v = 1", ()).await }
-        });
-        while db.metrics().busy_retries < retries + 5 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        // Nothing commits while the write waits: the reads' kept snapshot serves them all.
-        let before = db.metrics().read_transactions;
-        for _ in 0..50 {
-            assert_eq!(point(&db).await.unwrap().1, 0);
-        }
-        let begun = db.metrics().read_transactions - before;
-        assert!(begun <= 2, "{begun} snapshots begun for 50 reads while a write waited for the lock");
-        other.execute_batch("COMMIT").unwrap();
-        write.await.unwrap().unwrap();
-        assert_eq!(point(&db).await.unwrap().1, 1);
-    }
-}

@@ -17,6 +17,7 @@ const LAYERS: &[(&str, u8, &str)] = &[
     ("cost", 0, "what each read's call site has cost lately"),
     ("error", 0, "the error type"),
     ("metrics", 0, "counters, histograms, snapshots"),
+    ("permits", 0, "a budget of permits under a cap"),
     ("profile", 0, "PRAGMA profiles"),
     ("replica", 0, "read replicas: Litestream's VFS, positions"),
     ("setup", 0, "process-wide SQLite set-up"),

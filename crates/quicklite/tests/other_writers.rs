@@ -350,3 +350,47 @@ both_backends! {
         db.close().await;
     }
 }
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reads_share_their_snapshot_while_a_write_waits_for_a_lock_held_elsewhere(backend) {
+        // One reader thread, which serves every queued read in one snapshot unless a commit may be under way.
+        let db = table_t(backend, |b| b.readers(1).inline_reads(false)).await;
+        db.execute("INSERT INTO t VALUES ('ours')", ()).await.unwrap();
+        // Another connection (as Litestream around its checkpoints) holds the write lock, and a write waits for it.
+        let other = holding_the_write_lock(db.path());
+        let retries = db.metrics().busy_retries;
+        let write = tokio::spawn({
+            let db = db.db.clone();
+            async move { db.execute("INSERT INTO t VALUES ('waiting')", ()).await }
+        });
+        while db.metrics().busy_retries < retries + 5 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // Fifty reads queued behind a held reader: nothing commits meanwhile, so one snapshot serves them all.
+        let (release, reader) = common::hold_reader(&db).await;
+        let before = db.metrics().read_transactions;
+        let reads: Vec<_> = (0..50)
+            .map(|_| {
+                let db = db.db.clone();
+                tokio::spawn(async move {
+                    db.read(|c| c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0)))
+                        .await
+                })
+            })
+            .collect();
+        while db.metrics().read_queue_depth < 50 {
+            tokio::task::yield_now().await;
+        }
+        release.send(()).unwrap();
+        reader.await.unwrap();
+        for read in reads {
+            assert_eq!(read.await.unwrap().unwrap(), 1);
+        }
+        let begun = db.metrics().read_transactions - before;
+        assert!(begun <= 3, "{begun} snapshots begun for 50 reads while a write waited for the lock");
+        other.execute_batch("COMMIT").unwrap();
+        write.await.unwrap().unwrap();
+        db.close().await;
+    }
+}

@@ -158,8 +158,7 @@ fn micros_since_epoch(at: Instant) -> u64 {
 }
 
 /// Installs the progress handler: it interrupts a statement past the running request's deadline or whose
-/// caller has stopped waiting, and tells a run on a thread the database does not own that it passed its bound
-/// ([`crate::engine::bound`]).
+/// caller has stopped waiting, and enforces a read's bound ([`crate::engine::bound`]).
 fn watch_progress(
     conn: &mut Connection,
     deadline: &Arc<AtomicU64>,
@@ -170,9 +169,13 @@ fn watch_progress(
         PROGRESS_EVERY,
         Some(move || {
             let _ = &sentinel;
-            crate::engine::bound::check();
-            let at = watched.load(Ordering::Relaxed);
-            (at != 0 && micros_since_epoch(Instant::now()) >= at) || crate::request::caller_gone()
+            let stop = || {
+                let at = watched.load(Ordering::Relaxed);
+                (at != 0 && micros_since_epoch(Instant::now()) >= at)
+                    || crate::request::caller_gone()
+            };
+            crate::engine::bound::check(stop);
+            stop()
         }),
     )
 }

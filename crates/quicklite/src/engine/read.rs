@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::cost::RanOn;
+use crate::engine::bound::{self, Bound};
 use crate::engine::busy::BusyLimit;
 use crate::engine::guard::GuardedConnection;
 use crate::engine::map::ReaderMap;
@@ -257,7 +258,9 @@ impl BatchedReads {
             deadline => {
                 let _span = tracing::debug_span!(parent: &req.span, "quicklite.read").entered();
                 let vetoed = conn.vetoed();
-                let mut ran = conn.run_until(deadline.map(|d| d.at), || req.job.run(conn.conn()));
+                let mut ran = bound::within(Bound::starting_now(), || {
+                    conn.run_until(deadline.map(|d| d.at), || req.job.run(conn.conn()))
+                });
                 // Only the writer's connection, lent to a batch, lets a read write: its witness vetoed a commit, and
                 // what is written inside the batch's snapshot is rolled back with it before anyone can see it (the
                 // reads after it each take a snapshot of their own).

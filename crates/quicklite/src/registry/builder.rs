@@ -6,11 +6,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use crate::permits::Permits;
 use crate::registry::housekeeping::housekeeping;
 use crate::registry::restoring::{Restoring, remove_stale_scratch};
 use crate::registry::{Configure, Registry, RegistryInner};
 use crate::replica::Restore;
-use crate::sched::permits::Permits;
 use crate::sched::pool::start::{PoolSize, StartedPool, start_pool};
 use crate::util::{lock, spawn};
 use crate::{Builder, Error, Result};

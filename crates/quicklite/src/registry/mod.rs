@@ -15,7 +15,7 @@ use std::time::Duration;
 use rusqlite::OpenFlags;
 
 use crate::engine::open::refuse_links;
-use crate::sched::permits::Permits;
+use crate::permits::Permits;
 use crate::sched::pool::Pool;
 use crate::sched::pool::actor::Actor;
 use crate::sched::pool::task::PooledDatabase;

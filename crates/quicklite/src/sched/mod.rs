@@ -3,7 +3,6 @@
 //! engine turns. Short reads of either run on their callers' threads instead ([`inline`]).
 
 pub(crate) mod inline;
-pub(crate) mod permits;
 pub(crate) mod pool;
 pub(crate) mod threads;
 

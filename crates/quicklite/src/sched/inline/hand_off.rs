@@ -1,8 +1,9 @@
 //! The async runtime's worker handed to another thread when a read on it runs past its bound.
 //!
 //! A read runs on its caller's thread only where the runtime can go on without that thread: a worker of tokio's
-//! multi-threaded runtime ([`can_hand_off`]). There, once a read has run past its bound ([`HAND_OFF_AFTER`],
-//! watched by SQLite's progress handler through [`crate::engine::bound`]), the worker's core — its queue of tasks,
+//! multi-threaded runtime ([`can_hand_off`]). There, once a read has run past its bound
+//! ([`LONG_AFTER`](crate::engine::bound::LONG_AFTER), watched by SQLite's progress handler through
+//! [`crate::engine::bound`]), the worker's core — its queue of tasks,
 //! its turn at the timers and the I/O driver — goes to another thread as `tokio::task::block_in_place` moves it,
 //! and the rest of the read runs on a thread the runtime no longer counts on. A short read never pays for this.
 //!
@@ -17,11 +18,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::runtime::{Handle, RuntimeFlavor};
-
-/// How long a read runs on its caller's thread before the worker is handed to another thread: well within the
-/// 10 ms a runtime's timers may be late, and many times what a read admitted there takes
-/// ([`Config::inline_read_max`](crate::config::Config)).
-pub(crate) const HAND_OFF_AFTER: Duration = Duration::from_millis(1);
 
 /// How long the read waits for another thread to take the core (the system schedules it on this thread's CPU,
 /// which waits); past it the read goes on, and tries again once it has run as long again.

@@ -11,7 +11,8 @@
 //! and the PRAGMAs are no work for an async worker).
 //!
 //! Every run here has a bound it enforces while it runs, not only a cost learnt afterwards: past
-//! [`hand_off::HAND_OFF_AFTER`] the runtime's worker goes to another thread ([`crate::engine::bound`]), and the
+//! [`LONG_AFTER`](crate::engine::bound::LONG_AFTER) the runtime's worker goes to another thread, and the read takes
+//! its turn among the process's long reads ([`crate::engine::bound`]), and the
 //! writer never waits long for a read on its lent connection ([`crate::engine::seat`]).
 //!
 //! A thread takes the connection its number points at, or the next one free; a connection is held only while one
@@ -52,8 +53,8 @@ use crate::engine::Shared;
 use crate::engine::bound::Bound;
 use crate::engine::seat::{Lent, WriterSeat};
 use crate::engine::snapshot::KeptSnapshot;
+use crate::permits::Permits;
 use crate::request::Deadline;
-use crate::sched::permits::Permits;
 use crate::util::{lock, spawn};
 use seats::{Kept, OwnConnection, RETRY_OPEN_AFTER, Seat, try_lock};
 
@@ -221,7 +222,7 @@ impl Inline {
     }
 
     /// Runs `f` on `snapshot`'s connection (see [`Inline::run`]), with the runtime's worker handed to another
-    /// thread should it run past [`hand_off::HAND_OFF_AFTER`], and learns what its site costs.
+    /// thread should it run past [`LONG_AFTER`](crate::engine::bound::LONG_AFTER), and learns what its site costs.
     fn read_on<T, F>(
         &self,
         snapshot: &mut KeptSnapshot,
@@ -235,8 +236,8 @@ impl Inline {
         F: FnOnce(&Connection) -> rusqlite::Result<T>,
     {
         let bound = |started| Bound {
-            at: started + hand_off::HAND_OFF_AFTER,
-            past: hand_off::hand_off,
+            at: started + crate::engine::bound::LONG_AFTER,
+            past: Some(hand_off::hand_off),
         };
         let read = snapshot.read(&self.shared, visible_seq, &self.config, deadline, bound, f)?;
         if read.began {

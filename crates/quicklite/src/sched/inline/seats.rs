@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use std::time::{Duration, Instant};
 
 use crate::engine::snapshot::KeptSnapshot;
-use crate::sched::permits::{Permit, Permits};
+use crate::permits::{Permit, Permits};
 use crate::util::cpus;
 
 /// How long a connection that failed to open waits before it is tried again.

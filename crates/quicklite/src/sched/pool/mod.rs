@@ -31,7 +31,7 @@ mod room;
 pub(crate) mod start;
 pub(crate) mod task;
 
-use crate::sched::permits::Permits;
+use crate::permits::Permits;
 use elastic::Lane;
 use evict::OpenSet;
 use ranked::{Rank, Ranked};

@@ -14,8 +14,8 @@ use std::collections::VecDeque;
 
 use super::*;
 use crate::inbox::Inbox;
+use crate::permits::Permits;
 use crate::queue::{self, Receiver, Sender};
-use crate::sched::permits::Permits;
 use crate::sync::atomic::AtomicUsize;
 use crate::sync::{Arc, Mutex};
 

@@ -1,6 +1,7 @@
 //! A budget of permits under a cap, taken and given back from any thread: the pool's open databases under
-//! `max_open` and its reader connections under `max_reader_connections`, and a registry's connections for reads on
-//! callers' threads under `inline_connections` ([`Permit`]s, given back when the connection closes).
+//! `max_open` and its reader connections under `max_reader_connections`, a registry's connections for reads on
+//! callers' threads under `inline_connections` ([`Permit`]s, given back when the connection closes), the threads
+//! opening such connections, and the long reads running at once ([`crate::engine::bound`]).
 //!
 //! A permit is taken by a compare-and-swap from a count below the cap ([`increment_below`]), so the count is never
 //! past the cap, even for a moment: a database that opens has its permit before it opens.
