@@ -137,6 +137,8 @@ pub(crate) struct Metrics {
     pub(crate) inline_reads: AtomicU64,
     pub(crate) inline_reads_on_writer: AtomicU64,
     pub(crate) writer_switches: AtomicU64,
+    pub(crate) long_reads: AtomicU64,
+    pub(crate) runtime_hand_offs: AtomicU64,
     pub(crate) read_errors: AtomicU64,
     pub(crate) read_transactions: AtomicU64,
     pub(crate) panics: AtomicU64,
@@ -197,6 +199,12 @@ pub struct MetricsSnapshot {
     /// Times the writer went on with its second connection because a read on its lent one ran past the wait
     /// (a short call site's read that turned long).
     pub writer_switches: u64,
+    /// Reads that ran past their bound (a millisecond of their thread's CPU): each took one of the process's turns
+    /// for long reads, of which one fewer than the CPUs run at once.
+    pub long_reads: u64,
+    /// Reads on their callers' threads that ran past their bound and handed the async runtime's worker to another
+    /// thread.
+    pub runtime_hand_offs: u64,
     /// Read requests that returned an error.
     pub read_errors: u64,
     /// Read transactions begun by the readers (reads / read_transactions = reads per snapshot).
@@ -296,6 +304,8 @@ impl Metrics {
             inline_reads: self.inline_reads.load(Relaxed),
             inline_reads_on_writer: self.inline_reads_on_writer.load(Relaxed),
             writer_switches: self.writer_switches.load(Relaxed),
+            long_reads: self.long_reads.load(Relaxed),
+            runtime_hand_offs: self.runtime_hand_offs.load(Relaxed),
             read_errors: self.read_errors.load(Relaxed),
             read_transactions: self.read_transactions.load(Relaxed),
             panics: self.panics.load(Relaxed),

@@ -211,7 +211,7 @@ type HistogramSeries = (
 );
 
 fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
-    let counters: [CounterSeries; 25] = [
+    let counters: [CounterSeries; 27] = [
         ("quicklite_writes", "Write requests run.", |s| s.writes),
         (
             "quicklite_write_errors",
@@ -274,6 +274,17 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
             "quicklite_writer_switches",
             "Times the writer went on with its second connection because a read kept its lent one past the wait.",
             |s| s.writer_switches,
+        ),
+        (
+            "quicklite_long_reads",
+            "Reads that ran past their bound and took one of the process's turns for long reads.",
+            |s| s.long_reads,
+        ),
+        (
+            "quicklite_runtime_hand_offs",
+            "Reads on callers' threads that ran past their bound and handed the async runtime's worker to another \
+             thread.",
+            |s| s.runtime_hand_offs,
         ),
         (
             "quicklite_abandoned_reads",

@@ -68,6 +68,53 @@ pub(crate) fn lower_own_priority(nice: u8) {
     }
 }
 
+/// The calling thread's CPU priority lowered for a while, put back when dropped ([`lower_for_a_while`]).
+pub(crate) struct Lowered {
+    #[cfg(target_os = "linux")]
+    before: i32,
+}
+
+impl Drop for Lowered {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        if let Err(e) = rustix::process::setpriority_process(None, self.before) {
+            tracing::debug!(error = %e, "could not put a thread's priority back");
+        }
+    }
+}
+
+/// Lowers the calling thread's CPU priority by `nice` steps until the value returned is dropped — only where the
+/// process may raise it back (root, `CAP_SYS_NICE`, or an `RLIMIT_NICE` that allows it: found out once, on a thread
+/// of its own); elsewhere, and on other systems, `None` and nothing changes.
+pub(crate) fn lower_for_a_while(nice: u8) -> Option<Lowered> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::process::{getpriority_process, setpriority_process};
+        static MAY_RAISE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let may_raise = *MAY_RAISE.get_or_init(|| {
+            std::thread::spawn(|| {
+                getpriority_process(None).is_ok_and(|now| {
+                    setpriority_process(None, (now + 1).min(19)).is_ok()
+                        && setpriority_process(None, now).is_ok()
+                })
+            })
+            .join()
+            .unwrap_or(false)
+        });
+        if !may_raise || nice == 0 {
+            return None;
+        }
+        let before = getpriority_process(None).ok()?;
+        setpriority_process(None, (before + i32::from(nice)).min(19)).ok()?;
+        Some(Lowered { before })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = nice;
+        None
+    }
+}
+
 /// What [`blocking_work`] raises on a flagged thread: its own flag, and the count of its lane's threads with theirs
 /// raised.
 struct WorkFlags {

@@ -154,7 +154,9 @@ both_backends! {
                 async move { gated_read(&db, 1).await }
             });
             gate.until_waiting(waiting + 1).await;
+            // Two writes: the writer goes idle between them, with the first connection still held by the read.
             db.execute("INSERT INTO t VALUES (?1)", (attempt,)).await.unwrap();
+            db.execute("INSERT INTO t VALUES (?1)", (-attempt,)).await.unwrap();
             gate.open.store(true, Ordering::SeqCst);
             read.await.unwrap().unwrap();
             assert!(!gate.timed_out.load(Ordering::SeqCst), "the write waited for the read");
@@ -169,7 +171,7 @@ both_backends! {
         // Both connections write on: every write is there, and the writer lends its connection again.
         let rows = common::count(&db, "t").await;
         for i in 0..50 {
-            db.execute("INSERT INTO t VALUES (?1)", (-i,)).await.unwrap();
+            db.execute("INSERT INTO t VALUES (?1)", (1_000_000 + i,)).await.unwrap();
             assert_eq!(gated_read(&db, 0).await.unwrap(), 1);
         }
         assert_eq!(common::count(&db, "t").await, rows + 50);

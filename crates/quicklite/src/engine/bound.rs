@@ -1,7 +1,8 @@
 //! Bounds on a read's run: what happens once a read has run long, enforced while it runs (SQLite's progress handler,
 //! called every so many virtual-machine instructions of every statement, looks: [`check`]), not only learnt after.
 //!
-//! Past its bound ([`LONG_AFTER`]) a read is a long one, and two things happen:
+//! Past its bound ([`LONG_AFTER`] of the thread's CPU time: a read whose thread the system preempted is no long
+//! read) a read is a long one, and two things happen:
 //! - what its scheduler asked for ([`Bound::past`]): a read on its caller's thread hands the async runtime's worker
 //!   to another thread ([`crate::sched`]; the engine knows nothing of who calls it);
 //! - it takes its turn among the process's long reads ([`LongReads`]): at most one fewer than the CPUs run at once,
@@ -9,17 +10,22 @@
 //!   run short a thousand times and then for hundreds of milliseconds on several threads at once; run all together,
 //!   such reads would take every CPU from the threads whose latency the service depends on — the async runtime's
 //!   workers, its timers, the writer — and the runtime's timers would be late by tens of milliseconds. One CPU is
-//!   always left to them. A read waiting for its turn still stops at its deadline, or once its caller stops waiting.
+//!   always left to them, and where the process may raise a thread's priority again (root, `CAP_SYS_NICE`), a long
+//!   read runs on at a lower one. A read waiting for its turn still stops at its deadline, or once its caller stops
+//!   waiting.
 
 use std::cell::RefCell;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::permits::{Permit, Permits};
-use crate::util::cpus;
+use crate::util::{Lowered, cpus, lower_for_a_while};
 
 /// How long a read runs before it is a long one.
 pub(crate) const LONG_AFTER: Duration = Duration::from_millis(1);
+
+/// How many steps a long read's thread's priority is lowered while it runs long (where it can be raised back).
+const LONG_READ_NICE: u8 = 10;
 
 /// How long a long read that waits for its turn sleeps between two looks.
 const TURN_LOOK_EVERY: Duration = Duration::from_micros(500);
@@ -54,14 +60,52 @@ impl LongReads {
     }
 }
 
+/// Whether a long read of this process runs now (holding a turn): a checkpoint that waited for readers to leave
+/// the WAL would wait for it, and the writes behind the checkpoint with it.
+pub(crate) fn long_reads_running() -> bool {
+    LongReads::turns().taken() > 0
+}
+
 /// The run bounded on this thread.
 struct Run {
     bound: Bound,
     began: Instant,
+    /// The thread's CPU time, and the time, at the run's first look ([`check`]): from then on the time the
+    /// thread spent off its CPU is known, and not counted.
+    first_look: Option<(Duration, Instant)>,
     /// Whether `past` has done what it had to.
     past_done: bool,
+    /// Whether `past` was called.
+    past_called: bool,
     /// The long reads' turn it holds, once past its bound.
     turn: Option<Permit>,
+    /// Its thread's priority, lowered while it runs long (where it can be raised back).
+    _lowered: Option<Lowered>,
+}
+
+/// What became of a bounded run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Passed {
+    /// It ran past its bound: a long read, which took a turn.
+    pub(crate) long: bool,
+    /// Its scheduler's `past` was called.
+    pub(crate) past: bool,
+}
+
+/// The CPU time of this thread so far (its wall time where the system does not tell).
+fn thread_cpu_time() -> Option<Duration> {
+    #[cfg(target_os = "linux")]
+    {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        Some(Duration::new(
+            u64::try_from(t.tv_sec).unwrap_or(0),
+            u32::try_from(t.tv_nsec).unwrap_or(0),
+        ))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
 }
 
 thread_local! {
@@ -70,8 +114,8 @@ thread_local! {
 }
 
 /// Runs `f` with `bound` watched on this thread (a run within another keeps the outer one's bound); a turn among
-/// the long reads that `f` took is given back when it ends.
-pub(crate) fn within<T>(bound: Bound, f: impl FnOnce() -> T) -> T {
+/// the long reads that `f` took is given back when it ends. Says what became of the run.
+pub(crate) fn within<T>(bound: Bound, f: impl FnOnce() -> T) -> (T, Passed) {
     struct End;
     impl Drop for End {
         fn drop(&mut self) {
@@ -79,18 +123,31 @@ pub(crate) fn within<T>(bound: Bound, f: impl FnOnce() -> T) -> T {
         }
     }
     if RUN.with(|run| run.borrow().is_some()) {
-        return f();
+        return (f(), Passed::default());
     }
     RUN.with(|run| {
         *run.borrow_mut() = Some(Run {
             bound,
             began: Instant::now(),
+            first_look: None,
             past_done: bound.past.is_none(),
+            past_called: false,
             turn: None,
+            _lowered: None,
         })
     });
-    let _end = End;
-    f()
+    let end = End;
+    let out = f();
+    let passed = RUN.with(|run| {
+        run.borrow()
+            .as_ref()
+            .map_or(Passed::default(), |run| Passed {
+                long: run.turn.is_some(),
+                past: run.past_called,
+            })
+    });
+    drop(end);
+    (out, passed)
 }
 
 /// For SQLite's progress handler: if the run on this thread is past its bound, does what its scheduler asked, then
@@ -101,8 +158,26 @@ pub(crate) fn check(stop: impl Fn() -> bool) {
     let past = RUN.with(|run| {
         let mut run = run.borrow_mut();
         let run = run.as_mut()?;
+        if run.first_look.is_none() {
+            run.first_look = thread_cpu_time().map(|cpu| (cpu, now));
+        }
         if now < run.bound.at || (run.past_done && run.turn.is_some()) {
             return None;
+        }
+        // Past the bound by the clock; by the thread's CPU time, perhaps not (the system preempted it).
+        if let Some((cpu_then, then)) = run.first_look
+            && let Some(cpu) = thread_cpu_time()
+        {
+            let off_cpu = now
+                .saturating_duration_since(then)
+                .saturating_sub(cpu.saturating_sub(cpu_then));
+            let ran = now
+                .saturating_duration_since(run.began)
+                .saturating_sub(off_cpu);
+            if ran < LONG_AFTER {
+                run.bound.at = now + (LONG_AFTER - ran);
+                return None;
+            }
         }
         Some((run.past_done, run.bound.past, run.began))
     });
@@ -114,6 +189,7 @@ pub(crate) fn check(stop: impl Fn() -> bool) {
         RUN.with(|run| {
             if let Some(run) = run.borrow_mut().as_mut() {
                 run.past_done = done;
+                run.past_called = true;
                 if !done {
                     // Not done: try again once the run is as long again.
                     let ran = now
@@ -137,9 +213,14 @@ pub(crate) fn check(stop: impl Fn() -> bool) {
         }
         std::thread::sleep(TURN_LOOK_EVERY);
     };
+    // A long read runs on at a lower priority: the runtime's workers, its timers and the writer come first.
+    let lowered = turn
+        .as_ref()
+        .and_then(|_| lower_for_a_while(LONG_READ_NICE));
     RUN.with(|run| {
         if let Some(run) = run.borrow_mut().as_mut() {
             run.turn = turn;
+            run._lowered = lowered;
         }
     });
 }
@@ -164,11 +245,21 @@ mod tests {
             at: Instant::now(),
             past: Some(counted),
         };
-        within(bound, || {
+        let ((), passed) = within(bound, || {
+            // A run past its bound by the thread's CPU time too.
+            let spin = Instant::now();
+            while spin.elapsed() < LONG_AFTER * 2 {}
             check(|| false);
             check(|| false);
             assert!(turns.taken() >= 1, "the run holds a turn");
         });
+        assert_eq!(
+            passed,
+            Passed {
+                long: true,
+                past: true
+            }
+        );
         assert_eq!(CALLS.load(Ordering::SeqCst), 1);
         check(|| false);
         assert_eq!(CALLS.load(Ordering::SeqCst), 1, "no run is bounded now");
@@ -176,8 +267,22 @@ mod tests {
             at: Instant::now() + Duration::from_secs(3600),
             past: Some(counted),
         };
-        within(later, || check(|| false));
+        let ((), passed) = within(later, || check(|| false));
+        assert_eq!(passed, Passed::default());
         assert_eq!(CALLS.load(Ordering::SeqCst), 1, "not past the bound");
+    }
+
+    #[test]
+    fn a_read_whose_thread_was_off_its_cpu_is_no_long_read() {
+        let ((), passed) = within(Bound::starting_now(), || {
+            check(|| false);
+            std::thread::sleep(LONG_AFTER * 3);
+            check(|| false);
+        });
+        assert!(
+            !passed.long,
+            "a read that slept past its bound by the clock is no long read"
+        );
     }
 
     #[test]
@@ -187,7 +292,8 @@ mod tests {
         let taken: Vec<_> = std::iter::from_fn(|| turns.take_owned()).collect();
         let stops = AtomicUsize::new(0);
         within(Bound::starting_now(), || {
-            std::thread::sleep(LONG_AFTER);
+            let spin = Instant::now();
+            while spin.elapsed() < LONG_AFTER * 2 {}
             check(|| stops.fetch_add(1, Ordering::SeqCst) >= 3);
         });
         assert_eq!(

@@ -19,6 +19,7 @@ use rusqlite::config::DbConfig;
 
 use crate::Result;
 use crate::config::{Checkpointing, Config, ConnectionRole};
+use crate::engine::bound;
 use crate::engine::busy::BusyLimit;
 use crate::engine::guard::GuardedConnection;
 use crate::engine::policy::{Checkpointed, Mode, Policy};
@@ -265,7 +266,12 @@ impl Checkpoints {
         let Some(policy) = self.policy.as_mut() else {
             return;
         };
-        match (policy.after_commit(frames, Instant::now()), &self.passive) {
+        let mode = policy
+            .after_commit(frames, Instant::now())
+            // Writes queued now would wait while it waited for a long read to leave the WAL, as long as the read
+            // runs: the next commit asks again.
+            .filter(|mode| !(mode.waits_for_readers() && bound::long_reads_running()));
+        match (mode, &self.passive) {
             (Some(Mode::Passive), Some(passive)) => {
                 passive.request();
                 policy.passive_requested(frames);

@@ -258,9 +258,15 @@ impl BatchedReads {
             deadline => {
                 let _span = tracing::debug_span!(parent: &req.span, "quicklite.read").entered();
                 let vetoed = conn.vetoed();
-                let mut ran = bound::within(Bound::starting_now(), || {
+                let (mut ran, passed) = bound::within(Bound::starting_now(), || {
                     conn.run_until(deadline.map(|d| d.at), || req.job.run(conn.conn()))
                 });
+                if passed.long {
+                    self.shared
+                        .metrics
+                        .long_reads
+                        .fetch_add(1, Ordering::Relaxed);
+                }
                 // Only the writer's connection, lent to a batch, lets a read write: its witness vetoed a commit, and
                 // what is written inside the batch's snapshot is rolled back with it before anyone can see it (the
                 // reads after it each take a snapshot of their own).

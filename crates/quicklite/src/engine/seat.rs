@@ -24,7 +24,6 @@ use crossbeam_utils::{Backoff, CachePadded};
 use crate::engine::Shared;
 use crate::engine::guard::GuardedConnection;
 use crate::engine::snapshot::KeptSnapshot;
-use crate::util::lock;
 
 /// How long the writer waits for the read running on its lent connection before it writes on its second
 /// connection instead: reads come to the lent connection only from call sites that ran within a fraction of this.
@@ -95,13 +94,18 @@ impl WriterSeat {
 
     /// Leaves `conn` here for reads, until [`WriterSeat::take_back`]; `commit_seq` is the commit sequence now.
     /// Gives `conn` back if the seat still holds the connection a read kept past a take-back
-    /// ([`WriterSeat::collect`] first).
+    /// ([`WriterSeat::collect`] first), or a read holds the seat.
     pub(crate) fn lend(
         &self,
         conn: GuardedConnection,
         commit_seq: u64,
     ) -> Option<GuardedConnection> {
-        let mut seat = lock(&self.lent);
+        // Never waits: a read may still run on the connection kept past a take-back, for as long as it runs.
+        let mut seat = match self.lent.try_lock() {
+            Ok(seat) => seat,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return Some(conn),
+        };
         if seat.is_some() {
             return Some(conn);
         }

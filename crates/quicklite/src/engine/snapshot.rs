@@ -194,7 +194,7 @@ impl KeptSnapshot {
         let vetoed = self.vetoed();
         let started = Instant::now();
         let conn = &self.conn;
-        let outcome = bound::within(bound(started), || {
+        let (outcome, passed) = bound::within(bound(started), || {
             conn.run_until(deadline.map(|d| d.at), || {
                 catch_unwind(AssertUnwindSafe(|| f(conn.conn())))
             })
@@ -234,6 +234,15 @@ impl KeptSnapshot {
                 })
             }
         };
+        if passed.long {
+            shared.metrics.long_reads.fetch_add(1, Ordering::Relaxed);
+        }
+        if passed.past {
+            shared
+                .metrics
+                .runtime_hand_offs
+                .fetch_add(1, Ordering::Relaxed);
+        }
         Ok(Read {
             result,
             began,

@@ -309,15 +309,21 @@ impl Quicklite {
                 let m = db.metrics();
                 eprintln!(
                     "quicklite at the end (warm-up included): {} reads in {} read transactions (batch mean \
-                     {:.1}, max {}), {} writes in {} commits (group mean {:.1}, max {})",
+                     {:.1}, max {}; {} on callers' threads, {} long, {} handing the runtime's worker away), {} \
+                     writes in {} commits (group mean {:.1}, max {}; the writer on its second connection {} \
+                     times)",
                     m.reads,
                     m.read_transactions,
                     m.read_batch.mean(),
                     m.read_batch.max,
+                    m.inline_reads,
+                    m.long_reads,
+                    m.runtime_hand_offs,
                     m.writes,
                     m.commits,
                     m.write_batch.mean(),
-                    m.write_batch.max
+                    m.write_batch.max,
+                    m.writer_switches,
                 );
             }
             (None, None) => {}
