@@ -437,8 +437,8 @@ impl Builder {
     }
 
     /// Whether the database opens on a SQLite that has the WAL-reset bug
-    /// ([`has_wal_reset_bug`](crate::has_wal_reset_bug): SQLite 3.7.0 to 3.51.2, but for 3.44.6 and later of 3.44
-    /// and 3.50.7 and later of 3.50). The bug is a data race between a checkpoint and another connection's commit
+    /// ([`has_wal_reset_bug`]: SQLite 3.7.0 to 3.51.2, but for 3.44.6 and later of 3.44 and 3.50.7 and later of
+    /// 3.50). The bug is a data race between a checkpoint and another connection's commit
     /// that resets the WAL, which can corrupt the database or lose committed writes
     /// (<https://sqlite.org/wal.html#walresetbug>); it needs WAL mode, several connections to one database and
     /// checkpoints — how quicklite runs every database, whatever its profile (a file once in WAL mode stays in it).
