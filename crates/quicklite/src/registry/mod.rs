@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use rusqlite::OpenFlags;
 
+use crate::config::Config;
 use crate::engine::open::refuse_links;
 use crate::sched::permits::Permits;
 use crate::sched::pool::Pool;
@@ -171,7 +172,8 @@ impl Registry {
                 .readers(1)
                 .write_queue_capacity(64)
                 .read_queue_capacity(256);
-            let mut config = (self.inner.configure)(builder).into_config()?;
+            let mut config =
+                Config::from_settings((self.inner.configure)(builder).into_settings())?;
             if config.replica.is_some() {
                 return Err(Error::InvalidConfig(
                     "a registry's databases are read-write: a replica is opened on its own, with Database::builder"
