@@ -399,9 +399,9 @@ impl Builder {
     }
 
     /// Whether the database opens on a SQLite that has the WAL-reset bug
-    /// ([`has_wal_reset_bug`](crate::has_wal_reset_bug): SQLite 3.7.0 to 3.51.2, but for 3.44.6 and later of 3.44 and
-    /// 3.50.7 and later of 3.50). The bug is a data race between a checkpoint and another connection's commit that
-    /// resets the WAL, which can corrupt the database or lose committed writes
+    /// ([`has_wal_reset_bug`](crate::setup::has_wal_reset_bug): SQLite 3.7.0 to 3.51.2, but for 3.44.6 and later of
+    /// 3.44 and 3.50.7 and later of 3.50). The bug is a data race between a checkpoint and another connection's commit
+    /// that resets the WAL, which can corrupt the database or lose committed writes
     /// (<https://sqlite.org/wal.html#walresetbug>); it needs WAL mode, several connections to one database and
     /// checkpoints — how quicklite runs every database, whatever its profile (a file once in WAL mode stays in it).
     ///
@@ -421,8 +421,9 @@ impl Builder {
     /// the replica as it polls for new transactions; every write fails with
     /// [`Error::ReadOnlyReplica`](crate::Error::ReadOnlyReplica) without running. [`Database::replica_status`] tells
     /// how far a replica has read, and [`Database::read_at_least`] waits for a position the primary reached
-    /// ([`Litestream::sync`](crate::Litestream::sync)). A replica has no migration, no key and no checkpoints (it has
-    /// no WAL); a registry's databases cannot be replicas. By default, a database is its local file.
+    /// ([`Litestream::sync`](crate::litestream::Litestream::sync)). A replica has no migration, no key and no
+    /// checkpoints (it has no WAL); a registry's databases cannot be replicas. By default, a database is its local
+    /// file.
     pub fn replica(mut self, replica: Replica) -> Self {
         self.settings.replica = Some(replica);
         self
