@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use assert_cmd::Command;
-use quicklite::Litestream;
+use quicklite::litestream::Litestream;
 use quicklite::rusqlite::Connection;
 use serde_json::Value;
 

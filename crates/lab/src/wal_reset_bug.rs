@@ -5,9 +5,9 @@
 //! every approach the lab measures. An approach whose SQLite has it is marked [`MARK`] in the reports' tables and
 //! named in a note, so that its figures are not read as those of a safe set-up.
 //!
-//! The rule is the library's, `quicklite::has_wal_reset_bug`; the lab has no SQLite dependency (nor the library's),
-//! so it keeps the same rule here, and the command line's tests (`crates/cli/tests/wal_reset_bug.rs`) check that
-//! the two agree on every version around the boundaries.
+//! The rule is the library's, `quicklite::setup::has_wal_reset_bug`; the lab has no SQLite dependency (nor the
+//! library's), so it keeps the same rule here, and the command line's tests (`crates/cli/tests/wal_reset_bug.rs`) check
+//! that the two agree on every version around the boundaries.
 
 /// The mark of a row whose SQLite has the bug.
 pub const MARK: &str = "⚠";
@@ -26,7 +26,7 @@ const BACKPORTS: [(i32, i32); 2] = [(3_044_000, 3_044_006), (3_050_000, 3_050_00
 
 /// Whether SQLite `version_number` (`sqlite3_libversion_number()`, 3051003 for 3.51.3) has the bug: 3.7.0 up to
 /// 3.51.2, except 3.44.6 and later of 3.44 and 3.50.7 and later of 3.50. The same rule as the library's
-/// `quicklite::has_wal_reset_bug`.
+/// `quicklite::setup::has_wal_reset_bug`.
 pub fn has_wal_reset_bug(version_number: i32) -> bool {
     let backported = BACKPORTS.iter().any(|&(line, fixed)| {
         (line..line + 1000).contains(&version_number) && version_number >= fixed

@@ -48,7 +48,7 @@ async fn main() -> anyhow::Result<()> {
         Ok(())
     })
     .await?;
-    let info = quicklite::sqlite_info()?;
+    let info = quicklite::setup::sqlite_info()?;
     println!("SQLite {} ({})", info.version, info.setup.detail);
     println!(
         "database {} with {ROWS} rows; PRAGMAs: {:?}",

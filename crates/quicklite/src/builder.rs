@@ -1,6 +1,6 @@
 //! Options for opening a [`Database`].
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use std::sync::Arc;
@@ -8,22 +8,16 @@ use std::sync::Arc;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::config::{
-    AppHooks, BoxError, Checkpointing, Config, ConnectionRole, Key, QueueFull, validate_pragma,
+    AppHooks, BoxError, Checkpointing, Config, ConnectionRole, QueueFull, Settings,
 };
 use crate::replica::Replica;
-use crate::wal_reset_bug::{has_wal_reset_bug, version_text};
-use crate::{Database, Error, Profile, Result};
+use crate::{Database, Profile, Result};
 
 /// The default of [`Builder::wal_size_warning`].
 const DEFAULT_WAL_SIZE_WARNING: u64 = 1 << 30;
 
 /// The default of [`Builder::inline_read_max`].
 const DEFAULT_INLINE_READ_MAX: Duration = Duration::from_micros(50);
-
-/// The default of [`Builder::write_lock_wait`] (unless the busy timeout is longer): well past the longest the
-/// write lock was seen held by Litestream (3–5 s, 3,000 databases on two busy cores), short enough that a writer
-/// stuck behind a program that never lets go tells its callers.
-const DEFAULT_WRITE_LOCK_WAIT: Duration = Duration::from_secs(30);
 
 /// Builds a [`Database`] with non-default options. Made by [`Database::builder`].
 ///
@@ -42,43 +36,9 @@ const DEFAULT_WRITE_LOCK_WAIT: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until `open` is awaited"]
 pub struct Builder {
-    path: PathBuf,
-    profile: Profile,
-    readers: Option<usize>,
-    read_thread_nice: u8,
-    overrides: Vec<(String, String)>,
-    busy_timeout: Option<Duration>,
-    write_lock_wait: Option<Duration>,
-    open_flags: OpenFlags,
-    write_queue_capacity: usize,
-    read_queue_capacity: usize,
-    on_full: QueueFull,
-    write_batch_max: usize,
-    write_linger: Duration,
-    read_batch_max: usize,
-    read_snapshot_max_age: Duration,
-    inline_reads: bool,
-    inline_read_closures: bool,
-    inline_read_max: Duration,
-    subscription_capacity: usize,
-    change_rowids: usize,
-    external_commits: Option<Duration>,
-    inline_connections: Option<usize>,
-    statement_cache_capacity: usize,
-    checkpointing: Option<Checkpointing>,
-    slow_statement: Option<Duration>,
-    log_statement_parameters: bool,
-    stable_query_plans: Option<bool>,
-    hooks: AppHooks,
-    /// Whether the database lives in a temporary directory of its own ([`Builder::temporary`]).
-    temporary: bool,
-    key: Option<Key>,
-    read_timeout: Option<Duration>,
-    write_timeout: Option<Duration>,
-    wal_size_warning: Option<u64>,
-    replica: Option<Replica>,
-    /// Whether to open on a SQLite that has the WAL-reset bug ([`Builder::allow_wal_reset_bug`]).
-    wal_reset_bug_allowed: bool,
+    /// What the setters were told; checked, and what depends on other settings filled in, when the database
+    /// opens ([`Config::from_settings`]).
+    settings: Settings,
 }
 
 impl Database {
@@ -102,50 +62,52 @@ impl Database {
 impl Builder {
     pub(crate) fn new(path: &Path) -> Self {
         Builder {
-            path: path.to_path_buf(),
-            profile: Profile::Server,
-            readers: None,
-            read_thread_nice: 0,
-            overrides: Vec::new(),
-            busy_timeout: None,
-            write_lock_wait: None,
-            open_flags: OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_URI
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-            write_queue_capacity: 1024,
-            read_queue_capacity: 4096,
-            on_full: QueueFull::Wait,
-            write_batch_max: 256,
-            write_linger: Duration::ZERO,
-            read_batch_max: 256,
-            read_snapshot_max_age: Duration::from_millis(20),
-            inline_reads: true,
-            inline_read_closures: false,
-            inline_read_max: DEFAULT_INLINE_READ_MAX,
-            subscription_capacity: crate::changes::DEFAULT_CAPACITY,
-            change_rowids: crate::changes::DEFAULT_ROWIDS,
-            external_commits: None,
-            inline_connections: None,
-            statement_cache_capacity: 128,
-            checkpointing: None,
-            slow_statement: None,
-            log_statement_parameters: false,
-            stable_query_plans: None,
-            hooks: AppHooks::default(),
-            temporary: false,
-            key: None,
-            read_timeout: None,
-            write_timeout: None,
-            wal_size_warning: Some(DEFAULT_WAL_SIZE_WARNING),
-            replica: None,
-            wal_reset_bug_allowed: false,
+            settings: Settings {
+                path: path.to_path_buf(),
+                profile: Profile::Server,
+                readers: None,
+                read_thread_nice: 0,
+                overrides: Vec::new(),
+                busy_timeout: None,
+                write_lock_wait: None,
+                open_flags: OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | OpenFlags::SQLITE_OPEN_CREATE
+                    | OpenFlags::SQLITE_OPEN_URI
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                write_queue_capacity: 1024,
+                read_queue_capacity: 4096,
+                on_full: QueueFull::Wait,
+                write_batch_max: 256,
+                write_linger: Duration::ZERO,
+                read_batch_max: 256,
+                read_snapshot_max_age: Duration::from_millis(20),
+                inline_reads: true,
+                inline_read_closures: false,
+                inline_read_max: DEFAULT_INLINE_READ_MAX,
+                subscription_capacity: crate::changes::DEFAULT_CAPACITY,
+                change_rowids: crate::changes::DEFAULT_ROWIDS,
+                external_commits: None,
+                inline_connections: None,
+                statement_cache_capacity: 128,
+                checkpointing: None,
+                slow_statement: None,
+                log_statement_parameters: false,
+                stable_query_plans: None,
+                hooks: AppHooks::default(),
+                temporary: false,
+                key: None,
+                read_timeout: None,
+                write_timeout: None,
+                wal_size_warning: Some(DEFAULT_WAL_SIZE_WARNING),
+                replica: None,
+                wal_reset_bug_allowed: false,
+            },
         }
     }
 
     /// The PRAGMA profile. By default, [`Profile::Server`].
     pub fn profile(mut self, profile: Profile) -> Self {
-        self.profile = profile;
+        self.settings.profile = profile;
         self
     }
 
@@ -156,7 +118,7 @@ impl Builder {
     /// busy, within [`RegistryBuilder::max_reader_connections`](crate::RegistryBuilder::max_reader_connections));
     /// 1 unless [`RegistryBuilder::configure`](crate::RegistryBuilder::configure) sets it.
     pub fn readers(mut self, n: usize) -> Self {
-        self.readers = Some(n);
+        self.settings.readers = Some(n);
         self
     }
 
@@ -166,7 +128,7 @@ impl Builder {
     /// of their throughput for it. A registry's read threads serve all its databases and take
     /// [`RegistryBuilder::read_thread_nice`](crate::RegistryBuilder::read_thread_nice) instead.
     pub fn read_thread_nice(mut self, nice: u8) -> Self {
-        self.read_thread_nice = nice;
+        self.settings.read_thread_nice = nice;
         self
     }
 
@@ -174,7 +136,7 @@ impl Builder {
     /// replacing the profile's value if it has one. Applied in the order given, after the profile's.
     /// By default, only the profile's PRAGMAs.
     pub fn pragma(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.overrides.push((name.into(), value.into()));
+        self.settings.overrides.push((name.into(), value.into()));
         self
     }
 
@@ -182,21 +144,21 @@ impl Builder {
     /// the write lock itself is [`Builder::write_lock_wait`].
     /// By default, the profile's (5 s for `Server` and `Durable`; rusqlite's 5 s for `SqliteDefault`).
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
-        self.busy_timeout = Some(timeout);
+        self.settings.busy_timeout = Some(timeout);
         self
     }
 
     /// How long a write without a deadline waits for the database's write lock while another connection holds it —
     /// another process, such as Litestream, which holds it around each of its checkpoints (for 5 s and more while it
     /// watched 3,000 databases on a busy machine), or another program writing the file. A write still waiting then
-    /// fails with [`Error::WriteLockHeld`], which names the process that held the lock when the system tells; it did
-    /// not run. A write with a deadline ([`Builder::write_timeout`], [`Database::with_timeout`],
-    /// [`Database::write_with_timeout`]) waits up to its deadline instead, and then fails with [`Error::Timeout`].
-    /// The writer waits on its own thread (a registry's: on a thread of its pool), and the database's other writes
-    /// wait behind it.
-    /// By default 30 s, or the busy timeout if that is longer.
+    /// fails with [`Error::WriteLockHeld`](crate::Error::WriteLockHeld), which names the process that held the lock
+    /// when the system tells; it did not run. A write with a deadline ([`Builder::write_timeout`],
+    /// [`Database::with_timeout`], [`Database::write_with_timeout`]) waits up to its deadline instead, and then fails
+    /// with [`Error::Timeout`](crate::Error::Timeout). The writer waits on its own thread (a registry's: on a thread of
+    /// its pool), and the database's other writes wait behind it. By default 30 s, or the busy timeout if that is
+    /// longer.
     pub fn write_lock_wait(mut self, wait: Duration) -> Self {
-        self.write_lock_wait = Some(wait);
+        self.settings.write_lock_wait = Some(wait);
         self
     }
 
@@ -204,32 +166,32 @@ impl Builder {
     /// By default, `READ_WRITE | CREATE | URI | NO_MUTEX`: every connection belongs to one thread, so SQLite's
     /// per-connection mutex (serialized mode) would only cost time.
     pub fn open_flags(mut self, flags: OpenFlags) -> Self {
-        self.open_flags = flags;
+        self.settings.open_flags = flags;
         self
     }
 
     /// Maximum number of write requests waiting for the writer. By default, 1024.
     pub fn write_queue_capacity(mut self, n: usize) -> Self {
-        self.write_queue_capacity = n;
+        self.settings.write_queue_capacity = n;
         self
     }
 
     /// Maximum number of read requests waiting for a reader. By default, 4096.
     pub fn read_queue_capacity(mut self, n: usize) -> Self {
-        self.read_queue_capacity = n;
+        self.settings.read_queue_capacity = n;
         self
     }
 
     /// What a request does when its queue is full. By default, [`QueueFull::Wait`].
     pub fn on_full(mut self, on_full: QueueFull) -> Self {
-        self.on_full = on_full;
+        self.settings.on_full = on_full;
         self
     }
 
     /// Maximum number of writes committed together in one transaction. By default, 256.
     /// `1` turns group commit off (one transaction per write).
     pub fn write_batch_max(mut self, n: usize) -> Self {
-        self.write_batch_max = n;
+        self.settings.write_batch_max = n;
         self
     }
 
@@ -237,13 +199,13 @@ impl Builder {
     /// By default, zero: the writer commits what is queued at once and never waits for stragglers; a group forms
     /// by itself while the previous one commits.
     pub fn write_linger(mut self, linger: Duration) -> Self {
-        self.write_linger = linger;
+        self.settings.write_linger = linger;
         self
     }
 
     /// Maximum number of reads served inside one read transaction. By default, 256. `1` turns read batching off.
     pub fn read_batch_max(mut self, n: usize) -> Self {
-        self.read_batch_max = n;
+        self.settings.read_batch_max = n;
         self
     }
 
@@ -251,7 +213,7 @@ impl Builder {
     /// this long ends it and starts another, so that a long stream of reads neither sees stale data nor holds the
     /// WAL back from checkpointing. By default, 20 ms.
     pub fn read_snapshot_max_age(mut self, age: Duration) -> Self {
-        self.read_snapshot_max_age = age;
+        self.settings.read_snapshot_max_age = age;
         self
     }
 
@@ -287,7 +249,7 @@ impl Builder {
     /// Turn it off for a database whose reads must never run on the caller's thread (a runtime whose threads must
     /// not touch the disk at all, say).
     pub fn inline_reads(mut self, yes: bool) -> Self {
-        self.inline_reads = yes;
+        self.settings.inline_reads = yes;
         self
     }
 
@@ -298,7 +260,7 @@ impl Builder {
     /// bound can see it. Say yes for closures that only read through the connection they are given: they then run
     /// inline when short, on the database's own read-only connections (never on the writer's).
     pub fn inline_read_closures(mut self, yes: bool) -> Self {
-        self.inline_read_closures = yes;
+        self.settings.inline_read_closures = yes;
         self
     }
 
@@ -311,14 +273,14 @@ impl Builder {
     /// one that ran there several times over this bound, and longer than a thread the system preempted waits for its
     /// core again, keeps the site on the reader threads for a while.
     pub fn inline_read_max(mut self, max: Duration) -> Self {
-        self.inline_read_max = max;
+        self.settings.inline_read_max = max;
         self
     }
 
     /// Read-only connections for reads on callers' threads ([`Builder::inline_reads`]), opened as they are first
     /// needed. By default, the number of CPUs: reads run on as many threads at once as there are CPUs.
     pub fn inline_connections(mut self, n: usize) -> Self {
-        self.inline_connections = Some(n);
+        self.settings.inline_connections = Some(n);
         self
     }
 
@@ -326,14 +288,14 @@ impl Builder {
     /// them by then is told [`Notice::Lagged`](crate::Notice::Lagged) with how many it missed, instead of holding
     /// memory without bound. By default, 1024.
     pub fn subscription_capacity(mut self, n: usize) -> Self {
-        self.subscription_capacity = n.max(1);
+        self.settings.subscription_capacity = n.max(1);
         self
     }
 
     /// Rowids a change notice lists per table ([`TableChange::rowids`](crate::TableChange::rowids)); a table with
     /// more changed rows in one commit is listed without them. 0 lists tables only. By default, 100.
     pub fn change_rowids(mut self, n: usize) -> Self {
-        self.change_rowids = n;
+        self.settings.change_rowids = n;
         self
     }
 
@@ -347,13 +309,13 @@ impl Builder {
     /// when idle; one closed to make room for others cannot tell what happened while it was closed, so when it
     /// reopens its subscribers are told [`Notice::External`](crate::Notice::External) at once.
     pub fn notice_external_commits(mut self, interval: Duration) -> Self {
-        self.external_commits = Some(interval);
+        self.settings.external_commits = Some(interval);
         self
     }
 
     /// Prepared statements kept per connection (`prepare_cached`). By default, 128.
     pub fn statement_cache_capacity(mut self, n: usize) -> Self {
-        self.statement_cache_capacity = n;
+        self.settings.statement_cache_capacity = n;
         self
     }
 
@@ -362,7 +324,7 @@ impl Builder {
     /// and [`Checkpointing::Sqlite`] for `SqliteDefault`. [`Checkpointing::External`] hands checkpoints to another
     /// tool, such as Litestream.
     pub fn checkpointing(mut self, checkpointing: Checkpointing) -> Self {
-        self.checkpointing = Some(checkpointing);
+        self.settings.checkpointing = Some(checkpointing);
         self
     }
 
@@ -372,26 +334,27 @@ impl Builder {
     /// per statement, a measurable cost on point reads (docs/design.md). `Some(Duration::from_millis(100))` is a
     /// reasonable production value.
     pub fn slow_statement_threshold(mut self, threshold: Option<Duration>) -> Self {
-        self.slow_statement = threshold;
+        self.settings.slow_statement = threshold;
         self
     }
 
     /// Whether slow statements are logged with their bound parameters (SQLite's expanded SQL) instead of the SQL
     /// text with placeholders. By default, `false`: parameters often carry personal data.
     pub fn log_statement_parameters(mut self, yes: bool) -> Self {
-        self.log_statement_parameters = yes;
+        self.settings.log_statement_parameters = yes;
         self
     }
 
     /// Whether every connection turns on SQLite's query planner stability guarantee
     /// (`SQLITE_DBCONFIG_ENABLE_QPSG`): a statement keeps one plan whatever values are bound to it.
     ///
-    /// Without it, a SQLite built with `SQLITE_ENABLE_STAT4` (rusqlite's bundled build is) may mark a cached
-    /// statement to be re-prepared — parsed and planned again — every time a parameter in its `WHERE` clause gets
-    /// a new value, which makes each read of such a statement several times slower (the lab's `multi-db` join,
-    /// docs/design.md). A server that caches its statements wants the plan kept. By default, on for `Server` and `Durable`, untouched for `SqliteDefault`.
+    /// Without it, a SQLite built with `SQLITE_ENABLE_STAT4` (rusqlite's bundled build is) may mark a cached statement
+    /// to be re-prepared — parsed and planned again — every time a parameter in its `WHERE` clause gets a new value,
+    /// which makes each read of such a statement several times slower (the lab's `multi-db` join, docs/design.md). A
+    /// server that caches its statements wants the plan kept. By default, on for `Server` and `Durable`, untouched for
+    /// `SqliteDefault`.
     pub fn stable_query_plans(mut self, yes: bool) -> Self {
-        self.stable_query_plans = Some(yes);
+        self.settings.stable_query_plans = Some(yes);
         self
     }
 
@@ -402,30 +365,29 @@ impl Builder {
     /// are encrypted with the same key. By default, none (only with the `sqlcipher` feature).
     #[cfg(feature = "sqlcipher")]
     pub fn key(mut self, key: impl Into<String>) -> Self {
-        self.key = Some(Key::new(key.into()));
+        self.settings.key = Some(Key::new(key.into()));
         self
     }
 
-    /// How long every read may take, waiting in the queue and running, before it fails with [`Error::Timeout`]. A
-    /// runaway statement is interrupted; only its read fails. A ceiling: a read given a longer timeout
-    /// ([`Database::read_with_timeout`], [`Database::with_timeout`]) still fails after this one, a shorter one wins.
-    /// By default, none.
+    /// How long every read may take, waiting in the queue and running, before it fails with
+    /// [`Error::Timeout`](crate::Error::Timeout). A runaway statement is interrupted; only its read fails. A ceiling: a
+    /// read given a longer timeout ([`Database::read_with_timeout`], [`Database::with_timeout`]) still fails after this
+    /// one, a shorter one wins. By default, none.
     pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.read_timeout = timeout;
+        self.settings.read_timeout = timeout;
         self
     }
 
     /// How long every grouped write ([`Database::write`], [`Database::execute`], [`Database::execute_many`],
-    /// [`Database::execute_batch`], [`Database::write_and_then`]) may wait in the queue: one that has not started
-    /// by then fails with
-    /// [`Error::Timeout`] and never runs, so a backlog sheds the writes nobody waits for any more. One that has
-    /// started runs to its end and commits with its group: interrupting it would roll its whole group back
-    /// (SQLite rolls back the transaction of an interrupted writing statement). To bound a running write too, use
-    /// [`Database::write_with_timeout`], which runs alone. A ceiling on the timeouts given to writes
+    /// [`Database::execute_batch`], [`Database::write_and_then`]) may wait in the queue: one that has not started by
+    /// then fails with [`Error::Timeout`](crate::Error::Timeout) and never runs, so a backlog sheds the writes nobody
+    /// waits for any more. One that has started runs to its end and commits with its group: interrupting it would roll
+    /// its whole group back (SQLite rolls back the transaction of an interrupted writing statement). To bound a running
+    /// write too, use [`Database::write_with_timeout`], which runs alone. A ceiling on the timeouts given to writes
     /// ([`Database::write_with_timeout`], [`Database::with_timeout`]); a write that runs alone without one has no
     /// deadline from this setting. By default, none.
     pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.write_timeout = timeout;
+        self.settings.write_timeout = timeout;
         self
     }
 
@@ -435,37 +397,38 @@ impl Builder {
     /// quicklite bounds the WAL: a WAL this large most likely means the tool that owns checkpoints (Litestream) is
     /// not running. By default 1 GiB (Litestream itself truncates the WAL at about 500 MB); `None` never warns.
     pub fn wal_size_warning(mut self, bytes: Option<u64>) -> Self {
-        self.wal_size_warning = bytes;
+        self.settings.wal_size_warning = bytes;
         self
     }
 
     /// Whether the database opens on a SQLite that has the WAL-reset bug
-    /// ([`has_wal_reset_bug`]: SQLite 3.7.0 to 3.51.2, but for 3.44.6 and later of 3.44
-    /// and 3.50.7 and later of 3.50). The bug is a data race between a checkpoint and another connection's commit
+    /// ([`has_wal_reset_bug`](crate::setup::has_wal_reset_bug): SQLite 3.7.0 to 3.51.2, but for 3.44.6 and later of
+    /// 3.44 and 3.50.7 and later of 3.50). The bug is a data race between a checkpoint and another connection's commit
     /// that resets the WAL, which can corrupt the database or lose committed writes
     /// (<https://sqlite.org/wal.html#walresetbug>); it needs WAL mode, several connections to one database and
     /// checkpoints — how quicklite runs every database, whatever its profile (a file once in WAL mode stays in it).
     ///
-    /// By default, `false`: opening fails with [`Error::WalResetBug`] and nothing is opened, because the damage
-    /// is silent until the data is read back and cannot be undone, while the remedy is to link a fixed SQLite
-    /// (rusqlite's `bundled` feature, which quicklite turns on, brings one; a program that links the system's
-    /// SQLite instead may get an older one). `true` opens anyway, for a program that cannot change its SQLite
+    /// By default, `false`: opening fails with [`Error::WalResetBug`](crate::Error::WalResetBug) and nothing is opened,
+    /// because the damage is silent until the data is read back and cannot be undone, while the remedy is to link a
+    /// fixed SQLite (rusqlite's `bundled` feature, which quicklite turns on, brings one; a program that links the
+    /// system's SQLite instead may get an older one). `true` opens anyway, for a program that cannot change its SQLite
     /// yet and accepts the risk. For a registry's databases, set it in
     /// [`RegistryBuilder::configure`](crate::RegistryBuilder::configure).
     pub fn allow_wal_reset_bug(mut self, allow: bool) -> Self {
-        self.wal_reset_bug_allowed = allow;
+        self.settings.wal_reset_bug_allowed = allow;
         self
     }
 
     /// Opens a read replica: the database is read from `replica` (the copy Litestream keeps of a primary in object
-    /// storage) instead of a local file, and `path` only names it. Reads are served as usual, each connection
-    /// following the replica as it polls for new transactions; every write fails with
-    /// [`Error::ReadOnlyReplica`] without running. [`Database::replica_status`] tells how far a replica has
-    /// read, and [`Database::read_at_least`] waits for a position the primary reached
-    /// ([`Litestream::sync`](crate::Litestream::sync)). A replica has no migration, no key and no checkpoints (it
-    /// has no WAL); a registry's databases cannot be replicas. By default, a database is its local file.
+    /// storage) instead of a local file, and `path` only names it. Reads are served as usual, each connection following
+    /// the replica as it polls for new transactions; every write fails with
+    /// [`Error::ReadOnlyReplica`](crate::Error::ReadOnlyReplica) without running. [`Database::replica_status`] tells
+    /// how far a replica has read, and [`Database::read_at_least`] waits for a position the primary reached
+    /// ([`Litestream::sync`](crate::litestream::Litestream::sync)). A replica has no migration, no key and no
+    /// checkpoints (it has no WAL); a registry's databases cannot be replicas. By default, a database is its local
+    /// file.
     pub fn replica(mut self, replica: Replica) -> Self {
-        self.replica = Some(replica);
+        self.settings.replica = Some(replica);
         self
     }
 
@@ -474,9 +437,9 @@ impl Builder {
     /// virtual tables or hooks, load extensions, or `ATTACH` other databases: what must hold on every connection.
     /// `f` is told which connection it prepares ([`ConnectionRole`]).
     ///
-    /// It runs after the profile's PRAGMAs and before the handle installs its own authorizer, busy handler and
-    /// tracing hooks, which replace any `f` set. Functions given by several calls run in order. If `f` fails, the
-    /// connection is closed and the error comes back as [`Error::Setup`]: an unusable writer fails the open. By
+    /// It runs after the profile's PRAGMAs and before the handle installs its own authorizer, busy handler and tracing
+    /// hooks, which replace any `f` set. Functions given by several calls run in order. If `f` fails, the connection is
+    /// closed and the error comes back as [`Error::Setup`](crate::Error::Setup): an unusable writer fails the open. By
     /// default, none.
     pub fn on_connection<F, E>(mut self, f: F) -> Self
     where
@@ -486,7 +449,7 @@ impl Builder {
             + 'static,
         E: Into<BoxError>,
     {
-        self.hooks.setup.push(Arc::new(move |conn, role| {
+        self.settings.hooks.setup.push(Arc::new(move |conn, role| {
             f(conn, role).map_err(Into::into)
         }));
         self
@@ -497,27 +460,27 @@ impl Builder {
     /// `f` gets the connection itself (`&mut`), in autocommit mode, and may manage transactions; run a migration in
     /// one (`conn.transaction()`, as `rusqlite_migration` does) so that a failure leaves nothing applied. If `f`
     /// fails, or returns with a transaction open (rolled back), the database is not opened and the error comes
-    /// back as [`Error::Setup`]. By default, none.
+    /// back as [`Error::Setup`](crate::Error::Setup). By default, none.
     pub fn migrate<F, E>(mut self, f: F) -> Self
     where
         F: Fn(&mut Connection) -> std::result::Result<(), E> + Send + Sync + 'static,
         E: Into<BoxError>,
     {
-        self.hooks.migration = Some(Arc::new(move |conn| f(conn).map_err(Into::into)));
+        self.settings.hooks.migration = Some(Arc::new(move |conn| f(conn).map_err(Into::into)));
         self
     }
 
     /// Opens the database: runs the process set-up, opens the writer and the readers, and applies the PRAGMAs.
     pub async fn open(mut self) -> Result<Database> {
-        let temporary = if self.temporary {
+        let temporary = if self.settings.temporary {
             let dir = tempfile::Builder::new().prefix("quicklite-").tempdir()?;
-            self.path = dir.path().join("temporary.db");
+            self.settings.path = dir.path().join("temporary.db");
             Some(dir)
         } else {
             None
         };
-        let path = self.path.clone();
-        let config = self.into_config()?;
+        let path = self.settings.path.clone();
+        let config = Config::from_settings(self.settings)?;
         Database::start(path, config, temporary).await
     }
 
@@ -528,155 +491,13 @@ impl Builder {
     /// could not serve them.)
     pub fn temporary() -> Builder {
         let mut builder = Builder::new(Path::new(""));
-        builder.temporary = true;
+        builder.settings.temporary = true;
         builder
     }
 
-    /// The validated settings, for the SQLite linked into this process.
-    pub(crate) fn into_config(self) -> Result<Config> {
-        self.into_config_for(rusqlite::version_number())
-    }
-
-    /// The validated settings, for a SQLite whose `sqlite3_libversion_number()` is `sqlite_version`: the linked
-    /// one, or in tests any other.
-    fn into_config_for(self, sqlite_version: i32) -> Result<Config> {
-        if has_wal_reset_bug(sqlite_version) && !self.wal_reset_bug_allowed {
-            return Err(Error::WalResetBug {
-                version: version_text(sqlite_version),
-            });
-        }
-        let path = self.path.to_string_lossy();
-        if path.is_empty() || path == ":memory:" || path.contains("mode=memory") {
-            return Err(Error::InvalidConfig(format!(
-                "{path:?}: an in-memory database is private to one connection, so the readers would not see the \
-                 writer's data; use a file (`Database::temporary` for tests)"
-            )));
-        }
-        let positive = [
-            ("readers", self.readers.unwrap_or(1)),
-            ("write_queue_capacity", self.write_queue_capacity),
-            ("read_queue_capacity", self.read_queue_capacity),
-            ("write_batch_max", self.write_batch_max),
-            ("read_batch_max", self.read_batch_max),
-            ("statement_cache_capacity", self.statement_cache_capacity),
-        ];
-        for (name, value) in positive {
-            if value == 0 {
-                return Err(Error::InvalidConfig(format!("{name} must be at least 1")));
-            }
-        }
-        if self.replica.is_some() {
-            let refused = [
-                (
-                    self.hooks.migration.is_some(),
-                    "a migration (its schema is the primary's)",
-                ),
-                (self.key.is_some(), "a key"),
-                (self.temporary, "a temporary directory"),
-                (
-                    self.checkpointing.is_some(),
-                    "a checkpointing policy (it has no WAL)",
-                ),
-            ];
-            if let Some((_, what)) = refused.iter().find(|(set, _)| *set) {
-                return Err(Error::InvalidConfig(format!(
-                    "a read replica takes no {what}"
-                )));
-            }
-        }
-        if self.external_commits == Some(Duration::ZERO) {
-            return Err(Error::InvalidConfig(
-                "notice_external_commits needs an interval longer than zero".into(),
-            ));
-        }
-        let mutexes = OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_FULL_MUTEX;
-        if self.open_flags.contains(mutexes) {
-            return Err(Error::InvalidConfig(
-                "open flags ask for both NO_MUTEX and FULL_MUTEX".into(),
-            ));
-        }
-        let mut pragmas: Vec<(String, String)> = self
-            .profile
-            .pragmas()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let mut overrides = self.overrides;
-        if let Some(t) = self.busy_timeout {
-            overrides.push(("busy_timeout".into(), t.as_millis().to_string()));
-        }
-        for (name, value) in overrides {
-            validate_pragma(&name, &value)?;
-            let name = name.to_ascii_lowercase();
-            match pragmas.iter_mut().find(|(n, _)| *n == name) {
-                Some(pragma) => pragma.1 = value,
-                None => pragmas.push((name, value)),
-            }
-        }
-        let busy_timeout = pragmas
-            .iter()
-            .find(|(n, _)| n == "busy_timeout")
-            .map(|(_, v)| {
-                v.parse::<u64>().map_err(|_| {
-                    Error::InvalidConfig(format!(
-                        "busy_timeout {v:?} is not a number of milliseconds"
-                    ))
-                })
-            })
-            .transpose()?
-            // rusqlite's default for connections it opens, which `SqliteDefault` keeps.
-            .map_or(Duration::from_secs(5), Duration::from_millis);
-        // A replica has no WAL: SQLite's own policy does nothing there.
-        let checkpointing = self.checkpointing.unwrap_or(match self.profile {
-            _ if self.replica.is_some() => Checkpointing::Sqlite,
-            Profile::SqliteDefault => Checkpointing::Sqlite,
-            Profile::Server | Profile::Durable => Checkpointing::managed(),
-        });
-        checkpointing.validate()?;
-        let readers = self.readers.unwrap_or_else(crate::util::cpus);
-        Ok(Config {
-            profile: self.profile,
-            readers,
-            read_thread_nice: self.read_thread_nice,
-            pragmas,
-            open_flags: self.open_flags,
-            write_queue_capacity: self.write_queue_capacity,
-            read_queue_capacity: self.read_queue_capacity,
-            on_full: self.on_full,
-            write_batch_max: self.write_batch_max,
-            write_linger: self.write_linger,
-            read_batch_max: self.read_batch_max,
-            read_snapshot_max_age: self.read_snapshot_max_age,
-            inline_reads: self.inline_reads && self.inline_connections != Some(0),
-            inline_read_closures: self.inline_read_closures,
-            inline_read_max: self.inline_read_max,
-            subscription_capacity: self.subscription_capacity,
-            change_rowids: self.change_rowids,
-            // A replica's writer has nothing else to do: it follows the replica at its poll interval.
-            external_commits: self.external_commits.or_else(|| {
-                self.replica
-                    .as_ref()
-                    .map(|replica| replica.poll_interval_or(crate::replica::VFS_POLL_INTERVAL))
-            }),
-            inline_connections: self.inline_connections.unwrap_or_else(crate::util::cpus),
-            statement_cache_capacity: self.statement_cache_capacity,
-            checkpointing,
-            slow_statement: self.slow_statement,
-            log_statement_parameters: self.log_statement_parameters,
-            busy_timeout,
-            write_lock_wait: self
-                .write_lock_wait
-                .unwrap_or(busy_timeout.max(DEFAULT_WRITE_LOCK_WAIT)),
-            stable_query_plans: self
-                .stable_query_plans
-                .unwrap_or(self.profile != Profile::SqliteDefault),
-            hooks: self.hooks,
-            key: self.key,
-            read_timeout: self.read_timeout,
-            write_timeout: self.write_timeout,
-            wal_size_warning: self.wal_size_warning,
-            replica: self.replica,
-        })
+    /// What the setters were told, for [`Config::from_settings`] to check.
+    pub(crate) fn into_settings(self) -> Settings {
+        self.settings
     }
 }
 
@@ -685,28 +506,7 @@ mod tests {
     use super::*;
 
     fn config(b: Builder) -> Result<Config> {
-        b.into_config()
-    }
-
-    #[test]
-    fn overrides_replace_profile_values_in_place() {
-        let c = config(
-            Builder::new(Path::new("x.db"))
-                .pragma("SYNCHRONOUS", "FULL")
-                .pragma("user_version", "7")
-                .busy_timeout(Duration::from_millis(250)),
-        )
-        .unwrap();
-        let get = |n: &str| {
-            c.pragmas
-                .iter()
-                .find(|(k, _)| k == n)
-                .map(|(_, v)| v.as_str())
-        };
-        assert_eq!(get("synchronous"), Some("FULL"));
-        assert_eq!(get("busy_timeout"), Some("250"));
-        assert_eq!(get("user_version"), Some("7"));
-        assert_eq!(c.pragmas[0].0, "journal_mode");
+        Config::from_settings(b.into_settings())
     }
 
     #[test]
@@ -714,17 +514,17 @@ mod tests {
         // The setters' docs give these defaults in words ("By default, …"); some come from constants used
         // elsewhere too, which a change must not make the docs contradict.
         let b = Builder::new(Path::new("x.db"));
-        assert_eq!(b.write_queue_capacity, 1024);
-        assert_eq!(b.read_queue_capacity, 4096);
-        assert_eq!(b.write_batch_max, 256);
-        assert_eq!(b.read_batch_max, 256);
-        assert_eq!(b.read_snapshot_max_age, Duration::from_millis(20));
-        assert_eq!(b.inline_read_max, Duration::from_micros(50));
-        assert_eq!(b.subscription_capacity, 1024);
-        assert_eq!(b.change_rowids, 100);
-        assert_eq!(b.statement_cache_capacity, 128);
-        assert_eq!(b.wal_size_warning, Some(1 << 30));
-        assert!(!b.wal_reset_bug_allowed);
+        assert_eq!(b.settings.write_queue_capacity, 1024);
+        assert_eq!(b.settings.read_queue_capacity, 4096);
+        assert_eq!(b.settings.write_batch_max, 256);
+        assert_eq!(b.settings.read_batch_max, 256);
+        assert_eq!(b.settings.read_snapshot_max_age, Duration::from_millis(20));
+        assert_eq!(b.settings.inline_read_max, Duration::from_micros(50));
+        assert_eq!(b.settings.subscription_capacity, 1024);
+        assert_eq!(b.settings.change_rowids, 100);
+        assert_eq!(b.settings.statement_cache_capacity, 128);
+        assert_eq!(b.settings.wal_size_warning, Some(1 << 30));
+        assert!(!b.settings.wal_reset_bug_allowed);
         let lock_wait = |b: Builder| config(b).unwrap().write_lock_wait;
         assert_eq!(lock_wait(b), Duration::from_secs(30));
         let longer = Duration::from_secs(60);
@@ -735,63 +535,5 @@ mod tests {
             lock_wait(b.busy_timeout(longer).write_lock_wait(shorter)),
             shorter
         );
-    }
-
-    #[test]
-    fn a_sqlite_with_the_wal_reset_bug_is_refused_unless_allowed() {
-        let affected = 3_049_002;
-        let refused = Builder::new(Path::new("x.db")).into_config_for(affected);
-        match refused {
-            Err(Error::WalResetBug { version }) => assert_eq!(version, "3.49.2"),
-            other => panic!("expected WalResetBug, got {other:?}"),
-        }
-        let allowed = Builder::new(Path::new("x.db"))
-            .allow_wal_reset_bug(true)
-            .into_config_for(affected);
-        assert!(allowed.is_ok());
-        for fixed in [3_044_006, 3_050_007, 3_051_003, 3_054_001] {
-            assert!(
-                Builder::new(Path::new("x.db"))
-                    .into_config_for(fixed)
-                    .is_ok(),
-                "{fixed}"
-            );
-        }
-    }
-
-    #[test]
-    fn the_refusal_says_which_sqlite_why_and_what_to_do() {
-        let message = Error::WalResetBug {
-            version: "3.49.2".into(),
-        }
-        .to_string();
-        for words in [
-            "SQLite 3.49.2 has the WAL-reset bug",
-            "corrupt",
-            "https://sqlite.org/wal.html#walresetbug",
-            "3.51.3",
-            "3.50.7",
-            "3.44.6",
-            "allow_wal_reset_bug(true)",
-        ] {
-            assert!(message.contains(words), "{words:?} in {message:?}");
-        }
-    }
-
-    #[test]
-    fn rejects_bad_settings() {
-        let bad = [
-            Builder::new(Path::new(":memory:")),
-            Builder::new(Path::new("")),
-            Builder::new(Path::new("x.db")).readers(0),
-            Builder::new(Path::new("x.db")).write_batch_max(0),
-            Builder::new(Path::new("x.db")).pragma("a;b", "1"),
-            Builder::new(Path::new("x.db")).notice_external_commits(Duration::ZERO),
-            Builder::new(Path::new("x.db"))
-                .open_flags(OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_FULL_MUTEX),
-        ];
-        for b in bad {
-            assert!(matches!(config(b), Err(Error::InvalidConfig(_))));
-        }
     }
 }

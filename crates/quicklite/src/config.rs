@@ -1,13 +1,21 @@
 //! The validated settings of one database, and the public choices they are made of ([`QueueFull`],
-//! [`Checkpointing`]). A leaf: [`Builder`](crate::Builder) fills a [`Config`]; every other layer reads it.
+//! [`Checkpointing`]). A leaf: a [`Builder`](crate::Builder) gathers [`Settings`], [`Config::from_settings`] checks
+//! them into a [`Config`]; every other layer reads it.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
 use crate::replica::Replica;
+use crate::wal_reset_bug::{has_wal_reset_bug, version_text};
 use crate::{Error, Profile, Result};
+
+/// The default of [`Builder::write_lock_wait`](crate::Builder::write_lock_wait) (unless the busy timeout is
+/// longer): well past the longest the write lock was seen held by Litestream (3–5 s, 3,000 databases on two busy
+/// cores), short enough that a writer stuck behind a program that never lets go tells its callers.
+const DEFAULT_WRITE_LOCK_WAIT: Duration = Duration::from_secs(30);
 
 /// An error returned by an application's function: a set-up function, a migration.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -185,6 +193,206 @@ pub(crate) struct Config {
     pub(crate) replica: Option<Replica>,
 }
 
+/// A database's settings as a [`Builder`](crate::Builder) was told them: unchecked, with what depends on other
+/// settings (the busy timeout, the checkpointing policy, …) left for [`Config::from_settings`] to fill in.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) path: PathBuf,
+    pub(crate) profile: Profile,
+    pub(crate) readers: Option<usize>,
+    pub(crate) read_thread_nice: u8,
+    pub(crate) overrides: Vec<(String, String)>,
+    pub(crate) busy_timeout: Option<Duration>,
+    pub(crate) write_lock_wait: Option<Duration>,
+    pub(crate) open_flags: OpenFlags,
+    pub(crate) write_queue_capacity: usize,
+    pub(crate) read_queue_capacity: usize,
+    pub(crate) on_full: QueueFull,
+    pub(crate) write_batch_max: usize,
+    pub(crate) write_linger: Duration,
+    pub(crate) read_batch_max: usize,
+    pub(crate) read_snapshot_max_age: Duration,
+    pub(crate) inline_reads: bool,
+    pub(crate) inline_read_closures: bool,
+    pub(crate) inline_read_max: Duration,
+    pub(crate) subscription_capacity: usize,
+    pub(crate) change_rowids: usize,
+    pub(crate) external_commits: Option<Duration>,
+    pub(crate) inline_connections: Option<usize>,
+    pub(crate) statement_cache_capacity: usize,
+    pub(crate) checkpointing: Option<Checkpointing>,
+    pub(crate) slow_statement: Option<Duration>,
+    pub(crate) log_statement_parameters: bool,
+    pub(crate) stable_query_plans: Option<bool>,
+    pub(crate) hooks: AppHooks,
+    /// Whether the database lives in a temporary directory of its own
+    /// ([`Builder::temporary`](crate::Builder::temporary)).
+    pub(crate) temporary: bool,
+    pub(crate) key: Option<Key>,
+    pub(crate) read_timeout: Option<Duration>,
+    pub(crate) write_timeout: Option<Duration>,
+    pub(crate) wal_size_warning: Option<u64>,
+    pub(crate) replica: Option<Replica>,
+    /// Whether to open on a SQLite that has the WAL-reset bug
+    /// ([`Builder::allow_wal_reset_bug`](crate::Builder::allow_wal_reset_bug)).
+    pub(crate) wal_reset_bug_allowed: bool,
+}
+
+impl Config {
+    /// The validated settings, for the SQLite linked into this process.
+    pub(crate) fn from_settings(settings: Settings) -> Result<Config> {
+        Config::for_sqlite(settings, rusqlite::version_number())
+    }
+
+    /// The validated settings, for a SQLite whose `sqlite3_libversion_number()` is `sqlite_version`: the linked
+    /// one, or in tests any other.
+    fn for_sqlite(settings: Settings, sqlite_version: i32) -> Result<Config> {
+        if has_wal_reset_bug(sqlite_version) && !settings.wal_reset_bug_allowed {
+            return Err(Error::WalResetBug {
+                version: version_text(sqlite_version),
+            });
+        }
+        let path = settings.path.to_string_lossy();
+        if path.is_empty() || path == ":memory:" || path.contains("mode=memory") {
+            return Err(Error::InvalidConfig(format!(
+                "{path:?}: an in-memory database is private to one connection, so the readers would not see the \
+                 writer's data; use a file (`Database::temporary` for tests)"
+            )));
+        }
+        let positive = [
+            ("readers", settings.readers.unwrap_or(1)),
+            ("write_queue_capacity", settings.write_queue_capacity),
+            ("read_queue_capacity", settings.read_queue_capacity),
+            ("write_batch_max", settings.write_batch_max),
+            ("read_batch_max", settings.read_batch_max),
+            (
+                "statement_cache_capacity",
+                settings.statement_cache_capacity,
+            ),
+        ];
+        for (name, value) in positive {
+            if value == 0 {
+                return Err(Error::InvalidConfig(format!("{name} must be at least 1")));
+            }
+        }
+        if settings.replica.is_some() {
+            let refused = [
+                (
+                    settings.hooks.migration.is_some(),
+                    "a migration (its schema is the primary's)",
+                ),
+                (settings.key.is_some(), "a key"),
+                (settings.temporary, "a temporary directory"),
+                (
+                    settings.checkpointing.is_some(),
+                    "a checkpointing policy (it has no WAL)",
+                ),
+            ];
+            if let Some((_, what)) = refused.iter().find(|(set, _)| *set) {
+                return Err(Error::InvalidConfig(format!(
+                    "a read replica takes no {what}"
+                )));
+            }
+        }
+        if settings.external_commits == Some(Duration::ZERO) {
+            return Err(Error::InvalidConfig(
+                "notice_external_commits needs an interval longer than zero".into(),
+            ));
+        }
+        let mutexes = OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_FULL_MUTEX;
+        if settings.open_flags.contains(mutexes) {
+            return Err(Error::InvalidConfig(
+                "open flags ask for both NO_MUTEX and FULL_MUTEX".into(),
+            ));
+        }
+        let mut pragmas: Vec<(String, String)> = settings
+            .profile
+            .pragmas()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let mut overrides = settings.overrides;
+        if let Some(t) = settings.busy_timeout {
+            overrides.push(("busy_timeout".into(), t.as_millis().to_string()));
+        }
+        for (name, value) in overrides {
+            validate_pragma(&name, &value)?;
+            let name = name.to_ascii_lowercase();
+            match pragmas.iter_mut().find(|(n, _)| *n == name) {
+                Some(pragma) => pragma.1 = value,
+                None => pragmas.push((name, value)),
+            }
+        }
+        let busy_timeout = pragmas
+            .iter()
+            .find(|(n, _)| n == "busy_timeout")
+            .map(|(_, v)| {
+                v.parse::<u64>().map_err(|_| {
+                    Error::InvalidConfig(format!(
+                        "busy_timeout {v:?} is not a number of milliseconds"
+                    ))
+                })
+            })
+            .transpose()?
+            // rusqlite's default for connections it opens, which `SqliteDefault` keeps.
+            .map_or(Duration::from_secs(5), Duration::from_millis);
+        // A replica has no WAL: SQLite's own policy does nothing there.
+        let checkpointing = settings.checkpointing.unwrap_or(match settings.profile {
+            _ if settings.replica.is_some() => Checkpointing::Sqlite,
+            Profile::SqliteDefault => Checkpointing::Sqlite,
+            Profile::Server | Profile::Durable => Checkpointing::managed(),
+        });
+        checkpointing.validate()?;
+        let readers = settings.readers.unwrap_or_else(crate::util::cpus);
+        Ok(Config {
+            profile: settings.profile,
+            readers,
+            read_thread_nice: settings.read_thread_nice,
+            pragmas,
+            open_flags: settings.open_flags,
+            write_queue_capacity: settings.write_queue_capacity,
+            read_queue_capacity: settings.read_queue_capacity,
+            on_full: settings.on_full,
+            write_batch_max: settings.write_batch_max,
+            write_linger: settings.write_linger,
+            read_batch_max: settings.read_batch_max,
+            read_snapshot_max_age: settings.read_snapshot_max_age,
+            inline_reads: settings.inline_reads && settings.inline_connections != Some(0),
+            inline_read_closures: settings.inline_read_closures,
+            inline_read_max: settings.inline_read_max,
+            subscription_capacity: settings.subscription_capacity,
+            change_rowids: settings.change_rowids,
+            // A replica's writer has nothing else to do: it follows the replica at its poll interval.
+            external_commits: settings.external_commits.or_else(|| {
+                settings
+                    .replica
+                    .as_ref()
+                    .map(|replica| replica.poll_interval_or(crate::replica::VFS_POLL_INTERVAL))
+            }),
+            inline_connections: settings
+                .inline_connections
+                .unwrap_or_else(crate::util::cpus),
+            statement_cache_capacity: settings.statement_cache_capacity,
+            checkpointing,
+            slow_statement: settings.slow_statement,
+            log_statement_parameters: settings.log_statement_parameters,
+            busy_timeout,
+            write_lock_wait: settings
+                .write_lock_wait
+                .unwrap_or(busy_timeout.max(DEFAULT_WRITE_LOCK_WAIT)),
+            stable_query_plans: settings
+                .stable_query_plans
+                .unwrap_or(settings.profile != Profile::SqliteDefault),
+            hooks: settings.hooks,
+            key: settings.key,
+            read_timeout: settings.read_timeout,
+            write_timeout: settings.write_timeout,
+            wal_size_warning: settings.wal_size_warning,
+            replica: settings.replica,
+        })
+    }
+}
+
 /// Who checkpoints the WAL. Set with [`Builder::checkpointing`](crate::Builder::checkpointing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Checkpointing {
@@ -285,7 +493,18 @@ pub(crate) fn validate_pragma(name: &str, value: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
+    use crate::Builder;
+
+    fn config(b: Builder) -> Result<Config> {
+        Config::from_settings(b.into_settings())
+    }
+
+    fn config_for(b: Builder, sqlite_version: i32) -> Result<Config> {
+        Config::for_sqlite(b.into_settings(), sqlite_version)
+    }
 
     #[test]
     fn pragma_validation_rejects_injection() {
@@ -309,5 +528,83 @@ mod tests {
         assert!(matches!(bad.validate(), Err(Error::InvalidConfig(_))));
         assert!(Checkpointing::managed().validate().is_ok());
         assert!(Checkpointing::External.validate().is_ok());
+    }
+
+    #[test]
+    fn overrides_replace_profile_values_in_place() {
+        let c = config(
+            Builder::new(Path::new("x.db"))
+                .pragma("SYNCHRONOUS", "FULL")
+                .pragma("user_version", "7")
+                .busy_timeout(Duration::from_millis(250)),
+        )
+        .unwrap();
+        let get = |n: &str| {
+            c.pragmas
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("synchronous"), Some("FULL"));
+        assert_eq!(get("busy_timeout"), Some("250"));
+        assert_eq!(get("user_version"), Some("7"));
+        assert_eq!(c.pragmas[0].0, "journal_mode");
+    }
+
+    #[test]
+    fn a_sqlite_with_the_wal_reset_bug_is_refused_unless_allowed() {
+        let affected = 3_049_002;
+        let refused = config_for(Builder::new(Path::new("x.db")), affected);
+        match refused {
+            Err(Error::WalResetBug { version }) => assert_eq!(version, "3.49.2"),
+            other => panic!("expected WalResetBug, got {other:?}"),
+        }
+        let allowed = config_for(
+            Builder::new(Path::new("x.db")).allow_wal_reset_bug(true),
+            affected,
+        );
+        assert!(allowed.is_ok());
+        for fixed in [3_044_006, 3_050_007, 3_051_003, 3_054_001] {
+            assert!(
+                config_for(Builder::new(Path::new("x.db")), fixed).is_ok(),
+                "{fixed}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_refusal_says_which_sqlite_why_and_what_to_do() {
+        let message = Error::WalResetBug {
+            version: "3.49.2".into(),
+        }
+        .to_string();
+        for words in [
+            "SQLite 3.49.2 has the WAL-reset bug",
+            "corrupt",
+            "https://sqlite.org/wal.html#walresetbug",
+            "3.51.3",
+            "3.50.7",
+            "3.44.6",
+            "allow_wal_reset_bug(true)",
+        ] {
+            assert!(message.contains(words), "{words:?} in {message:?}");
+        }
+    }
+
+    #[test]
+    fn rejects_bad_settings() {
+        let bad = [
+            Builder::new(Path::new(":memory:")),
+            Builder::new(Path::new("")),
+            Builder::new(Path::new("x.db")).readers(0),
+            Builder::new(Path::new("x.db")).write_batch_max(0),
+            Builder::new(Path::new("x.db")).pragma("a;b", "1"),
+            Builder::new(Path::new("x.db")).notice_external_commits(Duration::ZERO),
+            Builder::new(Path::new("x.db"))
+                .open_flags(OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_FULL_MUTEX),
+        ];
+        for b in bad {
+            assert!(matches!(config(b), Err(Error::InvalidConfig(_))));
+        }
     }
 }

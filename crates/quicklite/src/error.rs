@@ -115,10 +115,10 @@ pub enum Error {
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
 
-    /// The SQLite linked into the program has the WAL-reset bug ([`has_wal_reset_bug`](crate::has_wal_reset_bug)),
-    /// a data race that can corrupt a database written and checkpointed by several connections in WAL mode — as
-    /// every quicklite database is. Nothing was opened. Link a SQLite that fixes it (3.51.3 or later; 3.50.7 or
-    /// 3.44.6 and later in those release lines), or open anyway with
+    /// The SQLite linked into the program has the WAL-reset bug
+    /// ([`has_wal_reset_bug`](crate::setup::has_wal_reset_bug)), a data race that can corrupt a database written and
+    /// checkpointed by several connections in WAL mode — as every quicklite database is. Nothing was opened. Link a
+    /// SQLite that fixes it (3.51.3 or later; 3.50.7 or 3.44.6 and later in those release lines), or open anyway with
     /// [`Builder::allow_wal_reset_bug`](crate::Builder::allow_wal_reset_bug).
     #[error(
         "SQLite {version} has the WAL-reset bug, which can corrupt a database that several connections write and \
@@ -180,9 +180,9 @@ pub enum Error {
     #[error("the replica had not reached transaction {wanted} after {waited:?} (it had {reached})")]
     ReplicaBehind {
         /// The position asked for.
-        wanted: crate::Position,
+        wanted: crate::replica::Position,
         /// The position the replica's connection had at its last look.
-        reached: crate::Position,
+        reached: crate::replica::Position,
         /// How long the read waited.
         waited: std::time::Duration,
     },
@@ -201,17 +201,18 @@ pub enum Error {
         /// The tenant.
         name: String,
         /// The last transaction Litestream recorded on this machine.
-        local: crate::Position,
+        local: crate::replica::Position,
         /// The last transaction its replica holds.
-        replica: crate::Position,
+        replica: crate::replica::Position,
     },
 
     /// A registry that restores missing tenants
-    /// ([`RegistryBuilder::restore_missing`](crate::RegistryBuilder::restore_missing)) waited for Litestream before
-    /// the tenant's open — its restore, or the look at the replica of the copy here — for as long as
-    /// [`Restore::timeout`](crate::Restore::timeout) allows, and gave up: the `litestream` under way was killed and
-    /// the files it was writing removed. The tenant was not opened; a later `get` tries again. Object storage that
-    /// stopped answering gives this, and so does a tenant too large to download in time (raise the timeout).
+    /// ([`RegistryBuilder::restore_missing`](crate::RegistryBuilder::restore_missing)) waited for Litestream before the
+    /// tenant's open — its restore, or the look at the replica of the copy here — for as long as
+    /// [`Restore::timeout`](crate::litestream::Restore::timeout) allows, and gave up: the `litestream` under way was
+    /// killed and the files it was writing removed. The tenant was not opened; a later `get` tries again. Object
+    /// storage that stopped answering gives this, and so does a tenant too large to download in time (raise the
+    /// timeout).
     #[error(
         "the restore of tenant {name:?} timed out after {timeout:?} (`litestream {command}` was killed): the tenant \
          was not opened"
@@ -221,13 +222,13 @@ pub enum Error {
         name: String,
         /// The `litestream` command that was running: `restore`, or `ltx` (the replica's last transaction).
         command: String,
-        /// The bound it ran past ([`Restore::timeout`](crate::Restore::timeout)).
+        /// The bound it ran past ([`Restore::timeout`](crate::litestream::Restore::timeout)).
         timeout: std::time::Duration,
     },
 
     /// Litestream's control socket could not be reached, or refused a request
-    /// ([`Litestream`](crate::Litestream)); or a registry's run of the `litestream` program to restore a tenant, or to
-    /// look at its replica, failed (the message names the command and says what Litestream said).
+    /// ([`Litestream`](crate::litestream::Litestream)); or a registry's run of the `litestream` program to restore a
+    /// tenant, or to look at its replica, failed (the message names the command and says what Litestream said).
     #[error("Litestream: {0}")]
     Litestream(String),
 

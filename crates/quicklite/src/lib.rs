@@ -20,7 +20,10 @@
 //!   checkpoints the WAL; slow statements are logged through `tracing`
 //!   ([`Builder::slow_statement_threshold`]);
 //! - [`Registry`] serves many databases (one file per tenant) on a bounded thread pool, each through the same
-//!   [`Database`] type.
+//!   [`Database`] type;
+//! - [`litestream`] reaches beyond one machine: read replicas of what Litestream keeps in object storage
+//!   ([`litestream::Replica`]), positions to wait for, a registry's tenants restored from their replicas;
+//!   [`setup`] holds the process-wide SQLite set-up and what the linked SQLite is.
 //!
 //! Closures take a [`&rusqlite::Connection`](rusqlite::Connection) and return `rusqlite::Result<T>`; the crate
 //! re-exports [`rusqlite`] so the versions always match. Errors come back as [`Error`]: SQLite's with their extended
@@ -39,11 +42,11 @@
 //! should it turn long, it hands the runtime's worker to another thread ([`Builder::inline_reads`]). The writer's
 //! commit hook witnesses every commit: it alone publishes one, and it vetoes any the writer did not ask for.
 //!
-//! Before the first connection, the process set-up ([`sqlite_setup`]) turns off SQLite's memory statistics,
+//! Before the first connection, the process set-up ([`setup::sqlite_setup`]) turns off SQLite's memory statistics,
 //! whose global mutex every allocation would otherwise take; connections open `SQLITE_OPEN_NOMUTEX` because each
-//! belongs to exactly one thread. A database does not open on a SQLite that has the WAL-reset bug, which can
-//! corrupt a database used as quicklite uses every one ([`has_wal_reset_bug`], [`Builder::allow_wal_reset_bug`]).
-//! Queues are bounded: a full queue makes callers wait, or fail fast with [`Error::Overloaded`] ([`QueueFull`]).
+//! belongs to exactly one thread. A database does not open on a SQLite that has the WAL-reset bug, which can corrupt a
+//! database used as quicklite uses every one ([`setup::has_wal_reset_bug`], [`Builder::allow_wal_reset_bug`]). Queues
+//! are bounded: a full queue makes callers wait, or fail fast with [`Error::Overloaded`] ([`QueueFull`]).
 //!
 //! # Example
 //!
@@ -88,7 +91,7 @@ mod metrics;
 mod permits;
 mod profile;
 mod replica;
-mod setup;
+pub mod setup;
 mod sync;
 mod util;
 mod wal_reset_bug;
@@ -105,7 +108,7 @@ mod sched;
 mod backup;
 mod builder;
 mod database;
-mod litestream;
+pub mod litestream;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 mod registry;
@@ -118,15 +121,10 @@ pub use database::Database;
 pub use database::stream::{Keyset, RowStream};
 pub use database::subscribe::Subscription;
 pub use error::{Error, RequestKind, Result};
-pub use litestream::Litestream;
 pub use metrics::{Distribution, MetricsSnapshot};
 pub use profile::Profile;
 pub use registry::builder::RegistryBuilder;
-pub use registry::names::MAX_NAME_LEN;
 pub use registry::{Registry, RegistryMetrics};
-pub use replica::{Position, Replica, ReplicaStatus, Restore};
-pub use setup::{Setup, SetupReport, SqliteInfo, configure, sqlite_info, sqlite_setup};
-pub use wal_reset_bug::has_wal_reset_bug;
 
 /// The rusqlite crate quicklite is built on, re-exported so closures use the same version.
 pub use rusqlite;

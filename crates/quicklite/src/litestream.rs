@@ -1,13 +1,20 @@
-//! Litestream's control socket, on the primary: the position a write reached object storage as, which a replica's
-//! reads can wait for ([`Database::read_at_least`](crate::Database::read_at_least)).
+//! Beyond one machine, on what [Litestream](https://litestream.io) keeps in object storage.
+//!
+//! - [`Replica`]: a read replica, a [`Database`](crate::Database) that reads a replica through Litestream's VFS
+//!   ([`Builder::replica`](crate::Builder::replica)), and where it stands ([`ReplicaStatus`]);
+//! - [`Litestream`]: Litestream's control socket on the primary, and the [`Position`] a write reached object
+//!   storage as, which a replica's reads can wait for ([`Database::read_at_least`](crate::Database::read_at_least));
+//! - [`Restore`]: a registry's tenants restored from their replicas with the `litestream` program
+//!   ([`RegistryBuilder::restore_missing`](crate::RegistryBuilder::restore_missing)).
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::replica::Position;
 use crate::{Error, Result};
+
+pub use crate::replica::{Position, Replica, ReplicaStatus, Restore};
 
 /// The `litestream replicate` process of a primary, reached through its control socket (`socket: {enabled: true,
 /// path: …}` in its configuration).
@@ -15,7 +22,7 @@ use crate::{Error, Result};
 /// ```no_run
 /// # async fn f(db: quicklite::Database) -> quicklite::Result<()> {
 /// use std::time::Duration;
-/// let litestream = quicklite::Litestream::socket("/var/run/litestream.sock");
+/// let litestream = quicklite::litestream::Litestream::socket("/var/run/litestream.sock");
 /// db.execute("INSERT INTO t(v) VALUES (1)", []).await?;
 /// // Object storage has the insert: a replica reading at least this position sees it.
 /// let position = litestream.sync(db.file(), Duration::from_secs(10)).await?;

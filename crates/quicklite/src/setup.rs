@@ -1,4 +1,5 @@
-//! Process-wide SQLite set-up, done once before the first connection.
+//! Process-wide SQLite set-up, done once before the first connection ([`sqlite_setup`], [`configure`]), and what the
+//! linked SQLite is ([`sqlite_info`], [`has_wal_reset_bug`]).
 //!
 //! SQLite keeps memory statistics by default (`SQLITE_DEFAULT_MEMSTATUS=1`). Every `malloc` and `free` inside
 //! SQLite then takes one process-wide mutex to update the counters, which caps multi-core throughput no matter how
@@ -11,6 +12,8 @@ use std::ffi::c_int;
 use std::sync::OnceLock;
 
 use rusqlite::ffi;
+
+pub use crate::wal_reset_bug::has_wal_reset_bug;
 
 /// What to configure process-wide before SQLite initializes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -75,7 +78,7 @@ fn apply(setup: Setup) -> SetupReport {
         (false, false) => format!(
             "SQLite was already initialized in this process before quicklite's set-up (sqlite3_config returned \
              {rc}): memory statistics stay on and every allocation takes SQLite's global mutex; call \
-             quicklite::sqlite_setup() before anything else opens a connection, or build SQLite with \
+             quicklite::setup::sqlite_setup() before anything else opens a connection, or build SQLite with \
              SQLITE_DEFAULT_MEMSTATUS=0"
         ),
     };
@@ -107,7 +110,7 @@ fn memory_statistics_off() -> bool {
 pub struct SqliteInfo {
     /// `sqlite_version()`, e.g. `3.50.4`.
     pub version: String,
-    /// `sqlite3_libversion_number()`, e.g. `3050004`: the number [`has_wal_reset_bug`](crate::has_wal_reset_bug)
+    /// `sqlite3_libversion_number()`, e.g. `3050004`: the number [`has_wal_reset_bug`]
     /// takes.
     pub version_number: i32,
     /// `sqlite_source_id()`: the exact check-in.

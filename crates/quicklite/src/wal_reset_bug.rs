@@ -29,9 +29,9 @@ const BACKPORTS: [(i32, i32); 2] = [(3_044_000, 3_044_006), (3_050_000, 3_050_00
 /// 3.50, to which the fix was backported. SQLite before 3.7.0 has no WAL mode, hence not the bug.
 ///
 /// ```
-/// assert!(quicklite::has_wal_reset_bug(3_049_002)); // 3.49.2
-/// assert!(!quicklite::has_wal_reset_bug(3_050_007)); // 3.50.7, a backport of the fix
-/// assert!(!quicklite::has_wal_reset_bug(quicklite::rusqlite::version_number())); // the bundled SQLite
+/// assert!(quicklite::setup::has_wal_reset_bug(3_049_002)); // 3.49.2
+/// assert!(!quicklite::setup::has_wal_reset_bug(3_050_007)); // 3.50.7, a backport of the fix
+/// assert!(!quicklite::setup::has_wal_reset_bug(quicklite::rusqlite::version_number())); // the bundled SQLite
 /// ```
 pub fn has_wal_reset_bug(version_number: i32) -> bool {
     let backported = BACKPORTS.iter().any(|&(line, fixed)| {

@@ -197,10 +197,10 @@ both_backends! {
             .await
             .unwrap();
         assert!(reader_mutex_is_null && writer_mutex_is_null);
-        let report = quicklite::sqlite_setup();
+        let report = quicklite::setup::sqlite_setup();
         assert!(report.memory_statistics_off, "{}", report.detail);
         assert!(report.applied, "{}", report.detail);
-        let info = quicklite::sqlite_info().unwrap();
+        let info = quicklite::setup::sqlite_info().unwrap();
         assert!(info.version.starts_with('3'));
         assert!(
             info.compile_options

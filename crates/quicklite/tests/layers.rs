@@ -48,7 +48,7 @@ const LAYERS: &[(&str, u8, &str)] = &[
     (
         "litestream",
         4,
-        "API: Litestream's control socket on a primary",
+        "API: Litestream's types: its control socket, replicas, restores",
     ),
     ("prometheus", 4, "API: metrics for Prometheus"),
     ("registry", 4, "API: many databases on one pool"),

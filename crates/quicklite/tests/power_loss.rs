@@ -381,7 +381,7 @@ both_backends! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn power_cuts_lose_nothing_durable_and_only_unsynced_commits_otherwise(backend) {
     let _turn = ONE_AT_A_TIME.lock().await;
-    quicklite::sqlite_setup();
+    quicklite::setup::sqlite_setup();
     vfs::register();
     let mut x: u64 = 0x2545_f491_4f6c_dd1d;
     for (profile, rounds) in [(Profile::Durable, 8), (Profile::Server, 8)] {
@@ -433,7 +433,7 @@ both_backends! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn injected_io_errors_fail_writes_clearly_and_the_handle_recovers(backend) {
     let _turn = ONE_AT_A_TIME.lock().await;
-    quicklite::sqlite_setup();
+    quicklite::setup::sqlite_setup();
     vfs::register();
     let dir = tempfile::tempdir().unwrap();
     for profile in [Profile::Server, Profile::Durable] {

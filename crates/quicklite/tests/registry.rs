@@ -29,7 +29,7 @@ async fn names_that_would_escape_the_directory_are_refused_and_nothing_is_create
     let secret = outer.path().join("secret.db");
     std::fs::write(&secret, b"not yours").unwrap();
 
-    let long = "a".repeat(quicklite::MAX_NAME_LEN + 1);
+    let long = "a".repeat(quicklite::Registry::MAX_NAME_LEN + 1);
     let attempts = [
         "",
         ".",

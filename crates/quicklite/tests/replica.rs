@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use quicklite::{Database, Litestream, Position, Replica};
+use quicklite::Database;
+use quicklite::litestream::{Litestream, Position, Replica};
 
 mod common;
 

@@ -10,7 +10,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use quicklite::{Error, Litestream, Registry, Restore};
+use quicklite::litestream::{Litestream, Restore};
+use quicklite::{Error, Registry};
 
 mod common;
 

@@ -4,7 +4,8 @@
 //!
 //! Each file under tests/ is its own process, so this one's process-wide set-up does not leak into the others.
 
-use quicklite::{Database, Setup, configure};
+use quicklite::Database;
+use quicklite::setup::{Setup, configure};
 
 #[tokio::test]
 async fn memory_statistics_can_be_kept_on_when_asked_first() {
@@ -17,7 +18,7 @@ async fn memory_statistics_can_be_kept_on_when_asked_first() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path().join("m.db")).await.unwrap();
     db.execute_batch("CREATE TABLE t (a)").await.unwrap();
-    assert_eq!(quicklite::sqlite_setup(), report);
+    assert_eq!(quicklite::setup::sqlite_setup(), report);
     // SAFETY: sqlite3_memory_used only reads SQLite's counter.
     assert!(unsafe { quicklite::rusqlite::ffi::sqlite3_memory_used() } > 0);
 }

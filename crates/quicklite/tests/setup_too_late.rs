@@ -5,7 +5,7 @@ fn set_up_after_initialization_reports_that_it_could_not_act() {
     // A plain rusqlite connection initializes SQLite before quicklite had a chance.
     let conn = quicklite::rusqlite::Connection::open_in_memory().unwrap();
     drop(conn);
-    let report = quicklite::sqlite_setup();
+    let report = quicklite::setup::sqlite_setup();
     assert!(!report.applied, "{report:?}");
     assert!(report.detail.contains("already initialized"), "{report:?}");
     // In this workspace's build the compile-time default is off, so statistics are still off, and the report

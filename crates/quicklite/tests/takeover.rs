@@ -17,7 +17,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use quicklite::{Litestream, Position, Registry, Restore};
+use quicklite::Registry;
+use quicklite::litestream::{Litestream, Position, Restore};
 
 mod common;
 

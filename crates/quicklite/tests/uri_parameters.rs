@@ -62,7 +62,7 @@ mod counting {
 
 #[tokio::test]
 async fn every_connection_opens_through_the_vfs_the_uri_names() {
-    quicklite::sqlite_setup();
+    quicklite::setup::sqlite_setup();
     counting::register();
     let dir = tempfile::tempdir().unwrap();
     let uri = format!(

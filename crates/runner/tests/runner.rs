@@ -95,7 +95,10 @@ fn quicklite_with_timeouts_reads_and_writes() {
     let result = run(&tiny_cell("quicklite-timeouts", "point-read", dir.path()));
     assert_measured_with_server_profile(&result);
     let memstatus = result["env"]["memstatus"].as_str().unwrap();
-    assert!(memstatus.contains("quicklite::configure"), "{memstatus}");
+    assert!(
+        memstatus.contains("quicklite::setup::configure"),
+        "{memstatus}"
+    );
     let dir = tempfile::tempdir().unwrap();
     let result = run(&tiny_cell("quicklite-timeouts", "insert", dir.path()));
     assert_eq!(

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use quicklite::SqliteInfo;
 use quicklite::rusqlite::{self, Connection, ErrorCode, types::FromSql};
+use quicklite::setup::SqliteInfo;
 use serde::Serialize;
 
 use super::finding::Finding;

@@ -70,8 +70,8 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
 fn inspect(db: Option<&Path>, replica: Option<(&str, &Path)>) -> anyhow::Result<Report> {
     // quicklite's process set-up runs first, before any connection (ours included) initializes SQLite: only then
     // can it turn memory statistics off, and report on it.
-    let info =
-        quicklite::sqlite_info().context("cannot read the linked SQLite's version and options")?;
+    let info = quicklite::setup::sqlite_info()
+        .context("cannot read the linked SQLite's version and options")?;
     let sqlite = sqlite::section(&info);
     let database = db
         .map(|path| {

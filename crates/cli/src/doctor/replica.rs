@@ -5,7 +5,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use quicklite::{Database, Replica};
+use quicklite::Database;
+use quicklite::litestream::Replica;
 use serde::Serialize;
 
 use super::finding::{Finding, Severity};

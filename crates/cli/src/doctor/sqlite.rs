@@ -4,7 +4,7 @@
 //! This is the SQLite every program built from this workspace links (rusqlite's bundled copy, with the compile
 //! options of `.cargo/config.toml`); another program may link another build, so it reports on itself.
 
-use quicklite::SqliteInfo;
+use quicklite::setup::SqliteInfo;
 use serde::Serialize;
 
 use super::finding::{Finding, Severity};
@@ -97,7 +97,7 @@ fn memory_statistics(info: &SqliteInfo, default_memstatus_0: bool) -> Finding {
             format!("on: {}", info.setup.detail),
         )
         .fix(format!(
-            "call quicklite::sqlite_setup() before anything in the process opens a connection, or {build}"
+            "call quicklite::setup::sqlite_setup() before anything in the process opens a connection, or {build}"
         ))
     } else if default_memstatus_0 {
         Finding::new(
@@ -113,7 +113,7 @@ fn memory_statistics(info: &SqliteInfo, default_memstatus_0: bool) -> Finding {
             "off in this process (quicklite's run-time set-up); SQLITE_DEFAULT_MEMSTATUS=0 is not compiled in",
         )
         .fix(format!(
-            "programs linking this SQLite keep statistics on unless they call quicklite::sqlite_setup() (which \
+            "programs linking this SQLite keep statistics on unless they call quicklite::setup::sqlite_setup() (which \
              Database::open does) before their first connection; to make off the default, {build}"
         ))
     };
@@ -144,7 +144,7 @@ fn threading(threadsafe: i32) -> Finding {
     finding.why(why, &docs)
 }
 
-/// An error on a SQLite with the WAL-reset bug (`quicklite::has_wal_reset_bug`), which quicklite refuses to open
+/// An error on a SQLite with the WAL-reset bug (`quicklite::setup::has_wal_reset_bug`), which quicklite refuses to open
 /// databases on: doctor then exits 1.
 fn wal_reset_bug(info: &SqliteInfo) -> Finding {
     let why = "A data race in SQLite's WAL code: a checkpoint that starts while another connection's commit resets \
@@ -153,7 +153,7 @@ fn wal_reset_bug(info: &SqliteInfo) -> Finding {
                WAL mode, two or more connections to one database and checkpoints, which is how quicklite runs \
                every database. SQLite 3.7.0 to 3.51.2 have it; 3.51.3 fixes it, and the backports 3.50.7 and \
                3.44.6.";
-    let finding = if quicklite::has_wal_reset_bug(info.version_number) {
+    let finding = if quicklite::setup::has_wal_reset_bug(info.version_number) {
         Finding::new(
             "WAL-reset bug",
             Severity::Error,
@@ -193,8 +193,8 @@ mod tests {
             source_id: "id".into(),
             compile_options: options.iter().map(|s| s.to_string()).collect(),
             threadsafe: 1,
-            setup: quicklite::SetupReport {
-                requested: quicklite::Setup::default(),
+            setup: quicklite::setup::SetupReport {
+                requested: quicklite::setup::Setup::default(),
                 applied: true,
                 memory_statistics_off: off,
                 detail: "what happened".into(),

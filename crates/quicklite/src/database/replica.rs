@@ -29,11 +29,11 @@ impl Database {
         .await
     }
 
-    /// Runs `f` on the replica once it has every transaction up to `position` (the position the primary's
-    /// Litestream reached after a write, [`Litestream::sync`](crate::Litestream::sync)): the primary's write is
-    /// then visible to `f`. Until then the read waits, looking again a tenth of a poll interval later; when the
-    /// next look would come after `timeout`, it fails with [`Error::ReplicaBehind`] without running `f`. On a
-    /// database that is not a replica, fails with [`Error::InvalidConfig`].
+    /// Runs `f` on the replica once it has every transaction up to `position` (the position the primary's Litestream
+    /// reached after a write, [`Litestream::sync`](crate::litestream::Litestream::sync)): the primary's write is then
+    /// visible to `f`. Until then the read waits, looking again a tenth of a poll interval later; when the next look
+    /// would come after `timeout`, it fails with [`Error::ReplicaBehind`] without running `f`. On a database that is
+    /// not a replica, fails with [`Error::InvalidConfig`].
     pub async fn read_at_least<T, F>(
         &self,
         position: Position,
@@ -81,7 +81,7 @@ impl Database {
     }
 
     /// The replica this database reads, or the error of a request only a replica serves.
-    fn replica(&self) -> Result<&crate::Replica> {
+    fn replica(&self) -> Result<&replica::Replica> {
         self.inner.config.replica.as_ref().ok_or_else(|| {
             Error::InvalidConfig("this database is not a read replica (Builder::replica)".into())
         })

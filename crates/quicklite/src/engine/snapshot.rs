@@ -376,7 +376,9 @@ mod tests {
                 "PRAGMA journal_mode = WAL; CREATE TABLE taken (id INTEGER PRIMARY KEY); INSERT INTO taken VALUES (1)",
             )
             .unwrap();
-        let config = crate::Database::builder(&path).into_config().unwrap();
+        let config =
+            crate::config::Config::from_settings(crate::Database::builder(&path).into_settings())
+                .unwrap();
         (dir, path, config)
     }
 

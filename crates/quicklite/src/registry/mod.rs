@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use rusqlite::OpenFlags;
 
+use crate::config::Config;
 use crate::engine::open::refuse_links;
 use crate::permits::Permits;
 use crate::sched::pool::Pool;
@@ -131,13 +132,17 @@ pub struct RegistryMetrics {
 }
 
 impl Registry {
+    /// Longest name [`Registry::get`] accepts, in bytes; with the `.db` suffix and SQLite's `-journal` / `-wal` /
+    /// `-shm` files it stays far below the 255-byte file-name limit of common file systems.
+    pub const MAX_NAME_LEN: usize = names::MAX_NAME_LEN;
+
     /// The database `name`, stored in `<dir>/<name>.db`, created if it does not exist.
     ///
-    /// Names are 1 to [`MAX_NAME_LEN`](crate::MAX_NAME_LEN) bytes of ASCII letters, digits, `_`, `-` and `.`, starting with a letter or
-    /// a digit, without `..`: nothing else (no `/`, `\`, NUL, space, absolute path or parent reference) can
-    /// reach outside the directory. A file or its `-wal` / `-journal` / `-shm` companion that is a symbolic link
-    /// is refused, and connections open with `SQLITE_OPEN_NOFOLLOW`. (On a case-insensitive file system, names
-    /// differing only in case are one file: use lower case.) The directory should be writable only by the
+    /// Names are 1 to [`MAX_NAME_LEN`](Registry::MAX_NAME_LEN) bytes of ASCII letters, digits, `_`, `-` and `.`,
+    /// starting with a letter or a digit, without `..`: nothing else (no `/`, `\`, NUL, space, absolute path or parent
+    /// reference) can reach outside the directory. A file or its `-wal` / `-journal` / `-shm` companion that is a
+    /// symbolic link is refused, and connections open with `SQLITE_OPEN_NOFOLLOW`. (On a case-insensitive file system,
+    /// names differing only in case are one file: use lower case.) The directory should be writable only by the
     /// service.
     ///
     /// The first `get` of a name opens the database, so an unusable file is reported here; later calls return
@@ -171,7 +176,8 @@ impl Registry {
                 .readers(1)
                 .write_queue_capacity(64)
                 .read_queue_capacity(256);
-            let mut config = (self.inner.configure)(builder).into_config()?;
+            let mut config =
+                Config::from_settings((self.inner.configure)(builder).into_settings())?;
             if config.replica.is_some() {
                 return Err(Error::InvalidConfig(
                     "a registry's databases are read-write: a replica is opened on its own, with Database::builder"

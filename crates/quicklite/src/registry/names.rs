@@ -2,9 +2,8 @@
 
 use crate::{Error, Result};
 
-/// Longest name [`Registry::get`](crate::Registry::get) accepts, in bytes; with the `.db` suffix and SQLite's `-journal` / `-wal` /
-/// `-shm` files it stays far below the 255-byte file-name limit of common file systems.
-pub const MAX_NAME_LEN: usize = 128;
+/// Longest name a registry accepts, in bytes: [`Registry::MAX_NAME_LEN`](crate::Registry::MAX_NAME_LEN).
+pub(crate) const MAX_NAME_LEN: usize = 128;
 
 /// Checks a database name (see [`Registry::get`](crate::Registry::get)).
 pub(crate) fn validate_name(name: &str) -> Result<()> {

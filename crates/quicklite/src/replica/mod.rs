@@ -158,8 +158,8 @@ fn vfs_registered() -> bool {
     !unsafe { ffi::sqlite3_vfs_find(VFS_NAME.as_ptr()) }.is_null()
 }
 
-/// A transaction of a replicated database as Litestream numbers it (its TXID): how far a replica has read, and
-/// what a write on the primary reached object storage as ([`Litestream::sync`](crate::Litestream::sync)). Every
+/// A transaction of a replicated database as Litestream numbers it (its TXID): how far a replica has read, and what a
+/// write on the primary reached object storage as ([`Litestream::sync`](crate::litestream::Litestream::sync)). Every
 /// write Litestream replicated up to a position is in every later one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Position(u64);
@@ -185,6 +185,7 @@ impl std::fmt::Display for Position {
 
 /// Where a replica's connection stands ([`Database::replica_status`](crate::Database::replica_status)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReplicaStatus {
     /// The last transaction it has.
     pub position: Position,

@@ -54,11 +54,11 @@ pub struct Quicklite {
 /// `sqlite3_config` call): must run before the first connection in the process. Returns the text for
 /// `Environment::memstatus`.
 pub fn configure(knobs: &Knobs) -> String {
-    let report = quicklite::configure(quicklite::Setup {
+    let report = quicklite::setup::configure(quicklite::setup::Setup {
         memory_statistics: knobs.memstatus,
     });
     format!(
-        "{} (requested {} through quicklite::configure: {})",
+        "{} (requested {} through quicklite::setup::configure: {})",
         if report.memory_statistics_off {
             "off"
         } else {
@@ -197,8 +197,8 @@ impl Quicklite {
                 registry: None,
             }
         };
-        let info =
-            quicklite::sqlite_info().context("cannot read SQLite's version and compile options")?;
+        let info = quicklite::setup::sqlite_info()
+            .context("cannot read SQLite's version and compile options")?;
         env.sqlite_version = info.version;
         env.compile_options = info.compile_options;
         let pragmas = approach.db(0)?.pragmas();
