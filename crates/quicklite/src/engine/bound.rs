@@ -30,22 +30,26 @@ const LONG_READ_NICE: u8 = 10;
 /// How long a long read that waits for its turn sleeps between two looks.
 const TURN_LOOK_EVERY: Duration = Duration::from_micros(500);
 
-/// A read's bound: when it is passed, and what its scheduler does then.
+/// A read's bound: when it began and when it passes [`LONG_AFTER`], and what its scheduler does then.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Bound {
+    /// When the run began.
+    began: Instant,
     /// When the run passes it.
-    pub(crate) at: Instant,
+    at: Instant,
     /// Called once the run is past `at`, on the run's thread; returns whether it did what it had to (then it is
     /// not called again in this run), else is called again once the run is as long again.
-    pub(crate) past: Option<fn() -> bool>,
+    past: Option<fn() -> bool>,
 }
 
 impl Bound {
-    /// The bound of a read that starts now and whose scheduler does nothing past it (a reader thread's).
-    pub(crate) fn starting_now() -> Bound {
+    /// The bound of a read that began at `began` (the caller's clock reading: a read takes no other), past which
+    /// `past`, if any, is called.
+    pub(crate) fn new(began: Instant, past: Option<fn() -> bool>) -> Bound {
         Bound {
-            at: Instant::now() + LONG_AFTER,
-            past: None,
+            began,
+            at: began + LONG_AFTER,
+            past,
         }
     }
 }
@@ -69,7 +73,6 @@ pub(crate) fn long_reads_running() -> bool {
 /// The run bounded on this thread.
 struct Run {
     bound: Bound,
-    began: Instant,
     /// The thread's CPU time, and the time, at the run's first look ([`check`]): from then on the time the
     /// thread spent off its CPU is known, and not counted.
     first_look: Option<(Duration, Instant)>,
@@ -128,7 +131,6 @@ pub(crate) fn within<T>(bound: Bound, f: impl FnOnce() -> T) -> (T, Passed) {
     RUN.with(|run| {
         *run.borrow_mut() = Some(Run {
             bound,
-            began: Instant::now(),
             first_look: None,
             past_done: bound.past.is_none(),
             past_called: false,
@@ -172,14 +174,14 @@ pub(crate) fn check(stop: impl Fn() -> bool) {
                 .saturating_duration_since(then)
                 .saturating_sub(cpu.saturating_sub(cpu_then));
             let ran = now
-                .saturating_duration_since(run.began)
+                .saturating_duration_since(run.bound.began)
                 .saturating_sub(off_cpu);
             if ran < LONG_AFTER {
                 run.bound.at = now + (LONG_AFTER - ran);
                 return None;
             }
         }
-        Some((run.past_done, run.bound.past, run.began))
+        Some((run.past_done, run.bound.past, run.bound.began))
     });
     let Some((past_done, past, began)) = past else {
         return;
@@ -241,10 +243,7 @@ mod tests {
     fn past_its_bound_a_run_calls_past_once_takes_a_turn_and_gives_it_back() {
         CALLS.store(0, Ordering::SeqCst);
         let turns = LongReads::turns();
-        let bound = Bound {
-            at: Instant::now(),
-            past: Some(counted),
-        };
+        let bound = Bound::new(Instant::now() - LONG_AFTER, Some(counted));
         let ((), passed) = within(bound, || {
             // A run past its bound by the thread's CPU time too.
             let spin = Instant::now();
@@ -263,10 +262,7 @@ mod tests {
         assert_eq!(CALLS.load(Ordering::SeqCst), 1);
         check(|| false);
         assert_eq!(CALLS.load(Ordering::SeqCst), 1, "no run is bounded now");
-        let later = Bound {
-            at: Instant::now() + Duration::from_secs(3600),
-            past: Some(counted),
-        };
+        let later = Bound::new(Instant::now() + Duration::from_secs(3600), Some(counted));
         let ((), passed) = within(later, || check(|| false));
         assert_eq!(passed, Passed::default());
         assert_eq!(CALLS.load(Ordering::SeqCst), 1, "not past the bound");
@@ -274,7 +270,7 @@ mod tests {
 
     #[test]
     fn a_read_whose_thread_was_off_its_cpu_is_no_long_read() {
-        let ((), passed) = within(Bound::starting_now(), || {
+        let ((), passed) = within(Bound::new(Instant::now(), None), || {
             check(|| false);
             std::thread::sleep(LONG_AFTER * 3);
             check(|| false);
@@ -291,7 +287,7 @@ mod tests {
         // Every turn taken elsewhere.
         let taken: Vec<_> = std::iter::from_fn(|| turns.take_owned()).collect();
         let stops = AtomicUsize::new(0);
-        within(Bound::starting_now(), || {
+        within(Bound::new(Instant::now(), None), || {
             let spin = Instant::now();
             while spin.elapsed() < LONG_AFTER * 2 {}
             check(|| stops.fetch_add(1, Ordering::SeqCst) >= 3);

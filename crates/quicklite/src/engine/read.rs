@@ -258,7 +258,7 @@ impl BatchedReads {
             deadline => {
                 let _span = tracing::debug_span!(parent: &req.span, "quicklite.read").entered();
                 let vetoed = conn.vetoed();
-                let (mut ran, passed) = bound::within(Bound::starting_now(), || {
+                let (mut ran, passed) = bound::within(Bound::new(now, None), || {
                     conn.run_until(deadline.map(|d| d.at), || req.job.run(conn.conn()))
                 });
                 if passed.long {

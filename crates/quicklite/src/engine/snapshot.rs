@@ -157,8 +157,7 @@ impl KeptSnapshot {
     }
 
     /// Runs `f`, one read, in a snapshot that contains every commit up to `visible_seq` ([`KeptSnapshot::current`]),
-    /// under `deadline` (interrupted past it) and the bound `bound` makes from the moment it starts
-    ///([`crate::engine::bound`]), with the reader threads' guarantees: a panic is caught, a read that tried to write
+    /// under `deadline` (interrupted past it) and its bound ([`crate::engine::bound`], `past` called past it), with the reader threads' guarantees: a panic is caught, a read that tried to write
     /// fails with `SQLITE_READONLY` ([`KeptSnapshot::after_read`]), the read is counted. Gives `f` back, not run, if
     /// no snapshot could be begun (a lock held elsewhere). The snapshot stays open for the next read unless a
     /// checkpoint waits for readers.
@@ -168,7 +167,7 @@ impl KeptSnapshot {
         visible_seq: u64,
         config: &Config,
         deadline: Option<Deadline>,
-        bound: impl FnOnce(Instant) -> Bound,
+        past: Option<fn() -> bool>,
         f: F,
     ) -> std::result::Result<Read<T>, F>
     where
@@ -192,9 +191,10 @@ impl KeptSnapshot {
             Err(NoSnapshot) => return Err(f),
         };
         let vetoed = self.vetoed();
-        let started = Instant::now();
+        // What the read costs starts after the snapshot it may have begun (which serves many reads).
+        let started = if began { Instant::now() } else { now };
         let conn = &self.conn;
-        let (outcome, passed) = bound::within(bound(started), || {
+        let (outcome, passed) = bound::within(Bound::new(started, past), || {
             conn.run_until(deadline.map(|d| d.at), || {
                 catch_unwind(AssertUnwindSafe(|| f(conn.conn())))
             })

@@ -29,8 +29,28 @@ const TAKEN_WITHIN: Duration = Duration::from_millis(5);
 /// executors) the read's thread may be the runtime's only one, which a read that turns long would stall: reads
 /// there go to the reader threads. (Tasks of a `LocalSet` share one thread that cannot be handed away: a read of
 /// theirs that turns long holds it.)
+///
+/// Asking tokio takes a shared count on its runtime's handle (tens of nanoseconds when every worker asks at
+/// every read), so a worker's answer is kept: a task of a multi-threaded runtime's worker stays one for the
+/// thread's life. The thread of a `block_on`, which may serve one runtime after another, asks each time.
 pub(crate) fn can_hand_off() -> bool {
-    Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread)
+    thread_local! {
+        /// Whether this thread was found a multi-threaded runtime's when running a task.
+        static IN_TASK_OF_MULTI_THREADED: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+    }
+    let ask =
+        || Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+    if tokio::task::try_id().is_none() {
+        return ask();
+    }
+    IN_TASK_OF_MULTI_THREADED.with(|known| match known.get() {
+        Some(answer) => answer,
+        None => {
+            let answer = ask();
+            known.set(Some(answer));
+            answer
+        }
+    })
 }
 
 /// Hands this worker's core to another thread ([`crate::engine::bound::Bound::past`]); returns whether the core

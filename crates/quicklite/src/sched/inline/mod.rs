@@ -50,7 +50,6 @@ use crate::Result;
 use crate::config::Config;
 use crate::cost::{RanOn, Site};
 use crate::engine::Shared;
-use crate::engine::bound::Bound;
 use crate::engine::seat::{Lent, WriterSeat};
 use crate::engine::snapshot::KeptSnapshot;
 use crate::permits::Permits;
@@ -235,11 +234,15 @@ impl Inline {
     where
         F: FnOnce(&Connection) -> rusqlite::Result<T>,
     {
-        let bound = |started| Bound {
-            at: started + crate::engine::bound::LONG_AFTER,
-            past: Some(hand_off::hand_off),
-        };
-        let read = snapshot.read(&self.shared, visible_seq, &self.config, deadline, bound, f)?;
+        let past: fn() -> bool = hand_off::hand_off;
+        let read = snapshot.read(
+            &self.shared,
+            visible_seq,
+            &self.config,
+            deadline,
+            Some(past),
+            f,
+        )?;
         if read.began {
             janitor::snapshot_begun();
         }
