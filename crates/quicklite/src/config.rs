@@ -435,13 +435,13 @@ pub enum Checkpointing {
 
 impl Checkpointing {
     /// The managed policy with its defaults: `PASSIVE` at 1000 frames (SQLite's own threshold), `RESTART` at
-    /// 10,000 frames (about 40 MB with 4 KiB pages), readers waited for up to 10 ms (the writes queued behind such
-    /// a checkpoint wait with it), `TRUNCATE` after 1 s idle.
+    /// 10,000 frames (about 40 MB with 4 KiB pages), readers waited for up to 100 ms (but not for a long read of
+    /// the process: the writes queued behind such a checkpoint wait with it), `TRUNCATE` after 1 s idle.
     pub const fn managed() -> Checkpointing {
         Checkpointing::Managed {
             passive_at_frames: 1000,
             restart_at_frames: 10_000,
-            reader_wait: Duration::from_millis(10),
+            reader_wait: Duration::from_millis(100),
             truncate_when_idle: Some(Duration::from_secs(1)),
         }
     }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-use crate::engine::{Shared, hooks};
+use crate::engine::{Shared, bound, hooks};
 
 /// How long a connection's busy handler waits for a lock, and how often it tries.
 ///
@@ -130,7 +130,9 @@ impl BusyLimit {
                 counters.write_lock_held_elsewhere();
             }
             let metrics = &counters.metrics;
-            if waited >= limit {
+            // A checkpoint waiting for readers makes the writes queued behind it wait too: not for a long read,
+            // which holds the WAL for as long as it runs ([`bound::long_reads_running`]).
+            if waited >= limit || (checkpointing && bound::long_reads_running()) {
                 let given_up = if checkpointing {
                     &metrics.checkpoint_reader_waits_given_up
                 } else {

@@ -222,7 +222,12 @@ impl BatchedReads {
             let now = Instant::now();
             let pending = self.serve(conn, req, now);
             served += 1;
-            if served >= self.batch_max || now - started >= self.snapshot_max_age {
+            // A checkpoint waiting for readers to leave the WAL (writes queued behind it) ends the batch's snapshot
+            // now: the next one begins past what it copied back, out of its way.
+            if served >= self.batch_max
+                || now - started >= self.snapshot_max_age
+                || self.shared.checkpoint_waits()
+            {
                 break;
             }
             next = queued.take().or_else(|| self.next_request(take_more));

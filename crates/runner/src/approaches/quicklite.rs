@@ -325,6 +325,15 @@ impl Quicklite {
                     m.write_batch.max,
                     m.writer_switches,
                 );
+                eprintln!(
+                    "quicklite's writer (warm-up included): longest wait in the queue {} µs, longest transaction {} \
+                     µs; {} checkpoints, longest {} µs, {} gave up waiting for readers",
+                    m.write_queue_wait_us.max,
+                    m.write_transaction_us.max,
+                    m.checkpoints,
+                    m.checkpoint_us.max,
+                    m.checkpoint_reader_waits_given_up,
+                );
             }
             (None, None) => {}
         }
