@@ -365,7 +365,7 @@ impl Builder {
     /// are encrypted with the same key. By default, none (only with the `sqlcipher` feature).
     #[cfg(feature = "sqlcipher")]
     pub fn key(mut self, key: impl Into<String>) -> Self {
-        self.settings.key = Some(Key::new(key.into()));
+        self.settings.key = Some(crate::config::Key::new(key.into()));
         self
     }
 
