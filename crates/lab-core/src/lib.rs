@@ -89,8 +89,8 @@ pub use data::{
     NewItem, NewJob, Param, Statement, TRANSACTIONS_PER_BLOCK, item_seed,
 };
 pub use driver::{
-    CeilingConnection, CeilingWrite, DRAIN_GRACE, LONG_READ, QUEUE_PROBE_CYCLES, drive,
-    drive_ceiling,
+    CeilingConnection, CeilingSnapshot, CeilingWrite, DRAIN_GRACE, LONG_READ, QUEUE_PROBE_CYCLES,
+    drive, drive_ceiling,
 };
 pub use idle::IDLE_WINDOW;
 pub use knobs::{Knobs, MutexMode, Pragma, Profile, REPORTED_PRAGMAS, SERVER_PRAGMAS};

@@ -6,9 +6,12 @@
 //! read transaction, its writes in one write transaction — the threads take turns at writing behind a plain mutex
 //! rather than SQLite's busy handler, each drawing and reading its next batch while another commits. Every
 //! operation of a batch completes when its transaction does, and counts (as for client tasks) if that is inside
-//! the window. The queue's cycles go the same way, a step at a time: a batch's jobs published in one write
-//! transaction, as many claimed in the next, the claimed ones acknowledged in a third.
+//! the window. A thread's point reads stay in the snapshot its previous reads began until a commit (any thread's)
+//! moves past it, as a caller's reads can with an approach that keeps its snapshot between reads. The queue's
+//! cycles go the same way, a step at a time: a batch's jobs published in one write transaction, as many claimed in
+//! the next, the claimed ones acknowledged in a third.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -51,11 +54,21 @@ pub enum CeilingWrite {
     },
 }
 
+/// Which snapshot a ceiling thread's point reads run in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CeilingSnapshot {
+    /// The one the thread's previous reads began, if it still holds it: nothing committed since.
+    Kept,
+    /// A new one: something committed since the thread's previous reads (or it has none).
+    New,
+}
+
 /// A connection of the ceiling, owned by one of its threads.
 pub trait CeilingConnection: Send + 'static {
-    /// [`crate::sql::POINT_READ`] for each of `ids`, reading every column, in one read transaction (a lone read
-    /// may run on its own).
-    fn reads(&mut self, ids: &[i64]) -> Result<()>;
+    /// [`crate::sql::POINT_READ`] for each of `ids`, reading every column, in one read transaction: the one left
+    /// open by the previous reads when `snapshot` is [`CeilingSnapshot::Kept`], a new one otherwise. The transaction may
+    /// stay open after it returns; the connection ends it before it writes.
+    fn reads(&mut self, ids: &[i64], snapshot: CeilingSnapshot) -> Result<()>;
 
     /// Each of `writes` in one write transaction (a lone write may run on its own), committed before it returns.
     fn writes(&mut self, writes: &[CeilingWrite]) -> Result<()>;
@@ -107,8 +120,10 @@ where
     };
     let run = WindowedRun::begin(cell)?;
     let writing = Arc::new(Mutex::new(()));
+    let commits = Arc::new(AtomicU64::new(0));
     for (thread, conn) in connections.into_iter().enumerate() {
         let (window, stats, writing) = (run.window, run.stats.clone(), writing.clone());
+        let commits = commits.clone();
         let thread_named = std::thread::Builder::new().name(format!("lab-ceiling-{thread}"));
         let started = if workload == Workload::Queue {
             let plan = QueuePlan::new(cell, thread, batch);
@@ -128,7 +143,7 @@ where
                 batch,
                 rng: Rng::derive(cell.seed, thread as u64),
             };
-            thread_named.spawn(move || plan.run(conn, window, &stats, &writing))
+            thread_named.spawn(move || plan.run(conn, window, &stats, &writing, &commits))
         };
         started.context("cannot start a ceiling thread")?;
     }
@@ -234,16 +249,19 @@ struct Plan {
 }
 
 impl Plan {
-    /// Batches back to back until the window ends.
+    /// Batches back to back until the window ends; `commits` counts every thread's commits.
     fn run<C: CeilingConnection>(
         mut self,
         mut conn: C,
         window: Window,
         stats: &StatsSink,
         writing: &Mutex<()>,
+        commits: &AtomicU64,
     ) {
         let mut reads = Vec::with_capacity(self.batch);
         let mut writes = Vec::with_capacity(self.batch);
+        // The commits counted when this thread's snapshot began; none yet.
+        let mut snapshot_at = None;
         loop {
             let started = Instant::now();
             if started >= window.end {
@@ -258,6 +276,7 @@ impl Plan {
                     Ok(_turn) => conn.writes(&writes),
                     Err(_) => Err(anyhow::anyhow!("another ceiling thread panicked")),
                 };
+                commits.fetch_add(1, Ordering::Release);
                 let unnamed = |_| None;
                 finish(
                     stats,
@@ -271,7 +290,14 @@ impl Plan {
             }
             if !reads.is_empty() {
                 let started = Instant::now();
-                let outcome = conn.reads(&reads);
+                let now = commits.load(Ordering::Acquire);
+                let snapshot = if snapshot_at == Some(now) {
+                    CeilingSnapshot::Kept
+                } else {
+                    CeilingSnapshot::New
+                };
+                snapshot_at = Some(now);
+                let outcome = conn.reads(&reads, snapshot);
                 let unnamed = |_| None;
                 finish(
                     stats,
@@ -447,11 +473,15 @@ mod tests {
         writing: AtomicU64,
         overlaps: AtomicU64,
         largest_batch: AtomicU64,
+        new_snapshots: AtomicU64,
     }
 
     impl CeilingConnection for Counting {
-        fn reads(&mut self, ids: &[i64]) -> Result<()> {
+        fn reads(&mut self, ids: &[i64], snapshot: CeilingSnapshot) -> Result<()> {
             assert!(ids.iter().all(|&id| (1..=200).contains(&id)));
+            if snapshot == CeilingSnapshot::New {
+                self.shared.new_snapshots.fetch_add(1, Ordering::Relaxed);
+            }
             self.shared
                 .reads
                 .fetch_add(ids.len() as u64, Ordering::Relaxed);
@@ -513,7 +543,7 @@ mod tests {
     async fn inserts_group_as_many_per_commit_as_there_are_tasks() {
         struct Inserts(Arc<AtomicU64>);
         impl CeilingConnection for Inserts {
-            fn reads(&mut self, _: &[i64]) -> Result<()> {
+            fn reads(&mut self, _: &[i64], _: CeilingSnapshot) -> Result<()> {
                 unreachable!("inserts only")
             }
             fn writes(&mut self, writes: &[CeilingWrite]) -> Result<()> {
@@ -540,6 +570,19 @@ mod tests {
         let (m, shared) = run("point-read", 1).await;
         assert!(m.reads.ops > 0);
         assert_eq!(shared.largest_batch.load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn reads_keep_their_snapshot_until_a_commit_moves_past_it() {
+        // Nothing commits: one snapshot per thread for the whole cell.
+        let (_, shared) = run("point-read", 1).await;
+        assert!(shared.read_batches.load(Ordering::Relaxed) > 100);
+        assert_eq!(shared.new_snapshots.load(Ordering::Relaxed), 1);
+        // A write before every read: a new snapshot for every read, which sees its write.
+        let (_, shared) = run("write-read", 1).await;
+        let batches = shared.read_batches.load(Ordering::Relaxed);
+        assert!(batches > 0);
+        assert_eq!(shared.new_snapshots.load(Ordering::Relaxed), batches);
     }
 
     #[tokio::test]
@@ -617,7 +660,7 @@ mod tests {
     struct Queue(Arc<Mutex<Jobs>>);
 
     impl CeilingConnection for Queue {
-        fn reads(&mut self, _: &[i64]) -> Result<()> {
+        fn reads(&mut self, _: &[i64], _: CeilingSnapshot) -> Result<()> {
             unreachable!("the queue only writes")
         }
 
@@ -692,7 +735,7 @@ mod tests {
     async fn a_queue_that_runs_dry_counts_errors() {
         struct Dry;
         impl CeilingConnection for Dry {
-            fn reads(&mut self, _: &[i64]) -> Result<()> {
+            fn reads(&mut self, _: &[i64], _: CeilingSnapshot) -> Result<()> {
                 unreachable!("the queue only writes")
             }
             fn writes(&mut self, _: &[CeilingWrite]) -> Result<()> {
@@ -717,7 +760,7 @@ mod tests {
     async fn a_failing_transaction_counts_one_error() {
         struct Failing;
         impl CeilingConnection for Failing {
-            fn reads(&mut self, _: &[i64]) -> Result<()> {
+            fn reads(&mut self, _: &[i64], _: CeilingSnapshot) -> Result<()> {
                 std::thread::sleep(std::time::Duration::from_micros(100));
                 bail!("disk I/O error")
             }

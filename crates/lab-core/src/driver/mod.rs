@@ -35,7 +35,7 @@ use crate::idle::{IDLE_WINDOW, measure_idle};
 use crate::measurement::Measurement;
 use crate::workload::Workload;
 
-pub use ceiling::{CeilingConnection, CeilingWrite};
+pub use ceiling::{CeilingConnection, CeilingSnapshot, CeilingWrite};
 pub use long_read::LONG_READ;
 pub use open_loop::DRAIN_GRACE;
 pub use queue::QUEUE_PROBE_CYCLES;

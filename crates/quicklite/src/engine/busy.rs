@@ -33,6 +33,8 @@ struct Limit {
     every_millisecond: AtomicBool,
     /// Whether a checkpoint is waiting for readers (its give-ups are counted apart).
     checkpointing: AtomicBool,
+    /// Whether the last checkpoint that waited for readers gave up because a long read of the process ran.
+    gave_way_to_long_read: AtomicBool,
     /// Whether this is the writer's limit: outside checkpoints, and unless its connection is lent to reads (a limit
     /// of zero), a wait of its is for the write lock another connection holds.
     writer: bool,
@@ -56,6 +58,7 @@ impl BusyLimit {
                 wait_us: AtomicU64::new(micros(limit)),
                 every_millisecond: AtomicBool::new(writer),
                 checkpointing: AtomicBool::new(false),
+                gave_way_to_long_read: AtomicBool::new(false),
                 writer,
             }),
         }
@@ -67,6 +70,9 @@ impl BusyLimit {
         let before = self.inner.wait_us.swap(micros(limit), Ordering::Relaxed);
         let schedule = self.inner.every_millisecond.swap(true, Ordering::Relaxed);
         self.inner.checkpointing.store(true, Ordering::Relaxed);
+        self.inner
+            .gave_way_to_long_read
+            .store(false, Ordering::Relaxed);
         let out = f();
         self.inner.checkpointing.store(false, Ordering::Relaxed);
         self.inner
@@ -74,6 +80,12 @@ impl BusyLimit {
             .store(schedule, Ordering::Relaxed);
         self.inner.wait_us.store(before, Ordering::Relaxed);
         out
+    }
+
+    /// Whether the last checkpoint run by [`BusyLimit::for_checkpoint`] gave up waiting for readers because a long
+    /// read of the process ran, not because its wait ran out.
+    pub(crate) fn gave_way_to_long_read(&self) -> bool {
+        self.inner.gave_way_to_long_read.load(Ordering::Relaxed)
     }
 
     /// Runs `f`, a write that may wait for the write lock another connection holds, with the limit set to `limit`
@@ -132,7 +144,13 @@ impl BusyLimit {
             let metrics = &counters.metrics;
             // A checkpoint waiting for readers makes the writes queued behind it wait too: not for a long read,
             // which holds the WAL for as long as it runs ([`bound::long_reads_running`]).
-            if waited >= limit || (checkpointing && bound::long_reads_running()) {
+            let long_read = checkpointing && waited < limit && bound::long_reads_running();
+            if waited >= limit || long_read {
+                if long_read {
+                    busy.inner
+                        .gave_way_to_long_read
+                        .store(true, Ordering::Relaxed);
+                }
                 let given_up = if checkpointing {
                     &metrics.checkpoint_reader_waits_given_up
                 } else {

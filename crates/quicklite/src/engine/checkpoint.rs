@@ -269,8 +269,14 @@ impl Checkpoints {
         let mode = policy
             .after_commit(frames, Instant::now())
             // Writes queued now would wait while it waited for a long read to leave the WAL, as long as the read
-            // runs: the next commit asks again.
-            .filter(|mode| !(mode.waits_for_readers() && bound::long_reads_running()));
+            // runs: a `PASSIVE` one meanwhile, and the next commit asks again.
+            .map(|mode| {
+                if mode.waits_for_readers() && bound::long_reads_running() {
+                    Mode::Passive
+                } else {
+                    mode
+                }
+            });
         match (mode, &self.passive) {
             (Some(Mode::Passive), Some(passive)) => {
                 passive.request();
@@ -315,6 +321,10 @@ impl Checkpoints {
                 if !outcome.busy && mode.waits_for_readers() {
                     // The WAL starts over (or is empty): the hook reports again at the next commit.
                     metrics.wal_frames.store(0, Ordering::Relaxed);
+                }
+                if outcome.busy && mode.waits_for_readers() && self.busy.gave_way_to_long_read() {
+                    policy.gave_way_to_long_read(mode, &outcome, now);
+                    return;
                 }
                 policy.checkpointed(mode, &outcome, now);
                 if outcome.busy && mode.waits_for_readers() {

@@ -167,6 +167,20 @@ impl Policy {
         }
     }
 
+    /// Takes into account, at `now`, a checkpoint that gave up waiting for readers because a long read of the
+    /// process ran: not a reader that holds the WAL for good, so no back-off, and a later commit asks again once
+    /// the WAL has grown by another half threshold.
+    pub(crate) fn gave_way_to_long_read(
+        &mut self,
+        mode: Mode,
+        outcome: &Checkpointed,
+        now: Instant,
+    ) {
+        let (give_ups, wait_again_at) = (self.reader_give_ups, self.wait_again_at);
+        self.checkpointed(mode, outcome, now);
+        (self.reader_give_ups, self.wait_again_at) = (give_ups, wait_again_at);
+    }
+
     /// A `PASSIVE` checkpoint was asked of the background thread at `frames`: the next is due `passive_at` frames
     /// later (or when the WAL has started over).
     pub(crate) fn passive_requested(&mut self, frames: u32) {
@@ -325,6 +339,19 @@ mod tests {
         assert_eq!(p.reader_give_ups(), 0);
         assert!(p.may_wait_for_readers(t));
         assert_eq!(p.idle_wait(t), Some(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn a_checkpoint_that_gave_way_to_a_long_read_does_not_back_off() {
+        let mut p = policy();
+        let t0 = Instant::now();
+        assert_eq!(p.after_commit(400, t0), Some(Mode::Restart));
+        p.gave_way_to_long_read(Mode::Restart, &outcome(true, 400, 400), t0);
+        assert_eq!(p.reader_give_ups(), 0);
+        assert!(p.may_wait_for_readers(t0));
+        // Not at the very next commit: once the WAL has grown by another half threshold.
+        assert_eq!(p.after_commit(401, t0), None);
+        assert_eq!(p.after_commit(460, t0), Some(Mode::Restart));
     }
 
     #[test]

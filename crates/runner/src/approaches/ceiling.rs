@@ -1,10 +1,10 @@
-//! `ceiling`: the workload's statements on plain rusqlite connections, one per core, synchronous, reads batched in
-//! one transaction and writes grouped per commit ([`quicklite_lab_core::drive_ceiling`]) — no async at all, for the
-//! tables' "% of ceiling".
+//! `ceiling`: the workload's statements on plain rusqlite connections, one per core, synchronous, point reads in a
+//! snapshot kept until a commit moves past it and writes grouped per commit
+//! ([`quicklite_lab_core::drive_ceiling`]) — no async at all, for the tables' "% of ceiling".
 
 use anyhow::{Context, Result};
 use quicklite_lab_core::{
-    Bound, CeilingConnection, CeilingWrite, Cell, Environment, Knobs, Workload,
+    Bound, CeilingConnection, CeilingSnapshot, CeilingWrite, Cell, Environment, Knobs, Workload,
 };
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -15,6 +15,8 @@ use crate::sqlite::report::SqliteFacts;
 /// One ceiling thread's connection.
 pub struct Ceiling {
     conn: Connection,
+    /// Whether a read transaction its point reads began is still open.
+    reading: bool,
 }
 
 impl Ceiling {
@@ -26,7 +28,18 @@ impl Ceiling {
         if matches!(workload, Workload::Mixed | Workload::WriteRead) && cell.mmap_size.is_none() {
             conn.pragma_update(None, "mmap_size", 0)?;
         }
-        Ok(Self { conn })
+        Ok(Self {
+            conn,
+            reading: false,
+        })
+    }
+
+    /// Ends the read transaction the point reads left open, if any.
+    fn end_reading(&mut self) -> Result<()> {
+        if std::mem::take(&mut self.reading) {
+            self.conn.execute_batch("COMMIT")?;
+        }
+        Ok(())
     }
 
     /// Fills the SQLite fields of `env` from this connection.
@@ -37,20 +50,22 @@ impl Ceiling {
 }
 
 impl CeilingConnection for Ceiling {
-    fn reads(&mut self, ids: &[i64]) -> Result<()> {
-        if let [id] = ids {
-            return Ok(ops::point_read(&self.conn, *id)?);
+    fn reads(&mut self, ids: &[i64], snapshot: CeilingSnapshot) -> Result<()> {
+        if snapshot == CeilingSnapshot::New {
+            self.end_reading()?;
         }
-        let txn = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Deferred)?;
+        if !self.reading {
+            self.conn.execute_batch("BEGIN")?;
+            self.reading = true;
+        }
         for &id in ids {
-            ops::point_read(&txn, id)?;
+            ops::point_read(&self.conn, id)?;
         }
-        Ok(txn.commit()?)
+        Ok(())
     }
 
     fn writes(&mut self, writes: &[CeilingWrite]) -> Result<()> {
+        self.end_reading()?;
         let write = |conn: &Connection, write: &CeilingWrite| match write {
             CeilingWrite::Insert(item) => ops::insert(conn, item),
             CeilingWrite::Update { id, delta } => ops::update(conn, *id, *delta),
@@ -70,6 +85,7 @@ impl CeilingConnection for Ceiling {
     }
 
     fn custom(&mut self, writes: bool, transactions: &[Vec<Bound>]) -> Result<()> {
+        self.end_reading()?;
         if let [one] = transactions {
             return Ok(ops::custom(&self.conn, writes, one)?);
         }
@@ -86,6 +102,7 @@ impl CeilingConnection for Ceiling {
     }
 
     fn claims(&mut self, owners: &[i64], now_ms: i64) -> Result<Vec<i64>> {
+        self.end_reading()?;
         let claim = |conn: &Connection, owner: i64| {
             ops::claim(conn, owner, now_ms)?.context("claim found no unclaimed job")
         };
