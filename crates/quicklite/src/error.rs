@@ -37,6 +37,13 @@ pub enum Error {
         reason: String,
     },
 
+    /// [`Database::execute`](crate::Database::execute) was given a statement that returns rows (`INSERT …
+    /// RETURNING`, a `SELECT`); it was not run. Run such a write in a closure: `db.write(|c| c.query_row(…))`.
+    #[error(
+        "execute runs statements that return no rows, and this one returns rows; it was not run (for `… RETURNING`, use db.write(|c| c.query_row(…)))"
+    )]
+    ReturnsRows,
+
     /// A closure given to [`Database::with_write_connection`](crate::Database::with_write_connection) returned
     /// with a transaction still open; the handle rolled it back.
     #[error("the closure left a transaction open; it was rolled back")]
@@ -252,6 +259,34 @@ impl std::fmt::Display for RequestKind {
             RequestKind::Read => "read",
             RequestKind::Write => "write",
         })
+    }
+}
+
+/// `optional()` on a quicklite [`Result`], as rusqlite's `OptionalExtension` on its own: a query that found no row
+/// (`rusqlite::Error::QueryReturnedNoRows`) becomes `Ok(None)`, every other error stays.
+///
+/// ```no_run
+/// # async fn f(db: quicklite::Database) -> quicklite::Result<()> {
+/// use quicklite::OptionalExtension;
+///
+/// let name: Option<String> = db
+///     .query_row("SELECT name FROM item WHERE id = ?1", (7,), |r| r.get(0))
+///     .await
+///     .optional()?;
+/// # Ok(()) }
+/// ```
+pub trait OptionalExtension<T> {
+    /// `Ok(None)` for no row, `Ok(Some(value))` for a value, the error otherwise.
+    fn optional(self) -> Result<Option<T>>;
+}
+
+impl<T> OptionalExtension<T> for Result<T> {
+    fn optional(self) -> Result<Option<T>> {
+        match self {
+            Ok(value) => Ok(Some(value)),
+            Err(Error::Sqlite(rusqlite::Error::QueryReturnedNoRows)) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 }
 

@@ -120,7 +120,7 @@ pub use config::{BoxError, Checkpointing, ConnectionRole, QueueFull};
 pub use database::Database;
 pub use database::stream::{Keyset, RowStream};
 pub use database::subscribe::Subscription;
-pub use error::{Error, RequestKind, Result};
+pub use error::{Error, OptionalExtension, RequestKind, Result};
 pub use metrics::{Distribution, MetricsSnapshot};
 pub use profile::Profile;
 pub use registry::builder::RegistryBuilder;

@@ -496,3 +496,47 @@ both_backends! {
         assert_eq!(told, [table("t", Some(&[1])), table("u", Some(&[7]))]);
     }
 }
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_commits_notice_is_there_before_its_write_returns_and_commit_seq_names_it(backend) {
+        use futures::FutureExt;
+
+        let db = with_table(backend, |b| b).await;
+        let mut changes = db.subscribe();
+        // Writers beside, so that writes share groups and other commits come between.
+        let others: Vec<_> = (0..4)
+            .map(|w| {
+                let db = db.clone();
+                tokio::spawn(async move {
+                    for i in 0..200 {
+                        db.execute("INSERT INTO u VALUES (?1)", (10_000 + w * 1_000 + i,)).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        let mut told = 0;
+        for id in 1..=200 {
+            db.execute("INSERT INTO t VALUES (?1, 'mine')", (id,)).await.unwrap();
+            let seq = db.commit_seq();
+            // Every notice up to `seq` can be taken now, without waiting, and one of them tells this row.
+            let mut mine = false;
+            loop {
+                let notice = changes.next().now_or_never().flatten();
+                let Some(Notice::Committed(commit)) = notice else {
+                    panic!("write {id}: the notices up to commit {seq} were not all there: {notice:?} after {told}");
+                };
+                told = commit.seq;
+                mine |= commit.tables.contains(&table("t", Some(&[id])));
+                if commit.seq == seq {
+                    break;
+                }
+            }
+            assert!(mine, "write {id}: its row was in none of the notices up to commit {seq}");
+        }
+        for other in others {
+            other.await.unwrap();
+        }
+        db.close().await;
+    }
+}

@@ -829,3 +829,25 @@ both_backends! {
         db.close().await;
     }
 }
+
+both_backends! {
+    #[tokio::test]
+    async fn optional_makes_no_row_none_and_keeps_every_other_error(backend) {
+        use quicklite::OptionalExtension;
+
+        let db = common::open(backend, |b| b).await;
+        db.execute_batch("CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO item VALUES (1, 'tea')")
+            .await
+            .unwrap();
+        let name = |id: i64| db.query_row("SELECT name FROM item WHERE id = ?1", (id,), |r| r.get::<_, String>(0));
+        assert_eq!(name(1).await.optional().unwrap().as_deref(), Some("tea"));
+        assert_eq!(name(2).await.optional().unwrap(), None);
+        let e = db
+            .query_row("SELECT nope FROM item", (), |r| r.get::<_, String>(0))
+            .await
+            .optional()
+            .unwrap_err();
+        assert!(e.to_string().contains("no such column"), "{e}");
+        db.close().await;
+    }
+}

@@ -189,9 +189,10 @@ both_backends! {
             .await
             .unwrap_err();
         assert!(
-            matches!(e, Error::Sqlite(rusqlite::Error::ExecuteReturnedResults)),
+            matches!(e, Error::ReturnsRows),
             "{e:?}"
         );
+        assert!(e.to_string().contains("db.write(|c| c.query_row("), "{e}");
         assert_eq!(
             common::count(&db, "kv").await,
             0,

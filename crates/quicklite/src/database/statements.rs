@@ -4,10 +4,10 @@
 
 use rusqlite::{Params, Row};
 
-use crate::Result;
 use crate::cost::Site;
 use crate::database::Database;
 use crate::request::WriteKind;
+use crate::{Error, Result};
 
 impl Database {
     /// Executes one statement with `params` as a grouped write (prepared once and cached); returns the number of
@@ -16,21 +16,29 @@ impl Database {
     /// Unlike a [`Database::write`] closure, the statement runs without a savepoint of its own: one statement is
     /// atomic by itself (if it fails, SQLite undoes its changes — except what `INSERT OR FAIL` / `UPDATE OR FAIL`
     /// keep by definition), and the savepoint would cost a copy of every page it touches. A statement that returns
-    /// rows is refused before it runs (`rusqlite::Error::ExecuteReturnedResults`): use [`Database::write`] for
-    /// `RETURNING`.
+    /// rows is refused before it runs ([`Error::ReturnsRows`]): use [`Database::write`] for `RETURNING`.
+    ///
+    /// Parameters cross to the writer's thread, so they must be `Send + 'static`: tuples and arrays of owned
+    /// values are; `rusqlite::params![…]`, a slice of borrowed `&dyn ToSql`, is not (E0277, "`dyn ToSql` cannot
+    /// be shared between threads safely"). Use it inside a [`Database::write`] closure.
     pub async fn execute<P>(&self, sql: impl AsRef<str>, params: P) -> Result<usize>
     where
         P: Params + Send + 'static,
     {
         let sql = owned(sql);
-        self.submit_write(WriteKind::GroupedStatement, move |c| {
-            let mut stmt = c.prepare_cached(&sql)?;
-            if stmt.column_count() > 0 {
-                return Err(rusqlite::Error::ExecuteReturnedResults);
-            }
-            stmt.execute(params)
-        })
-        .await
+        let outcome = self
+            .submit_write(WriteKind::GroupedStatement, move |c| {
+                let mut stmt = c.prepare_cached(&sql)?;
+                if stmt.column_count() > 0 {
+                    return Err(rusqlite::Error::ExecuteReturnedResults);
+                }
+                stmt.execute(params)
+            })
+            .await;
+        match outcome {
+            Err(Error::Sqlite(rusqlite::Error::ExecuteReturnedResults)) => Err(Error::ReturnsRows),
+            outcome => outcome,
+        }
     }
 
     /// Executes one statement once per parameter set, all in one grouped write (one savepoint, one commit);

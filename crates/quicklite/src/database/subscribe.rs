@@ -77,4 +77,13 @@ impl Database {
             notices: BroadcastStream::new(self.inner.shared.changes.subscribe()),
         }
     }
+
+    /// The sequence of this database's last commit ([`Commit::seq`](crate::Commit::seq) of its notice). A commit's
+    /// notice is in every subscription made before it before any of its writes is answered: once a write has
+    /// returned, `commit_seq()` is at least its commit's, and the notices up to it can be taken without waiting. A
+    /// cache kept by notices serves a caller its own writes if the caller, after its write returned, waits until
+    /// the cache has applied the notice of the `commit_seq()` it read then.
+    pub fn commit_seq(&self) -> u64 {
+        self.inner.shared.commit_seq()
+    }
 }
