@@ -46,11 +46,16 @@ impl Database {
     {
         let pause = self.replica()?.poll_interval_or(VFS_POLL_INTERVAL) / LOOKS_PER_POLL;
         let started = Instant::now();
+        // The position the last look found, if one was made.
+        let mut last_reached = None;
         loop {
             let waited = started.elapsed();
             let left = timeout.saturating_sub(waited);
-            let deadline =
-                Deadline::shortest([Some(left), self.timeout, self.inner.config.read_timeout]);
+            let caller_bound = [self.timeout, self.inner.config.read_timeout]
+                .into_iter()
+                .flatten()
+                .min();
+            let deadline = Deadline::shortest([Some(left), caller_bound]);
             // The position is looked at before the read transaction takes its snapshot (the look reads no table),
             // and a connection's snapshot is never older than the position it reported then.
             let attempt = self
@@ -61,10 +66,25 @@ impl Database {
                     }
                     f(conn).map(Ok)
                 })
-                .await?;
+                .await;
+            let attempt = match (attempt, last_reached) {
+                // Out of the time left to wait for the position, not of the caller's own timeouts: the replica is
+                // behind.
+                (Err(Error::Timeout { .. }), Some(reached))
+                    if caller_bound.is_none_or(|bound| left < bound) =>
+                {
+                    return Err(Error::ReplicaBehind {
+                        wanted: position,
+                        reached,
+                        waited: started.elapsed(),
+                    });
+                }
+                (attempt, _) => attempt?,
+            };
             match attempt {
                 Ok(value) => return Ok(value),
                 Err((back, reached)) => {
+                    last_reached = Some(reached);
                     let waited = started.elapsed();
                     if waited + pause > timeout {
                         return Err(Error::ReplicaBehind {
