@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs what the tests need beyond the Rust toolchain, builds the Go and Node runners
-# and Litestream, then `cargo test --workspace` and the runners' own tests.
+# and Litestream, then `cargo test --workspace` (every test binary, even after one failed) and the runners' own tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-test-deps.sh
@@ -14,7 +14,7 @@ QUICKLITE_LITESTREAM=$(bash scripts/install-litestream.sh)
 # Litestream's VFS, for the read replica's test (crates/quicklite/tests/replica.rs).
 QUICKLITE_LITESTREAM_VFS=$(bash scripts/install-litestream-vfs.sh)
 export QUICKLITE_LITESTREAM QUICKLITE_LITESTREAM_VFS QUICKLITE_LITESTREAM_REQUIRED=1
-QUICKLITE_OTHER_LANGUAGE_RUNNERS=required cargo test --workspace "$@"
+QUICKLITE_OTHER_LANGUAGE_RUNNERS=required cargo test --workspace --no-fail-fast "$@"
 # Their own protocol and workload tests.
 (cd runners/go && go test ./...)
 (cd runners/node && npm test)
