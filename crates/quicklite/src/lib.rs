@@ -86,6 +86,8 @@
 mod changes;
 mod config;
 mod cost;
+#[cfg(feature = "serde")]
+mod de;
 mod error;
 mod metrics;
 mod permits;
