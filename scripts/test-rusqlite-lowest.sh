@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The library with the lowest rusqlite it accepts (Cargo.lock holds the highest). For the run the workspace holds the
-# library alone (the lab's runners depend on crates that need the highest) and the manifest pins the lowest
-# version; the files are put back afterwards. The build shares the target directory (the crates that did not change
-# are not built again). Arguments go to `cargo test`.
+# The library with the lowest rusqlite it accepts (scripts/test-rusqlite-newest.sh tests the newest). For the run the
+# workspace holds the library alone (the lab's runners depend on crates that need a newer one) and the manifest pins
+# the lowest version; the files are put back afterwards. The build shares the target directory (the crates that did
+# not change are not built again). Arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LOWEST_RUSQLITE=0.40.2
