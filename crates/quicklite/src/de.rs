@@ -398,7 +398,10 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer<'_, '_> {
     ) -> Result<V::Value, DeError> {
         match self.value()? {
             value @ ValueRef::Text(_) => visitor.visit_enum(UnitVariant(text(value)?)),
-            other => Err(de::Error::invalid_type(unexpected(&other), &"a variant's name")),
+            other => Err(de::Error::invalid_type(
+                unexpected(&other),
+                &"a variant's name",
+            )),
         }
     }
 
@@ -587,14 +590,20 @@ mod tests {
         assert!(row::<bool>("SELECT -3").unwrap());
         assert!(!row::<bool>("SELECT 0.0").unwrap());
         assert!(row::<bool>("SELECT 0.5").unwrap());
-        assert!(matches!(row::<bool>("SELECT 'yes'"), Err(Error::Decode { .. })));
+        assert!(matches!(
+            row::<bool>("SELECT 'yes'"),
+            Err(Error::Decode { .. })
+        ));
     }
 
     #[test]
     fn blobs_are_vectors_of_bytes_and_text_is_not() {
         assert_eq!(row::<Vec<u8>>("SELECT x'010203'").unwrap(), vec![1, 2, 3]);
         assert_eq!(row::<Vec<u8>>("SELECT x''").unwrap(), Vec::<u8>::new());
-        assert!(matches!(row::<Vec<u8>>("SELECT 'abc'"), Err(Error::Decode { .. })));
+        assert!(matches!(
+            row::<Vec<u8>>("SELECT 'abc'"),
+            Err(Error::Decode { .. })
+        ));
         // Text that is not UTF-8 (SQLite does not check) is refused, not mangled.
         let (column, message) = decode_error::<Item>(
             "SELECT 1 AS id, 1.0 AS price, CAST(x'ff' AS TEXT) AS name, x'' AS payload, NULL AS note, 0 AS in_stock",
@@ -641,16 +650,25 @@ mod tests {
         assert_eq!(row::<Status>("SELECT 'active'").unwrap(), Status::Active);
         let (column, message) = decode_error::<Account>("SELECT 3 AS id, 'gone' AS status");
         assert_eq!(column.as_deref(), Some("status"));
-        assert_eq!(message, "unknown variant `gone`, expected `active` or `closed`");
+        assert_eq!(
+            message,
+            "unknown variant `gone`, expected `active` or `closed`"
+        );
         let (column, message) = decode_error::<Account>("SELECT 3 AS id, 1 AS status");
         assert_eq!(column.as_deref(), Some("status"));
-        assert_eq!(message, "invalid type: integer `1`, expected a variant's name");
+        assert_eq!(
+            message,
+            "invalid type: integer `1`, expected a variant's name"
+        );
     }
 
     #[test]
     fn a_map_takes_every_column_by_name() {
         let map: BTreeMap<String, Option<i64>> = row("SELECT 1 AS a, NULL AS b").unwrap();
-        assert_eq!(map, BTreeMap::from([("a".into(), Some(1)), ("b".into(), None)]));
+        assert_eq!(
+            map,
+            BTreeMap::from([("a".into(), Some(1)), ("b".into(), None)])
+        );
     }
 
     #[test]

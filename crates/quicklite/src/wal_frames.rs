@@ -77,10 +77,13 @@ mod tests {
         // Another connection's view, once it has read the database (until then SQLite has not opened its WAL):
         // the same WAL, read from the shared index.
         let other = Connection::open(dir.path().join("wal.db")).unwrap();
-        other.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0)).unwrap();
+        other
+            .query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))
+            .unwrap();
         assert_eq!(wal_frames(&other), Some(last));
         // Inside a transaction SQLite runs no checkpoint at all.
-        conn.execute_batch("BEGIN; SELECT count(*) FROM t;").unwrap();
+        conn.execute_batch("BEGIN; SELECT count(*) FROM t;")
+            .unwrap();
         assert_eq!(wal_frames(&conn), None);
         conn.execute_batch("COMMIT").unwrap();
         other

@@ -24,7 +24,11 @@ const LAYERS: &[(&str, u8, &str)] = &[
     ("setup", 0, "process-wide SQLite set-up"),
     ("sync", 0, "atomics, swapped for loom's in model checks"),
     ("util", 0, "lock, companion-file and thread helpers"),
-    ("wal_frames", 0, "the WAL's frame count, by a no-op checkpoint"),
+    (
+        "wal_frames",
+        0,
+        "the WAL's frame count, by a no-op checkpoint",
+    ),
     (
         "wal_reset_bug",
         0,

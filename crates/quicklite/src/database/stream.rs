@@ -352,11 +352,7 @@ impl Database {
     where
         T: serde::de::DeserializeOwned + Send + 'static,
     {
-        RowStream::new(
-            self,
-            keyset,
-            RowMap::Deserialized(crate::de::from_row),
-        )
+        RowStream::new(self, keyset, RowMap::Deserialized(crate::de::from_row))
     }
 }
 

@@ -4,9 +4,9 @@ use rusqlite::{Connection, Params};
 use serde::de::DeserializeOwned;
 
 use crate::cost::Site;
-use crate::de;
 use crate::database::Database;
 use crate::database::and_then::{carry, unwrapped};
+use crate::de;
 use crate::{Error, Result};
 
 /// Runs `sql` with a cached statement and deserializes its rows, at most `limit` of them.

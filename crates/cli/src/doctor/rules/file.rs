@@ -133,11 +133,7 @@ pub(super) fn free_pages(free: i64, pages: i64, auto_vacuum: i64) -> Finding {
         .why(why, &docs)
 }
 
-pub(super) fn wal_file(
-    size: Option<u64>,
-    frames: Option<u64>,
-    journal_size_limit: i64,
-) -> Finding {
+pub(super) fn wal_file(size: Option<u64>, frames: Option<u64>, journal_size_limit: i64) -> Finding {
     let why = "A WAL grows until a checkpoint has copied all of it back into the database and a writer starts it \
                over; after that the file keeps its size unless journal_size_limit truncates it. A checkpoint cannot \
                finish while readers still use the WAL (checkpoint starvation), automatic checkpoints can be turned \
