@@ -27,6 +27,8 @@ use serde::forward_to_deserialize_any;
 use crate::Error;
 
 /// The names of a statement's columns, read once for all its rows.
+// rusqlite 0.40's `column_names` returns a `Vec`, 0.41's an iterator: `into_iter` takes either.
+#[allow(clippy::useless_conversion)]
 pub(crate) fn column_names(stmt: &Statement<'_>) -> Vec<String> {
     stmt.column_names().into_iter().map(str::to_owned).collect()
 }
@@ -314,7 +316,7 @@ fn visit<'de, V: Visitor<'de>>(value: ValueRef<'_>, visitor: V) -> Result<V::Val
 
 /// A `TEXT` value as a string: SQLite does not check that text is UTF-8.
 fn text<'v>(value: ValueRef<'v>) -> Result<&'v str, DeError> {
-    value.as_str().map_err(|e| de::Error::custom(e))
+    value.as_str().map_err(de::Error::custom)
 }
 
 impl<'de> de::Deserializer<'de> for ValueDeserializer<'_, '_> {
