@@ -255,7 +255,7 @@ pub struct MetricsSnapshot {
     pub another_checkpointer: bool,
     /// Frames (pages) in the WAL after the last commit: as SQLite reports them to the WAL hook, or, under
     /// [`Checkpointing::Sqlite`](crate::Checkpointing::Sqlite), which keeps SQLite's own hook, as a no-op checkpoint
-    /// reads them after each commit ([`wal_frames`](crate::wal_frames); unknown, so 0, on a SQLite without the
+    /// reads them after each commit ([`wal_frames`](crate::wal_frames()); unknown, so 0, on a SQLite without the
     /// no-op mode).
     pub wal_frames: u64,
     /// Size of the `-wal` file now, in bytes (0 when there is none).
