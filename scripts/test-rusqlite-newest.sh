@@ -3,8 +3,8 @@
 # library's refinery 0.10 (a dev-dependency, tests/migrations.rs) stop at rusqlite 0.41. For the run the workspace
 # holds the library alone, pinned to the newest, without refinery (its test is left out: it runs on the other
 # versions); the files are put back afterwards. Then a project on that rusqlite adds quicklite with its default
-# features (checks/rusqlite043-service). Both build in the same target directory; the project's own Cargo.lock may
-# pick other versions of SQLite's build dependencies, in which case the bundled SQLite is compiled once more for it.
+# features (checks/rusqlite043-service). Both build in the same target directory, where the project reuses the
+# library and the bundled SQLite the tests built (same versions and features): it compiles only itself.
 # Arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
