@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
-# The library with the lowest rusqlite it accepts (Cargo.lock holds the highest). For the run the workspace holds the
-# library alone (the lab's runners depend on crates that need the highest) and the manifests pin the lowest
-# versions; the files are put back afterwards. The build shares the target directory (the crates that did not change
-# are not built again). Arguments go to `cargo test`.
+# The library with the lowest rusqlite it accepts (scripts/test-rusqlite-newest.sh tests the newest). For the run the
+# workspace holds the library alone (the lab's runners depend on crates that need a newer one) and the manifest pins
+# the lowest version; the files are put back afterwards. The build shares the target directory (the crates that did
+# not change are not built again). Arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LOWEST_RUSQLITE=0.40.2
-# serde_rusqlite follows rusqlite's minor versions.
-LOWEST_SERDE_RUSQLITE=0.43.0
-files=(Cargo.toml Cargo.lock crates/quicklite/Cargo.toml)
+files=(Cargo.toml Cargo.lock)
 saved=$(mktemp -d)
 for file in "${files[@]}"; do
     mkdir -p "$saved/$(dirname "$file")"
@@ -23,12 +21,9 @@ restore() {
 trap restore EXIT
 sed -i -E 's|^members = .*|members = ["crates/quicklite"]|' Cargo.toml
 sed -i -E "s/^rusqlite = \{ version = \"[^\"]+\"/rusqlite = { version = \"=$LOWEST_RUSQLITE\"/" Cargo.toml
-sed -i -E "s/^serde_rusqlite = \{ version = \"[^\"]+\"/serde_rusqlite = { version = \"=$LOWEST_SERDE_RUSQLITE\"/" \
-    crates/quicklite/Cargo.toml
-cargo update --quiet -p rusqlite -p serde_rusqlite
-# Both pins took: what follows builds the lowest versions.
-[ "$(cargo tree -p quicklite --depth 1 -e normal \
-    | grep -cE " (rusqlite v$LOWEST_RUSQLITE|serde_rusqlite v$LOWEST_SERDE_RUSQLITE)$")" = 2 ]
+cargo update --quiet -p rusqlite
+# The pin took: what follows builds the lowest version.
+[ "$(cargo tree -p quicklite --depth 1 -e normal | grep -cE " rusqlite v$LOWEST_RUSQLITE$")" = 1 ]
 cargo test -p quicklite "$@"
 # A service whose other crates are on rusqlite 0.40 (tokio-rusqlite, rusqlite_migration) adds quicklite.
 CARGO_TARGET_DIR="$PWD/target" cargo run --manifest-path checks/rusqlite040-service/Cargo.toml

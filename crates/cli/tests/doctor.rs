@@ -228,6 +228,7 @@ fn json_carries_every_field_and_finding() {
     assert_eq!(db["busy_timeout_ms"], 0);
     assert_eq!(db["auto_vacuum"], "none");
     assert_eq!(db["wal_size_bytes"], Value::Null);
+    assert_eq!(db["wal_frames"], Value::Null);
     assert_eq!(db["journal_size_limit"], -1);
     assert_eq!(db["user_version"], 7);
     assert_eq!(db["quick_check"], serde_json::json!(["ok"]));
@@ -508,6 +509,8 @@ fn a_live_wal_database_is_read_through_its_shm_without_changing_any_file() {
     );
     assert_eq!(db["journal_mode"], "wal");
     assert_eq!(db["wal_size_bytes"], before["live.db-wal"].len());
+    // SQLite runs no checkpoint, not even a no-op one, through a WAL index it may only read.
+    assert_eq!(db["wal_frames"], Value::Null, "{db:#}");
     assert!(
         db["page_count"].as_i64().unwrap() > main_pages,
         "the pages committed to the -wal are read too: {db:#}"
@@ -564,6 +567,7 @@ fn a_wal_without_its_shm_is_the_one_case_where_sqlite_creates_a_file() {
     let copy = copy_dir.join("copy.db");
     std::fs::copy(&live, &copy).unwrap();
     std::fs::copy(tmp.path().join("live.db-wal"), copy_dir.join("copy.db-wal")).unwrap();
+    let frames = quicklite::wal_frames(&writer).unwrap();
     drop(writer);
     let before = files(&copy_dir);
     assert_eq!(names(&before), ["copy.db", "copy.db-wal"]);
@@ -572,6 +576,15 @@ fn a_wal_without_its_shm_is_the_one_case_where_sqlite_creates_a_file() {
     let db = &report["database"];
     assert_eq!(db["created_files"], serde_json::json!(["copy.db-shm"]));
     assert_eq!(finding(db, "created files")["severity"], "info");
+    // The frames the copied WAL holds, counted through the index SQLite built for it as the writer counted them.
+    assert_eq!(db["wal_frames"], frames, "{db:#}");
+    assert!(
+        finding(db, "wal file")["value"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!(", {frames} frames in use")),
+        "{db:#}"
+    );
     assert_eq!(db["quick_check"], serde_json::json!(["ok"]));
     let after = files(&copy_dir);
     assert_eq!(names(&after), ["copy.db", "copy.db-shm", "copy.db-wal"]);

@@ -86,6 +86,8 @@
 mod changes;
 mod config;
 mod cost;
+#[cfg(feature = "serde")]
+mod de;
 mod error;
 mod metrics;
 mod permits;
@@ -94,6 +96,7 @@ mod replica;
 pub mod setup;
 mod sync;
 mod util;
+mod wal_frames;
 mod wal_reset_bug;
 
 mod inbox;
@@ -125,6 +128,7 @@ pub use metrics::{Distribution, MetricsSnapshot};
 pub use profile::Profile;
 pub use registry::builder::RegistryBuilder;
 pub use registry::{Registry, RegistryMetrics};
+pub use wal_frames::wal_frames;
 
 /// The rusqlite crate quicklite is built on, re-exported so closures use the same version.
 pub use rusqlite;

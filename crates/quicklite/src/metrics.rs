@@ -157,7 +157,8 @@ pub(crate) struct Metrics {
     pub(crate) wal_size_warnings: AtomicU64,
     /// Whether another program checkpoints the database (the writer defers to it).
     pub(crate) another_checkpointer: std::sync::atomic::AtomicBool,
-    /// Frames in the WAL after the last commit, as SQLite's WAL hook reports them.
+    /// Frames in the WAL after the last commit, as SQLite's WAL hook reports them (or a no-op checkpoint reads
+    /// them, under `Checkpointing::Sqlite`).
     pub(crate) wal_frames: AtomicU64,
     /// A replica's last transaction at its writer's last look; 0 before a look (Litestream's TXIDs start at 1).
     pub(crate) replica_txid: AtomicU64,
@@ -252,8 +253,10 @@ pub struct MetricsSnapshot {
     /// `PASSIVE` checkpoints, which never wait for readers (logged once; `quicklite doctor` advises
     /// [`Checkpointing::External`](crate::Checkpointing::External)).
     pub another_checkpointer: bool,
-    /// Frames (pages) in the WAL after the last commit, as SQLite reports them to the WAL hook (0 under
-    /// [`Checkpointing::Sqlite`](crate::Checkpointing::Sqlite), which keeps SQLite's own hook).
+    /// Frames (pages) in the WAL after the last commit: as SQLite reports them to the WAL hook, or, under
+    /// [`Checkpointing::Sqlite`](crate::Checkpointing::Sqlite), which keeps SQLite's own hook, as a no-op checkpoint
+    /// reads them after each commit ([`wal_frames`](crate::wal_frames()); unknown, so 0, on a SQLite without the
+    /// no-op mode).
     pub wal_frames: u64,
     /// Size of the `-wal` file now, in bytes (0 when there is none).
     pub wal_bytes: u64,

@@ -15,6 +15,7 @@ const LAYERS: &[(&str, u8, &str)] = &[
     ),
     ("config", 0, "validated settings, QueueFull, Checkpointing"),
     ("cost", 0, "what each read's call site has cost lately"),
+    ("de", 0, "rows deserialized into the caller's types (serde)"),
     ("error", 0, "the error type"),
     ("metrics", 0, "counters, histograms, snapshots"),
     ("permits", 0, "a budget of permits under a cap"),
@@ -23,6 +24,11 @@ const LAYERS: &[(&str, u8, &str)] = &[
     ("setup", 0, "process-wide SQLite set-up"),
     ("sync", 0, "atomics, swapped for loom's in model checks"),
     ("util", 0, "lock, companion-file and thread helpers"),
+    (
+        "wal_frames",
+        0,
+        "the WAL's frame count, by a no-op checkpoint",
+    ),
     (
         "wal_reset_bug",
         0,

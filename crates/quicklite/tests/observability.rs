@@ -55,6 +55,29 @@ both_backends! {
 
 both_backends! {
     #[tokio::test]
+    async fn wal_frames_are_counted_under_sqlites_own_checkpoints_too(backend) {
+        // SQLite keeps its WAL hook for its automatic checkpoint: the writer reads the WAL's frames after each
+        // commit with a no-op checkpoint instead.
+        let db = common::open(backend, |b| b.checkpointing(Checkpointing::Sqlite)).await;
+        db.execute_batch("CREATE TABLE t (x BLOB)").await.unwrap();
+        let mut last = db.metrics().wal_frames;
+        assert!(last > 0, "{:#?}", db.metrics());
+        for _ in 0..3 {
+            db.execute("INSERT INTO t VALUES (zeroblob(10000))", ()).await.unwrap();
+            let now = db.metrics().wal_frames;
+            assert!(now > last, "{now} frames after {last}");
+            last = now;
+        }
+        db.with_write_connection(|c| c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)"))
+            .await
+            .unwrap();
+        assert_eq!(db.metrics().wal_frames, 0, "{:#?}", db.metrics());
+        db.close().await;
+    }
+}
+
+both_backends! {
+    #[tokio::test]
     async fn busy_waits_are_counted_and_the_timeout_still_holds(backend) {
         let db = common::open(backend, |b| {
             b.busy_timeout(Duration::from_millis(200))

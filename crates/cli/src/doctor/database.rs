@@ -49,6 +49,9 @@ pub struct DatabaseSection {
     pub auto_vacuum: Option<String>,
     /// The size of `<db>-wal` in bytes, if it exists.
     pub wal_size_bytes: Option<u64>,
+    /// The frames (pages) the WAL holds, read with a no-op checkpoint; none when the database has no WAL open, or
+    /// the SQLite cannot tell (older than 3.51, or the WAL index is read-only to it).
+    pub wal_frames: Option<u64>,
     /// `journal_size_limit` of a fresh connection, in bytes; -1 means no limit.
     pub journal_size_limit: Option<i64>,
     /// `user_version`.
@@ -95,6 +98,7 @@ pub fn inspect(path: &Path, info: &SqliteInfo) -> anyhow::Result<DatabaseSection
             .ok()
             .map(|&v| rules::auto_vacuum_name(v).to_string()),
         wal_size_bytes: observed.wal_size,
+        wal_frames: observed.wal_frames,
         journal_size_limit: observed.journal_size_limit.clone().ok(),
         user_version: observed.user_version.clone().ok(),
         quick_check: observed.quick_check.clone().ok(),
@@ -111,7 +115,7 @@ fn observe(opened: &Opened, info: &SqliteInfo) -> anyhow::Result<Observed> {
     // An immutable connection never opens the WAL, so it reports a rollback journal and the rollback default of
     // synchronous; a connection that opens this WAL database gets WAL mode and the build's WAL default.
     let immutable_wal = opened.mode == OpenMode::Immutable;
-    let observed = Observed {
+    let mut observed = Observed {
         journal_mode: if immutable_wal {
             Ok("wal".to_string())
         } else {
@@ -138,11 +142,14 @@ fn observe(opened: &Opened, info: &SqliteInfo) -> anyhow::Result<Observed> {
         )?,
         wal: opened.header.wal || opened.wal_size.is_some(),
         wal_size: opened.wal_size,
+        wal_frames: None,
         quick_check: quick_check(conn)?,
     };
     if !conn.is_autocommit() {
         conn.execute_batch("ROLLBACK").map_err(cannot_read)?;
     }
+    // Outside the transaction (SQLite runs no checkpoint inside one), after a read has opened the WAL.
+    observed.wal_frames = quicklite::wal_frames(conn);
     Ok(observed)
 }
 

@@ -39,6 +39,9 @@ pub struct Observed {
     pub wal: bool,
     /// The size of `<db>-wal`, if it exists.
     pub wal_size: Option<u64>,
+    /// The frames in the WAL, read with a no-op checkpoint (`quicklite::wal_frames`): unlike the file's size,
+    /// which only a `TRUNCATE` checkpoint shrinks, this is what the WAL holds. `None` when unknown.
+    pub wal_frames: Option<u64>,
     /// `PRAGMA quick_check`: `["ok"]`, or what is wrong.
     pub quick_check: Reading<Vec<String>>,
 }

@@ -172,7 +172,7 @@ impl<T> RowMap<T> {
         match self {
             RowMap::Closure(_) => Vec::new(),
             #[cfg(feature = "serde")]
-            RowMap::Deserialized(_) => serde_rusqlite::columns_from_statement(stmt),
+            RowMap::Deserialized(_) => crate::de::column_names(stmt),
         }
     }
 
@@ -352,14 +352,7 @@ impl Database {
     where
         T: serde::de::DeserializeOwned + Send + 'static,
     {
-        RowStream::new(
-            self,
-            keyset,
-            RowMap::Deserialized(|row, columns| {
-                serde_rusqlite::from_row_with_columns(row, columns)
-                    .map_err(crate::database::typed::decode_error)
-            }),
-        )
+        RowStream::new(self, keyset, RowMap::Deserialized(crate::de::from_row))
     }
 }
 

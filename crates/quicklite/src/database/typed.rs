@@ -1,4 +1,4 @@
-//! Rows deserialized into the caller's types with serde, field by column name (through `serde_rusqlite`).
+//! Rows deserialized into the caller's types with serde, field by column name (`crate::de`).
 
 use rusqlite::{Connection, Params};
 use serde::de::DeserializeOwned;
@@ -6,21 +6,8 @@ use serde::de::DeserializeOwned;
 use crate::cost::Site;
 use crate::database::Database;
 use crate::database::and_then::{carry, unwrapped};
+use crate::de;
 use crate::{Error, Result};
-
-/// A row that did not deserialize, as quicklite's error.
-pub(super) fn decode_error(e: serde_rusqlite::Error) -> Error {
-    match e {
-        serde_rusqlite::Error::Rusqlite(e) => Error::Sqlite(e),
-        serde_rusqlite::Error::Deserialization { column, message } => {
-            Error::Decode { column, message }
-        }
-        other => Error::Decode {
-            column: None,
-            message: other.to_string(),
-        },
-    }
-}
 
 /// Runs `sql` with a cached statement and deserializes its rows, at most `limit` of them.
 fn deserialized<T: DeserializeOwned>(
@@ -30,13 +17,13 @@ fn deserialized<T: DeserializeOwned>(
     limit: usize,
 ) -> Result<Vec<T>> {
     let mut stmt = conn.prepare_cached(sql)?;
-    let columns = serde_rusqlite::columns_from_statement(&stmt);
+    let columns = de::column_names(&stmt);
     let mut rows = stmt.query(params)?;
     let mut out = Vec::new();
     while out.len() < limit
         && let Some(row) = rows.next()?
     {
-        out.push(serde_rusqlite::from_row_with_columns(row, &columns).map_err(decode_error)?);
+        out.push(de::from_row(row, &columns)?);
     }
     Ok(out)
 }

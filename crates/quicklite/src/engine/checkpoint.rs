@@ -153,6 +153,9 @@ pub(crate) struct Checkpoints {
     warn_at_frames: Option<u64>,
     /// Whether the WAL is past that size since the last warning (warned once until it shrinks below half).
     warned: bool,
+    /// Whether the writer reads the WAL's frames after each commit with a no-op checkpoint, because SQLite keeps
+    /// the WAL hook for its automatic checkpoint ([`Checkpointing::Sqlite`]) and none of quicklite's reports them.
+    reads_frames: bool,
 }
 
 impl Checkpoints {
@@ -179,6 +182,7 @@ impl Checkpoints {
             reader_wait,
             warn_at_frames: config.wal_size_warning.map(|bytes| bytes / page_size),
             warned: false,
+            reads_frames: config.checkpointing == Checkpointing::Sqlite,
         };
         checkpoints.look_for_another_checkpointer(conn, shared);
         checkpoints
@@ -255,6 +259,17 @@ impl Checkpoints {
     pub(crate) fn idle_wait(&self) -> Option<Duration> {
         let now = Instant::now();
         self.policy.as_ref().and_then(|p| p.idle_wait(now))
+    }
+
+    /// Records the WAL's frames after a turn of writes where no WAL hook of quicklite's reports them
+    /// ([`Checkpointing::Sqlite`]), before the callers are answered: a caller that reads the metrics after its
+    /// write sees the frames it wrote. A no-op checkpoint reads them from the WAL index's header, taking no lock.
+    pub(crate) fn count_frames(&self, conn: &GuardedConnection, shared: &Shared) {
+        if self.reads_frames
+            && let Some(frames) = crate::wal_frames::wal_frames(conn.conn())
+        {
+            shared.metrics.wal_frames.store(frames, Ordering::Relaxed);
+        }
     }
 
     /// Runs (or hands off) the checkpoint the policy asks for after the last commit, if any. Callers have their

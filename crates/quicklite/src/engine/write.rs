@@ -348,6 +348,7 @@ impl Writer {
             [lone] if alone || lone.kind == WriteKind::GroupedStatement => self.serve_alone(lone),
             _ => self.serve_group(&mut group),
         }
+        self.checkpoints.count_frames(&self.conn, &self.shared);
         self.answer(&mut group);
         self.group = group;
         self.checkpoints.after_commit(&self.conn, &self.shared);

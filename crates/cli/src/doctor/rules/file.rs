@@ -133,7 +133,7 @@ pub(super) fn free_pages(free: i64, pages: i64, auto_vacuum: i64) -> Finding {
         .why(why, &docs)
 }
 
-pub(super) fn wal_file(size: Option<u64>, journal_size_limit: i64) -> Finding {
+pub(super) fn wal_file(size: Option<u64>, frames: Option<u64>, journal_size_limit: i64) -> Finding {
     let why = "A WAL grows until a checkpoint has copied all of it back into the database and a writer starts it \
                over; after that the file keeps its size unless journal_size_limit truncates it. A checkpoint cannot \
                finish while readers still use the WAL (checkpoint starvation), automatic checkpoints can be turned \
@@ -149,12 +149,14 @@ pub(super) fn wal_file(size: Option<u64>, journal_size_limit: i64) -> Finding {
         .fix("nothing to do")
         .why(why, &docs);
     };
+    // What the WAL holds now, when SQLite can tell: the file keeps its size after a checkpoint that restarts it.
+    let holds = frames.map_or_else(String::new, |frames| format!(", {frames} frames in use"));
     let over_limit = journal_size_limit > 0 && size > journal_size_limit as u64;
     if size > WAL_WARNING_BYTES || over_limit {
         Finding::new(
             "wal file",
             Severity::Warning,
-            format!("{} ({size} bytes)", bytes(size)),
+            format!("{} ({size} bytes{holds})", bytes(size)),
         )
         .fix(format!(
             "find what keeps checkpoints from finishing: read transactions left open, wal_autocheckpoint=0, or \
@@ -165,7 +167,7 @@ pub(super) fn wal_file(size: Option<u64>, journal_size_limit: i64) -> Finding {
         ))
         .why(why, &docs)
     } else {
-        Finding::new("wal file", Severity::Ok, bytes(size))
+        Finding::new("wal file", Severity::Ok, format!("{}{holds}", bytes(size)))
             .fix("nothing to do: checkpoints keep it in check")
             .why(why, &docs)
     }

@@ -43,7 +43,7 @@ pub fn findings(o: &Observed) -> Vec<Finding> {
     ];
     if o.wal {
         let limit = o.journal_size_limit.clone().unwrap_or(-1);
-        out.push(wal_file(o.wal_size, limit));
+        out.push(wal_file(o.wal_size, o.wal_frames, limit));
     }
     if o.litestream == Ok(true) {
         out.push(litestream());
@@ -121,6 +121,7 @@ mod tests {
             litestream: Ok(false),
             wal: true,
             wal_size: Some(4096),
+            wal_frames: Some(1),
             quick_check: Ok(vec!["ok".into()]),
         }
     }
