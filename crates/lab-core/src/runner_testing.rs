@@ -340,8 +340,9 @@ pub fn tiny_custom_cell(approach: &str, dir: &Path) -> Value {
     cell
 }
 
-/// A cell of `examples/workloads/transfers.toml` in small: 200 accounts of 1,000 each, and transfers of one between
-/// two accounts drawn from the post's power law (`pareto`), in one transaction of two `UPDATE`s.
+/// A cell of `examples/workloads/transfers-with-reads.toml` in small: 200 accounts of 1,000 each, transfers of one
+/// between two accounts drawn from the post's power law (`pareto`) in one transaction of two `UPDATE`s, and three
+/// point reads of such accounts for each transfer.
 pub fn tiny_transfers_cell(approach: &str, dir: &Path) -> Value {
     let mut cell = tiny_cell(approach, "tiny-transfers", dir);
     cell["custom"] = json!({
@@ -356,6 +357,14 @@ pub fn tiny_transfers_cell(approach: &str, dir: &Path) -> Value {
             ],
         }],
         "transactions": [{
+            "name": "read",
+            "weight": 3,
+            "writes": false,
+            "params": [{"kind": "pareto", "min": 0, "max": 199, "p": 0.9}],
+            "statements": [
+                {"sql": "SELECT * FROM account WHERE id = :id LIMIT 1", "binds": [0]},
+            ],
+        }, {
             "name": "transfer",
             "weight": 1,
             "writes": true,
@@ -378,7 +387,7 @@ pub fn transfers_sql() -> &'static str {
 }
 
 /// Checks a result of [`tiny_transfers_cell`] and what [`transfers_sql`] read from its file afterwards: transfers
-/// were measured as writes, and they moved money between accounts without making or losing any.
+/// were measured as writes beside the reads, and they moved money between accounts without making or losing any.
 pub fn assert_transfers(approach: &str, result: &Value, (rows, total, moved): (i64, i64, i64)) {
     assert_measured(result);
     assert!(
@@ -386,7 +395,11 @@ pub fn assert_transfers(approach: &str, result: &Value, (rows, total, moved): (i
         "{approach}: {result:#}"
     );
     assert_eq!(
-        result["operations"][0]["name"], "transfer",
+        (
+            &result["operations"][0]["name"],
+            &result["operations"][1]["name"]
+        ),
+        (&json!("read"), &json!("transfer")),
         "{approach}: {result:#}"
     );
     assert_eq!((rows, total), (200, 200_000), "{approach}");
