@@ -103,6 +103,19 @@ pub enum Values {
         /// The skew: `0` is uniform, `1` is classic Zipf, larger is more skewed.
         exponent: f64,
     },
+    /// Integers in `min..=max` by the power law of Anders Murphy's "100000 TPS over a billion rows" (its
+    /// `rand-pareto`): with `x` uniform in `[0, 1)` and `a = ln(1 − p) / ln(p)`, the value is `min` plus
+    /// `⌊n · (x^a + 1 − (1 − x)^(1/a)) / 2⌋` of the range's `n` values. With `p` near 1 the draws crowd at `min`:
+    /// at `p = 0.9995` over a billion values, half of them fall below about 22,800 and nearly all below a few
+    /// hundred thousand, the rest spread thinly over the range. `p = 0.5` is uniform.
+    Pareto {
+        /// The smallest (hottest, when `p > 0.5`) value.
+        min: i64,
+        /// The largest value.
+        max: i64,
+        /// The law's parameter, strictly between 0 and 1.
+        p: f64,
+    },
     /// Lowercase ASCII text of a length drawn in `min_len..=max_len`.
     Text {
         /// The shortest length.
@@ -329,6 +342,7 @@ enum Draw {
     Sequence { next: i64, step: i64 },
     Uniform { min: i64, max: i64 },
     Zipf { min: i64, sampler: Zipf },
+    Pareto { min: i64, sampler: Pareto },
     Text { min_len: u32, max_len: u32 },
     Choice(Vec<String>),
     Integer(i64),
@@ -350,6 +364,10 @@ impl Draw {
                     exponent,
                 ),
             },
+            &Values::Pareto { min, max, p } => Self::Pareto {
+                min,
+                sampler: Pareto::new(max.saturating_sub(min).saturating_add(1).max(1) as u64, p),
+            },
             &Values::Text { min_len, max_len } => Self::Text { min_len, max_len },
             Values::Choice { options } => Self::Choice(options.clone()),
             &Values::Integer { value } => Self::Integer(value),
@@ -366,6 +384,9 @@ impl Draw {
             Self::Uniform { min, max } => Param::Int(rng.between(*min, *max)),
             Self::Zipf { min, sampler } => {
                 Param::Int(min.wrapping_add(sampler.sample(rng) as i64 - 1))
+            }
+            Self::Pareto { min, sampler } => {
+                Param::Int(min.wrapping_add(sampler.sample(rng) as i64))
             }
             Self::Text { min_len, max_len } => {
                 let len = rng.between(i64::from(*min_len), i64::from(*max_len));
@@ -408,8 +429,7 @@ impl Zipf {
     /// A rank in `1..=n`.
     fn sample(&self, rng: &mut Rng) -> u64 {
         loop {
-            let unit = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-            let u = self.h_integral_n + unit * (self.h_integral_x1 - self.h_integral_n);
+            let u = self.h_integral_n + unit(rng) * (self.h_integral_x1 - self.h_integral_n);
             let x = self.h_integral_inverse(u);
             let k = (x + 0.5).floor().clamp(1.0, self.n);
             if k - x <= self.s || u >= self.h_integral(k + 0.5) - self.h(k) {
@@ -431,6 +451,36 @@ impl Zipf {
         let t = (x * (1.0 - self.exponent)).max(-1.0);
         (helper1(t) * x).exp()
     }
+}
+
+/// The power law of Anders Murphy's `rand-pareto` over offsets `0..n` (see [`Values::Pareto`]): one uniform draw
+/// and three powers per value, constant time and memory whatever `n`.
+#[derive(Debug, Clone)]
+struct Pareto {
+    n: f64,
+    a: f64,
+}
+
+impl Pareto {
+    fn new(n: u64, p: f64) -> Self {
+        Self {
+            n: n as f64,
+            a: (1.0 - p).ln() / p.ln(),
+        }
+    }
+
+    /// An offset in `0..n`.
+    fn sample(&self, rng: &mut Rng) -> u64 {
+        let x = unit(rng);
+        let y = (x.powf(self.a) + 1.0 - (1.0 - x).powf(1.0 / self.a)) / 2.0;
+        // `y` is in [0, 1]; the product rounds down to an offset, the largest kept inside the range.
+        ((self.n * y) as u64).min(self.n as u64 - 1)
+    }
+}
+
+/// A uniform draw in `[0, 1)`: the top 53 bits of the next value.
+fn unit(rng: &mut Rng) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// `ln(1 + x) / x`, accurate near zero.
@@ -537,6 +587,45 @@ mod tests {
             counts[1..].iter().all(|&c| (9_000..11_000).contains(&c)),
             "{counts:?}"
         );
+    }
+
+    #[test]
+    fn pareto_draws_as_the_post_s_rand_pareto_does() {
+        // The post's parameters: a billion accounts, p = 0.9995. Its `a` is ln(0.0005) / ln(0.9995) ≈ 15,198, so
+        // nearly every draw is about an exponential variate times 10⁹ / 2a (median 10⁹ · ln 2 / 2a ≈ 22,804).
+        let mut rng = Rng::new(5);
+        let pareto = Pareto::new(1_000_000_000, 0.9995);
+        let draws = 100_000;
+        let mut values: Vec<u64> = (0..draws).map(|_| pareto.sample(&mut rng)).collect();
+        assert!(values.iter().all(|&v| v < 1_000_000_000));
+        values.sort_unstable();
+        let median = values[draws / 2] as f64;
+        assert!((21_500.0..24_100.0).contains(&median), "median {median}");
+        // About 99.95% of the draws land in the first 0.05% of the accounts, as the post says: all but the
+        // `x^a` tail, which reaches past 500,000 with a chance of about ln(1000) / a ≈ 0.045%.
+        let hot = values.iter().filter(|&&v| v < 500_000).count();
+        assert!(hot as f64 / draws as f64 >= 0.9993, "{hot} of {draws}");
+        // p = 0.5 is uniform: a = 1, so y = x.
+        let flat = Pareto::new(10, 0.5);
+        let mut counts = [0u32; 10];
+        for _ in 0..100_000 {
+            counts[flat.sample(&mut rng) as usize] += 1;
+        }
+        assert!(
+            counts.iter().all(|&c| (9_000..11_000).contains(&c)),
+            "{counts:?}"
+        );
+        // A range of one value always draws it; `min` shifts the offsets.
+        let mut one = Draw::new(
+            &Values::Pareto {
+                min: 7,
+                max: 7,
+                p: 0.9,
+            },
+            0,
+            1,
+        );
+        assert_eq!(one.next(&mut rng), Param::Int(7));
     }
 
     #[test]

@@ -340,6 +340,72 @@ pub fn tiny_custom_cell(approach: &str, dir: &Path) -> Value {
     cell
 }
 
+/// A cell of `examples/workloads/transfers-with-reads.toml` in small: 200 accounts of 1,000 each, transfers of one
+/// between two accounts drawn from the post's power law (`pareto`) in one transaction of two `UPDATE`s, and three
+/// point reads of such accounts for each transfer.
+pub fn tiny_transfers_cell(approach: &str, dir: &Path) -> Value {
+    let mut cell = tiny_cell(approach, "tiny-transfers", dir);
+    cell["custom"] = json!({
+        "name": "tiny-transfers",
+        "schema": ["CREATE TABLE account (id PRIMARY KEY, balance INT)"],
+        "seed": [{
+            "table": "account",
+            "rows": 200,
+            "columns": [
+                {"name": "id", "values": {"kind": "sequence", "start": 0}},
+                {"name": "balance", "values": {"kind": "integer", "value": 1000}},
+            ],
+        }],
+        "transactions": [{
+            "name": "read",
+            "weight": 3,
+            "writes": false,
+            "params": [{"kind": "pareto", "min": 0, "max": 199, "p": 0.9}],
+            "statements": [
+                {"sql": "SELECT * FROM account WHERE id = :id LIMIT 1", "binds": [0]},
+            ],
+        }, {
+            "name": "transfer",
+            "weight": 1,
+            "writes": true,
+            "params": [
+                {"kind": "pareto", "min": 0, "max": 199, "p": 0.9},
+                {"kind": "pareto", "min": 0, "max": 199, "p": 0.9},
+            ],
+            "statements": [
+                {"sql": "UPDATE account SET balance = balance - 1.00 WHERE id = :from", "binds": [0]},
+                {"sql": "UPDATE account SET balance = balance + 1.00 WHERE id = :to", "binds": [1]},
+            ],
+        }],
+    });
+    cell
+}
+
+/// The accounts of a [`tiny_transfers_cell`]: how many, their total, and how many no longer hold 1,000.
+pub fn transfers_sql() -> &'static str {
+    "SELECT count(*), sum(balance), count(*) FILTER (WHERE balance != 1000) FROM account"
+}
+
+/// Checks a result of [`tiny_transfers_cell`] and what [`transfers_sql`] read from its file afterwards: transfers
+/// were measured as writes beside the reads, and they moved money between accounts without making or losing any.
+pub fn assert_transfers(approach: &str, result: &Value, (rows, total, moved): (i64, i64, i64)) {
+    assert_measured(result);
+    assert!(
+        result["writes"]["ops"].as_u64() > Some(0),
+        "{approach}: {result:#}"
+    );
+    assert_eq!(
+        (
+            &result["operations"][0]["name"],
+            &result["operations"][1]["name"]
+        ),
+        (&json!("read"), &json!("transfer")),
+        "{approach}: {result:#}"
+    );
+    assert_eq!((rows, total), (200, 200_000), "{approach}");
+    assert!(moved > 0, "{approach}: no balance changed");
+}
+
 /// Checks a result of [`tiny_custom_cell`]: measured as any cell ([`assert_measured`]), writes counted too, and each
 /// transaction's own figures, in the workload's order, adding up to the reads and the writes.
 pub fn assert_custom_measured(result: &Value) {

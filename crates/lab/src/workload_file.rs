@@ -278,6 +278,9 @@ struct RawValues {
     /// `zipf = [MIN, MAX]`, with `exponent` (1 unless given).
     zipf: Option<[i64; 2]>,
     exponent: Option<f64>,
+    /// `pareto = [MIN, MAX]`, with `p` (required): the power law of Anders Murphy's "100000 TPS" post.
+    pareto: Option<[i64; 2]>,
+    p: Option<f64>,
     /// `text = LEN` or `text = [MIN, MAX]`.
     text: Option<TextLen>,
     /// `choice = ["a", "b"]`.
@@ -302,18 +305,22 @@ fn values_of(raw: Spanned<RawValues>) -> std::result::Result<Values, (Range<usiz
         raw.sequence.is_some(),
         raw.uniform.is_some(),
         raw.zipf.is_some(),
+        raw.pareto.is_some(),
         raw.text.is_some(),
         raw.choice.is_some(),
         raw.value.is_some(),
     ];
     if kinds.iter().filter(|&&k| k).count() != 1 {
         return fail(
-            "give exactly one of `sequence`, `uniform`, `zipf`, `text`, `choice` or `value`"
+            "give exactly one of `sequence`, `uniform`, `zipf`, `pareto`, `text`, `choice` or `value`"
                 .to_owned(),
         );
     }
     if raw.exponent.is_some() && raw.zipf.is_none() {
         return fail("`exponent` goes with `zipf` only".to_owned());
+    }
+    if raw.p.is_some() && raw.pareto.is_none() {
+        return fail("`p` goes with `pareto` only".to_owned());
     }
     let range = |[min, max]: [i64; 2]| {
         if min > max {
@@ -337,6 +344,18 @@ fn values_of(raw: Spanned<RawValues>) -> std::result::Result<Values, (Range<usiz
             return fail(format!("a Zipf exponent is 0 or more, not {exponent}"));
         }
         Values::Zipf { min, max, exponent }
+    } else if let Some(bounds) = raw.pareto {
+        let (min, max) = range(bounds)?;
+        let Some(p) = raw.p else {
+            return fail(
+                "`pareto` needs its `p`, strictly between 0 and 1 (the post's is 0.9995)"
+                    .to_owned(),
+            );
+        };
+        if !(p > 0.0 && p < 1.0) {
+            return fail(format!("a Pareto `p` is strictly between 0 and 1, not {p}"));
+        }
+        Values::Pareto { min, max, p }
     } else if let Some(len) = raw.text {
         let (min_len, max_len) = match len {
             TextLen::Fixed(len) => (len, len),
@@ -515,6 +534,12 @@ SELECT :note;
             ("{ uniform = [0, 5], text = 3 }", "exactly one"),
             ("{ text = 3, exponent = 2.0 }", "goes with `zipf`"),
             ("{ zipf = [1, 9], exponent = -1.0 }", "0 or more"),
+            ("{ pareto = [0, 9] }", "needs its `p`"),
+            ("{ pareto = [0, 9], p = 1.0 }", "strictly between 0 and 1"),
+            ("{ pareto = [0, 9], p = 0.0 }", "strictly between 0 and 1"),
+            ("{ pareto = [9, 0], p = 0.9 }", "is empty"),
+            ("{ uniform = [0, 9], p = 0.9 }", "goes with `pareto`"),
+            ("{ pareto = [0, 9], p = 0.9, zipf = [0, 9] }", "exactly one"),
             ("{ choice = [] }", "at least one"),
             ("{ gaussian = [1, 2] }", "gaussian"),
         ] {
@@ -522,6 +547,23 @@ SELECT :note;
             assert!(err.starts_with("dir/shop.toml:9: "), "{bad}: {err}");
             assert!(err.contains(expected), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn a_pareto_generator_takes_its_range_and_p() {
+        let file = parse(&SHOP.replace(
+            "{ uniform = [0, 500] }",
+            "{ pareto = [0, 999_999_999], p = 0.9995 }",
+        ))
+        .unwrap();
+        assert_eq!(
+            file.seed[0].columns[2].1,
+            Values::Pareto {
+                min: 0,
+                max: 999_999_999,
+                p: 0.9995
+            }
+        );
     }
 
     #[test]

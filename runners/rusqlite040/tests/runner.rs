@@ -4,9 +4,10 @@ use quicklite_lab_core::LEDGER_SEED_BLOCKS;
 use quicklite_lab_core::runner_testing::{
     assert_completion, assert_custom_measured, assert_custom_rows, assert_long_read_measured,
     assert_measured, assert_orm_measured, assert_queue_backlog, assert_queue_measured,
-    assert_throughput_measured, assert_write_completion, crate_version, custom_orders_sql,
-    ledger_files, ledger_files_of, queue_jobs_sql, run_runner, tiny_cell, tiny_custom_cell,
-    tiny_long_read_cell, tiny_paced_cell, tiny_throughput_cell,
+    assert_throughput_measured, assert_transfers, assert_write_completion, crate_version,
+    custom_orders_sql, ledger_files, ledger_files_of, queue_jobs_sql, run_runner, tiny_cell,
+    tiny_custom_cell, tiny_long_read_cell, tiny_paced_cell, tiny_throughput_cell,
+    tiny_transfers_cell, transfers_sql,
 };
 use serde_json::{Value, json};
 
@@ -81,6 +82,23 @@ fn assert_custom_runs(approach: &str) {
         .query_row(custom_orders_sql(), [], |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap();
     assert_custom_rows(approach, rows);
+}
+
+/// The post's transfers (`examples/workloads/transfers.toml`, in small) on tokio-rusqlite and deadpool-sqlite: two
+/// `UPDATE`s of accounts drawn from the power law in one write; money moves and none is made or lost.
+#[test]
+fn transfers_between_power_law_accounts_keep_the_total() {
+    for approach in ["tokio-rusqlite", "deadpool-sqlite"] {
+        let dir = tempfile::tempdir().unwrap();
+        let result = run(&tiny_transfers_cell(approach, dir.path()));
+        let conn = rusqlite::Connection::open(dir.path().join("custom.db")).unwrap();
+        let accounts = conn
+            .query_row(transfers_sql(), [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .unwrap();
+        assert_transfers(approach, &result, accounts);
+    }
 }
 
 #[test]
