@@ -303,13 +303,14 @@ fn written_blocks(path: &std::path::Path) -> i64 {
 #[test]
 fn quicklite_multi_db_is_served_by_one_registry_on_a_bounded_pool() {
     let dir = tempfile::tempdir().unwrap();
-    let databases = 24;
+    let databases = 64;
     let result = run(&tiny_paced_cell("quicklite", dir.path(), databases, 4));
     assert_measured(&result);
-    // 300 ms window, one write every 20 ms on each of 24 databases.
+    // 300 ms window, one write every 20 ms on each of 64 databases.
     assert_completion(&result, 300 / 20 * u64::from(databases));
     // A thread (or three) per database would need more threads than databases; the registry's pool does not
-    // grow with them.
+    // grow with them. (On a loaded machine it may grow by some: write threads added while blocked writes hold the
+    // others, tokio threads taking a worker's place while a read runs long; 24 databases once saw 32 threads.)
     let threads = result["threads"].as_u64().unwrap();
     assert!(threads < u64::from(databases), "{threads} threads");
     assert_eq!(result["open_databases"], databases, "{result:#}");
