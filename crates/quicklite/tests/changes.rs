@@ -289,7 +289,9 @@ both_backends! {
 both_backends! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_commit_from_outside_is_told_while_the_writer_is_busy(backend) {
-        let db = with_table(backend, |b| b.notice_external_commits(LOOK_EVERY)).await;
+        // Room for every notice of the busy writer's commits while this task, on a loaded machine, takes them
+        // slowly: one lagging would miss the notice looked for.
+        let db = with_table(backend, |b| b.notice_external_commits(LOOK_EVERY).subscription_capacity(1 << 16)).await;
         let mut changes = subscribed(&db).await;
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let writing = {
