@@ -18,6 +18,8 @@ const REPORTED: &[&str] = &[
     "sqlx",
     "sqlx-sqlite",
     "trailbase-sqlite",
+    "turso",
+    "turso_core",
     "tokio-postgres",
 ];
 

@@ -32,9 +32,9 @@ fn rejects(args: &[&str], message: &str) {
 #[test]
 fn unknown_approach_lists_the_valid_ones() {
     let valid = "[possible values: ceiling, direct-blocking, spawn-blocking, per-request, tokio-rusqlite, \
-                 deadpool-sqlite, async-sqlite, sqlx, trailbase-sqlite, quicklite, go-mattn, go-modernc, go-zombiezen, \
-                 node-better-sqlite3, node-sqlite, quicklite-timeouts, quicklite-writes-first, quicklite-no-inline, \
-                 quicklite-subscribed, quicklite-subscribed-100, postgres]";
+                 deadpool-sqlite, async-sqlite, sqlx, trailbase-sqlite, turso, quicklite, go-mattn, go-modernc, \
+                 go-zombiezen, node-better-sqlite3, node-sqlite, quicklite-timeouts, quicklite-writes-first, \
+                 quicklite-no-inline, quicklite-subscribed, quicklite-subscribed-100, turso-mvcc, postgres]";
     rejects(
         &["--approaches", "quicklite,tokio-sqlite"],
         "invalid value 'tokio-sqlite' for '--approaches <NAMES>'",

@@ -41,6 +41,8 @@ pub enum ApproachName {
     Sqlx,
     /// `trailbase-sqlite`: TrailBase's async SQLite connection, a writer thread and reader threads.
     TrailbaseSqlite,
+    /// `turso`: the turso crate (Turso, a rewrite of SQLite in Rust), its native async connections in WAL mode.
+    Turso,
     /// `quicklite`: this project's library.
     Quicklite,
     /// `go-mattn`: Go's `database/sql` over mattn/go-sqlite3 (cgo).
@@ -66,15 +68,17 @@ pub enum ApproachName {
     QuickliteSubscribed,
     /// `quicklite-subscribed-100`: quicklite with a hundred subscribers to its change notices.
     QuickliteSubscribed100,
+    /// `turso-mvcc`: `turso` in Turso's MVCC mode, every write transaction opened with `BEGIN CONCURRENT`.
+    TursoMvcc,
     /// `postgres`: the `orm` suite on a PostgreSQL server the run provides (`--with-postgres`, `--postgres-url`).
     Postgres,
 }
 
 impl ApproachName {
     /// Every approach, in the order the matrix runs them and messages list them: the ceiling, the Rust approaches
-    /// (the blocking patterns, the crates, quicklite), the other languages', quicklite's variants, then the one that
-    /// needs a server.
-    pub const ALL: [ApproachName; 21] = [
+    /// (the blocking patterns, the crates, Turso, quicklite), the other languages', the variants (quicklite's, then
+    /// Turso's), then the one that needs a server.
+    pub const ALL: [ApproachName; 23] = [
         Self::Ceiling,
         Self::DirectBlocking,
         Self::SpawnBlocking,
@@ -84,6 +88,7 @@ impl ApproachName {
         Self::AsyncSqlite,
         Self::Sqlx,
         Self::TrailbaseSqlite,
+        Self::Turso,
         Self::Quicklite,
         Self::GoMattn,
         Self::GoModernc,
@@ -95,6 +100,7 @@ impl ApproachName {
         Self::QuickliteNoInline,
         Self::QuickliteSubscribed,
         Self::QuickliteSubscribed100,
+        Self::TursoMvcc,
         Self::Postgres,
     ];
 
@@ -110,6 +116,7 @@ impl ApproachName {
             Self::AsyncSqlite => "async-sqlite",
             Self::Sqlx => "sqlx",
             Self::TrailbaseSqlite => "trailbase-sqlite",
+            Self::Turso => "turso",
             Self::Quicklite => "quicklite",
             Self::GoMattn => "go-mattn",
             Self::GoModernc => "go-modernc",
@@ -121,6 +128,7 @@ impl ApproachName {
             Self::QuickliteNoInline => "quicklite-no-inline",
             Self::QuickliteSubscribed => "quicklite-subscribed",
             Self::QuickliteSubscribed100 => "quicklite-subscribed-100",
+            Self::TursoMvcc => "turso-mvcc",
             Self::Postgres => "postgres",
         }
     }
@@ -143,6 +151,7 @@ impl ApproachName {
             Self::TokioRusqlite | Self::DeadpoolSqlite => RunnerProgram::Rusqlite040,
             Self::Sqlx => RunnerProgram::Sqlx,
             Self::TrailbaseSqlite => RunnerProgram::Trailbase,
+            Self::Turso | Self::TursoMvcc => RunnerProgram::Turso,
             Self::GoMattn | Self::GoModernc | Self::GoZombiezen => RunnerProgram::Go,
             Self::NodeBetterSqlite3 | Self::NodeSqlite => RunnerProgram::Node,
         }
@@ -153,8 +162,8 @@ impl ApproachName {
         self.runner().is_other_language()
     }
 
-    /// The approach this one is a variant of — quicklite for its variants, which change one setting of it — or the
-    /// approach itself.
+    /// The approach this one is a variant of — quicklite for its variants, which change one setting of it, turso for
+    /// its MVCC mode — or the approach itself.
     pub fn base(self) -> ApproachName {
         match self {
             Self::QuickliteTimeouts
@@ -162,6 +171,7 @@ impl ApproachName {
             | Self::QuickliteNoInline
             | Self::QuickliteSubscribed
             | Self::QuickliteSubscribed100 => Self::Quicklite,
+            Self::TursoMvcc => Self::Turso,
             other => other,
         }
     }
@@ -214,6 +224,8 @@ impl ApproachName {
                 matches!(workload, PointRead | Insert | Queue)
             }
             Self::Postgres => workload == Orm,
+            // Turso's runner has no HTTP service, no ORM suite, no multi-db and no counted reads (a recursive CTE).
+            Self::Turso | Self::TursoMvcc => !matches!(workload, Http | Orm | MultiDb | LongRead),
             Self::DirectBlocking
             | Self::SpawnBlocking
             | Self::PerRequest
@@ -357,9 +369,10 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "unknown approach `tokio-sqlite` (valid approaches: ceiling, direct-blocking, spawn-blocking, \
-             per-request, tokio-rusqlite, deadpool-sqlite, async-sqlite, sqlx, trailbase-sqlite, quicklite, \
+             per-request, tokio-rusqlite, deadpool-sqlite, async-sqlite, sqlx, trailbase-sqlite, turso, quicklite, \
              go-mattn, go-modernc, go-zombiezen, node-better-sqlite3, node-sqlite, quicklite-timeouts, \
-             quicklite-writes-first, quicklite-no-inline, quicklite-subscribed, quicklite-subscribed-100, postgres)"
+             quicklite-writes-first, quicklite-no-inline, quicklite-subscribed, quicklite-subscribed-100, turso-mvcc, \
+             postgres)"
         );
         assert!("Quicklite".parse::<ApproachName>().is_err());
         assert!("".parse::<ApproachName>().is_err());
@@ -399,7 +412,7 @@ mod tests {
     }
 
     #[test]
-    fn the_variants_are_quicklite_s_and_measured_only_when_named() {
+    fn the_variants_are_quicklite_s_and_turso_s_and_measured_only_when_named() {
         let variants = having(ApproachName::is_variant);
         assert_eq!(
             variants,
@@ -408,11 +421,16 @@ mod tests {
                 QuickliteWritesFirst,
                 QuickliteNoInline,
                 QuickliteSubscribed,
-                QuickliteSubscribed100
+                QuickliteSubscribed100,
+                TursoMvcc
             ]
         );
-        assert!(variants.iter().all(|v| v.base() == Quicklite));
-        assert!(variants.iter().all(|v| v.runner() == Quicklite.runner()));
+        assert!(
+            variants
+                .iter()
+                .all(|v| [Quicklite, Turso].contains(&v.base()))
+        );
+        assert!(variants.iter().all(|v| v.runner() == v.base().runner()));
         let default: Vec<&str> = having(ApproachName::runs_by_default)
             .into_iter()
             .map(ApproachName::as_str)
@@ -420,7 +438,7 @@ mod tests {
         assert_eq!(
             default.join(","),
             "ceiling,direct-blocking,spawn-blocking,per-request,tokio-rusqlite,deadpool-sqlite,async-sqlite,\
-             sqlx,trailbase-sqlite,quicklite,go-mattn,go-modernc,go-zombiezen,node-better-sqlite3,node-sqlite"
+             sqlx,trailbase-sqlite,turso,quicklite,go-mattn,go-modernc,go-zombiezen,node-better-sqlite3,node-sqlite"
         );
     }
 
@@ -431,6 +449,7 @@ mod tests {
             RunnerProgram::Rusqlite040,
             RunnerProgram::Sqlx,
             RunnerProgram::Trailbase,
+            RunnerProgram::Turso,
             RunnerProgram::Go,
             RunnerProgram::Node,
         ];
@@ -468,6 +487,13 @@ mod tests {
             "point-read,insert,mixed,write-read,multi-db"
         );
         assert_eq!(implemented(TrailbaseSqlite), implemented(Sqlx));
+        assert_eq!(
+            implemented(Turso),
+            "point-read,insert,mixed,write-read,queue,throughput"
+        );
+        assert_eq!(implemented(TursoMvcc), implemented(Turso));
+        assert!(Turso.runs_custom() && TursoMvcc.runs_custom());
+        assert_eq!(RunnerProgram::Turso.approaches(), [Turso, TursoMvcc]);
         assert_eq!(implemented(GoModernc), "point-read,insert,multi-db,queue");
         assert_eq!(implemented(NodeBetterSqlite3), "point-read,insert,queue");
         assert_eq!(implemented(Postgres), "orm");

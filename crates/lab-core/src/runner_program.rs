@@ -1,7 +1,8 @@
 //! The runner programs: [`RunnerProgram`].
 //!
 //! Cargo allows one `links = "sqlite3"` crate per workspace, so the Rust approaches live in four programs, each
-//! built against the SQLite binding its crates pin; the drivers of other languages have programs of their own.
+//! built against the SQLite binding its crates pin, and a fifth for Turso (its own engine, with a large dependency
+//! tree); the drivers of other languages have programs of their own.
 //! Which program measures an approach is decided with the approach, in
 //! [`ApproachName::runner`](crate::ApproachName::runner), and listed per program by [`RunnerProgram::approaches`].
 
@@ -16,6 +17,8 @@ pub enum RunnerProgram {
     Sqlx,
     /// `runner-trailbase` (runners/trailbase): trailbase-sqlite, on rusqlite 0.36 with `preupdate_hook`.
     Trailbase,
+    /// `runner-turso` (runners/turso): the turso crate, Turso's own engine in Rust (no C SQLite).
+    Turso,
     /// `runner-go` (runners/go): the Go drivers.
     Go,
     /// `runner-node` (runners/node): the Node drivers.
@@ -35,5 +38,19 @@ impl RunnerProgram {
     /// which this does not count.
     pub fn needs_more_than_rust(self) -> bool {
         self == Self::Trailbase
+    }
+
+    /// Whether `--quick` measures its approaches: not when building the program needs more than the Rust toolchain
+    /// ([`RunnerProgram::needs_more_than_rust`]), takes minutes (the runners of other languages; Turso, whose engine
+    /// takes several minutes to compile in release on a 2-core machine), or both.
+    pub fn in_quick_run(self) -> bool {
+        !self.needs_more_than_rust() && !self.is_other_language() && self != Self::Turso
+    }
+
+    /// Whether the process knobs of the Rust runners — memory statistics, the mutex mode, SQLite build profiles —
+    /// reach the program's database: not for the runners of other languages (their drivers link and set up their own
+    /// SQLite), nor for Turso (no C SQLite at all). The matrix runs their approaches at the first value of those axes.
+    pub fn takes_process_knobs(self) -> bool {
+        !self.is_other_language() && self != Self::Turso
     }
 }

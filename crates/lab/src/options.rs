@@ -170,7 +170,7 @@ impl Default for BenchOptions {
 }
 
 impl BenchOptions {
-    /// The README's run: every Rust approach but trailbase-sqlite on `point-read`, `insert`, `mixed`, a 10-database
+    /// The README's run: every Rust approach but trailbase-sqlite and turso on `point-read`, `insert`, `mixed`, a 10-database
     /// `multi-db`, the `queue`, `http` and `orm` (each where its runner implements it), 2 s measured after 0.5 s of
     /// warm-up, plus variants showing memory statistics and the
     /// serialized mutex (seeds 000 and 001), the queue one cycle at a time (seed 002's figures are for one
@@ -202,14 +202,10 @@ impl BenchOptions {
         Self {
             // The Rust approaches, but those whose runner needs more than the Rust toolchain to build (trailbase-sqlite
             // needs libclang): the README's first command must work on a fresh machine. The runners in other
-            // languages take minutes to build. `--approaches` adds any of them.
+            // languages and Turso's take minutes to build. `--approaches` adds any of them.
             approaches: ApproachName::ALL
                 .into_iter()
-                .filter(|a| {
-                    a.runs_by_default()
-                        && !a.is_other_language()
-                        && !a.runner().needs_more_than_rust()
-                })
+                .filter(|a| a.runs_by_default() && a.runner().in_quick_run())
                 .collect(),
             workloads: owned(&[
                 "point-read",

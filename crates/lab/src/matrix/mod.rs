@@ -48,12 +48,13 @@ pub fn build_matrix(options: &BenchOptions) -> Result<Vec<Cell>> {
                         if approach.needs_server() && sqlite_knobs_vary {
                             continue;
                         }
-                        // A runner in another language links its own SQLite, set up by its driver: the process
-                        // knobs of a Rust runner (memory statistics, mutex mode, build profile) do not reach it.
+                        // A runner in another language links its own SQLite, set up by its driver, and Turso links
+                        // none: the process knobs of a Rust runner (memory statistics, mutex mode, build profile) do
+                        // not reach them.
                         let process_knobs_vary = memstatus != first_memstatus
                             || mutex != first_mutex
                             || base.build_profile != first_build;
-                        if approach.is_other_language() && process_knobs_vary {
+                        if !approach.runner().takes_process_knobs() && process_knobs_vary {
                             continue;
                         }
                         cells.push(Cell {
@@ -160,8 +161,7 @@ mod tests {
         for workload in ["point-read", "insert", "multi-db"] {
             for approach in ApproachName::ALL
                 .into_iter()
-                .filter(|a| a.runs_by_default() && !a.is_other_language())
-                .filter(|a| !a.runner().needs_more_than_rust())
+                .filter(|a| a.runs_by_default() && a.runner().in_quick_run())
                 .filter(|a| a.implements(workload.parse().unwrap()))
             {
                 assert!(

@@ -3,7 +3,8 @@
 //!
 //! The Rust approaches live in four runner programs because cargo allows one `links = "sqlite3"` crate per
 //! workspace: the main workspace's `quicklite-runner` (rusqlite 0.41), and three peer workspaces under `runners/`
-//! for the crates that pin other SQLite bindings (see docs/design.md, "Lab architecture"). The drivers of other
+//! for the crates that pin other SQLite bindings (see docs/design.md, "Lab architecture"); Turso, which links no
+//! SQLite but brings an engine of its own to compile, has a fourth. The drivers of other
 //! languages (Go, Node) have runners of their own under `runners/`, each built by its `build.sh`; when a toolchain
 //! is missing, their cells fail with the reason and the run goes on. Every runner answers `--approaches` with the
 //! JSON array of approaches it supports, which is checked before anything runs.
@@ -67,6 +68,13 @@ const RUNNERS: &[RunnerSpec] = &[
         manifest: Some("runners/trailbase/Cargo.toml"),
         script: None,
         program: RunnerProgram::Trailbase,
+        features: &[],
+    },
+    RunnerSpec {
+        bin: "runner-turso",
+        manifest: Some("runners/turso/Cargo.toml"),
+        script: None,
+        program: RunnerProgram::Turso,
         features: &[],
     },
     RunnerSpec {
