@@ -51,7 +51,7 @@ impl Exporter for HtmlExporter {
             "<h1>quicklite bench</h1><p>{} cells, {failed} failed. Throughput is reads + writes per second after the warm-up; \
              ratios compare throughput with <b>{}</b> in the same table (or with the slowest row when it did not run). \
              Grey bars mark the baseline, violet ones the ceiling. The <b>ceiling</b> row runs the same statements with no async hand-off (one \
-             plain connection per core, reads batched in one transaction, writes grouped per commit); \
+             plain connection per core, reads in a snapshot kept until a commit, writes grouped per commit); \
              <i>of ceiling</i> is each row's share of it.</p>",
             results.len(),
             escape(baseline.as_str())

@@ -26,7 +26,7 @@ impl Exporter for MarkdownExporter {
             "{} cells, {} failed. Throughput is reads + writes per second after the warm-up; ratios compare \
              throughput with `{baseline}` in the same table (or with the slowest row when `{baseline}` did not run). \
              The `ceiling` row runs the same statements with no async hand-off (one plain connection per core, reads \
-             batched in one transaction, writes grouped per commit); `of ceiling` is each row's share of it.\n",
+             in a snapshot kept until a commit, writes grouped per commit); `of ceiling` is each row's share of it.\n",
             results.len(),
             results.iter().filter(|r| r.failure.is_some()).count(),
         );
