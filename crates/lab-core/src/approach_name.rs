@@ -21,7 +21,8 @@ use crate::workload::Workload;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ApproachName {
     /// `ceiling`: the reference row — the workload's statements on one plain connection per core, synchronous, reads
-    /// batched in one transaction and writes grouped per commit, what the machine allows with no async hand-off.
+    /// in a snapshot kept until a commit and writes grouped per commit, what the machine allows with no async
+    /// hand-off.
     /// Tables show every approach as a share of it. Only for single-row operations on one database
     /// ([`ApproachName::implements`]).
     Ceiling,
