@@ -62,8 +62,8 @@ pub enum ApproachName {
     /// `quicklite-writes-first`: quicklite with its read threads three nice steps below its write threads
     /// (`read_thread_nice(3)`).
     QuickliteWritesFirst,
-    /// `quicklite-no-inline`: quicklite with every read handed to its reader threads (`inline_reads(false)`): what
-    /// reads on their callers' threads are worth.
+    /// `quicklite-no-inline`: quicklite with every read handed to its reader threads and every write to its writer
+    /// thread (`inline_reads(false)`): what requests on their callers' threads are worth.
     QuickliteNoInline,
     /// `quicklite-subscribed`: quicklite with one subscriber to its change notices: what notifications cost.
     QuickliteSubscribed,

@@ -18,6 +18,7 @@ const DEFAULT_WAL_SIZE_WARNING: u64 = 1 << 30;
 
 /// The default of [`Builder::inline_read_max`].
 const DEFAULT_INLINE_READ_MAX: Duration = Duration::from_micros(50);
+const DEFAULT_INLINE_WRITE_MAX: Duration = Duration::from_micros(100);
 
 /// Builds a [`Database`] with non-default options. Made by [`Database::builder`].
 ///
@@ -84,6 +85,9 @@ impl Builder {
                 inline_reads: true,
                 inline_read_closures: false,
                 inline_read_max: DEFAULT_INLINE_READ_MAX,
+                inline_writes: true,
+                inline_write_closures: false,
+                inline_write_max: DEFAULT_INLINE_WRITE_MAX,
                 subscription_capacity: crate::changes::DEFAULT_CAPACITY,
                 change_rowids: crate::changes::DEFAULT_ROWIDS,
                 external_commits: None,
@@ -261,6 +265,51 @@ impl Builder {
     /// inline when short, on the database's own read-only connections (never on the writer's).
     pub fn inline_read_closures(mut self, yes: bool) -> Self {
         self.settings.inline_read_closures = yes;
+        self
+    }
+
+    /// Whether short writes run on their callers' threads while the writer waits for work. By default, yes.
+    ///
+    /// Handing a write to the writer thread and its answer back costs more than a small write itself. Group commit
+    /// repays the hand-off when writes come together; a write that finds the writer idle — nothing queued, the
+    /// writer waiting for work — has no one to share its commit with. So a write of the statement helpers
+    /// ([`Database::execute`], [`Database::execute_many`], [`Database::execute_batch`]) whose call site has lately
+    /// run short runs on the thread that polls it, on the writer's own connection, in a transaction of its own
+    /// (`BEGIN IMMEDIATE` … `COMMIT`), with every promise it has on the writer's thread: answered once its
+    /// `COMMIT` returned, rolled back alone if it fails, read-your-writes, its commit told to subscribers, its
+    /// deadline. Write closures ([`Database::write`]) run there only if [`Builder::inline_write_closures`] says
+    /// they may. The writer takes over as soon as a second write comes (group commit as before): one that finds
+    /// the writer's connection in use is queued.
+    ///
+    /// Only where the commit is short and bounded: WAL at `synchronous=NORMAL` or `OFF` (no fsync in it), the
+    /// managed checkpoints or none (SQLite's automatic checkpoint runs inside the commit that crosses its
+    /// threshold), no [`Builder::write_linger`], a standalone database (a registry's writers run on its pool), reads
+    /// on callers' threads on ([`Builder::inline_reads`]: the writer lends its connection to both), a task on
+    /// tokio's multi-threaded runtime, and never while another connection contends for the write lock. A write
+    /// that would find a checkpoint due goes to the writer, which runs it after the write's answer, as always. The
+    /// first writes of a call site, and writes of one that ran long, go to the writer too; a write that turns long
+    /// on its caller's thread hands the runtime's worker to another thread after a millisecond, as a read does.
+    pub fn inline_writes(mut self, yes: bool) -> Self {
+        self.settings.inline_writes = yes;
+        self
+    }
+
+    /// Whether write closures ([`Database::write`]) may run on their callers' threads too, as the statement
+    /// helpers' writes do ([`Builder::inline_writes`]). By default, no, for the reasons read closures do not
+    /// ([`Builder::inline_read_closures`]): a closure may block on the runtime or work long between two statements.
+    pub fn inline_write_closures(mut self, yes: bool) -> Self {
+        self.settings.inline_write_closures = yes;
+        self
+    }
+
+    /// How long a call site's writes may have taken lately, on average, and still run on their callers' threads
+    /// ([`Builder::inline_writes`]): on the writer's thread, what its closure or statement took; on its caller's
+    /// thread, its whole transaction. By default, 100 µs: a small write and its commit several times over, within
+    /// what an async task may run between two awaits. A write holds the write lock, and there the runtime's
+    /// worker, for as long as it runs; a site that ran long goes to the writer until its runs there show it short
+    /// again.
+    pub fn inline_write_max(mut self, max: Duration) -> Self {
+        self.settings.inline_write_max = max;
         self
     }
 

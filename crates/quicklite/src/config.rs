@@ -160,6 +160,12 @@ pub(crate) struct Config {
     pub(crate) inline_read_closures: bool,
     /// The longest recent average cost of a call site whose reads run on their callers' threads.
     pub(crate) inline_read_max: Duration,
+    /// Whether short writes run on their callers' threads while the writer waits for work.
+    pub(crate) inline_writes: bool,
+    /// Whether write closures, not only the statement helpers' writes, may run on their callers' threads.
+    pub(crate) inline_write_closures: bool,
+    /// The longest recent average cost of a call site whose writes run on their callers' threads.
+    pub(crate) inline_write_max: Duration,
     /// Connections for reads on callers' threads.
     pub(crate) inline_connections: usize,
     /// Notices each subscriber may hold before it lags.
@@ -215,6 +221,9 @@ pub(crate) struct Settings {
     pub(crate) inline_reads: bool,
     pub(crate) inline_read_closures: bool,
     pub(crate) inline_read_max: Duration,
+    pub(crate) inline_writes: bool,
+    pub(crate) inline_write_closures: bool,
+    pub(crate) inline_write_max: Duration,
     pub(crate) subscription_capacity: usize,
     pub(crate) change_rowids: usize,
     pub(crate) external_commits: Option<Duration>,
@@ -360,6 +369,9 @@ impl Config {
             inline_reads: settings.inline_reads && settings.inline_connections != Some(0),
             inline_read_closures: settings.inline_read_closures,
             inline_read_max: settings.inline_read_max,
+            inline_writes: settings.inline_writes,
+            inline_write_closures: settings.inline_write_closures,
+            inline_write_max: settings.inline_write_max,
             subscription_capacity: settings.subscription_capacity,
             change_rowids: settings.change_rowids,
             // A replica's writer has nothing else to do: it follows the replica at its poll interval.

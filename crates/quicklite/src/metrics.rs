@@ -136,6 +136,7 @@ pub(crate) struct Metrics {
     pub(crate) reads: AtomicU64,
     pub(crate) inline_reads: AtomicU64,
     pub(crate) inline_reads_on_writer: AtomicU64,
+    pub(crate) inline_writes: AtomicU64,
     pub(crate) writer_switches: AtomicU64,
     pub(crate) long_reads: AtomicU64,
     pub(crate) runtime_hand_offs: AtomicU64,
@@ -197,6 +198,9 @@ pub struct MetricsSnapshot {
     /// Of those, reads run on the writer's connection while the writer waited for writes (a standalone database's):
     /// the connection whose page cache commits leave warm.
     pub inline_reads_on_writer: u64,
+    /// Writes run on their callers' threads, on the writer's connection while the writer waited for work
+    /// ([`Builder::inline_writes`](crate::Builder::inline_writes)); counted in `writes` too.
+    pub inline_writes: u64,
     /// Times the writer went on with its second connection because a read on its lent one ran past the wait
     /// (a short call site's read that turned long).
     pub writer_switches: u64,
@@ -306,6 +310,7 @@ impl Metrics {
             reads: self.reads.load(Relaxed),
             inline_reads: self.inline_reads.load(Relaxed),
             inline_reads_on_writer: self.inline_reads_on_writer.load(Relaxed),
+            inline_writes: self.inline_writes.load(Relaxed),
             writer_switches: self.writer_switches.load(Relaxed),
             long_reads: self.long_reads.load(Relaxed),
             runtime_hand_offs: self.runtime_hand_offs.load(Relaxed),

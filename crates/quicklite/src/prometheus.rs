@@ -211,7 +211,7 @@ type HistogramSeries = (
 );
 
 fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
-    let counters: [CounterSeries; 27] = [
+    let counters: [CounterSeries; 28] = [
         ("quicklite_writes", "Write requests run.", |s| s.writes),
         (
             "quicklite_write_errors",
@@ -269,6 +269,12 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
             "Reads run on callers' threads on the writer's connection, while it waited for writes (counted in \
              quicklite_inline_reads too).",
             |s| s.inline_reads_on_writer,
+        ),
+        (
+            "quicklite_inline_writes",
+            "Writes run on their callers' threads, on the writer's connection while it waited for work (counted in \
+             quicklite_writes too).",
+            |s| s.inline_writes,
         ),
         (
             "quicklite_writer_switches",

@@ -24,7 +24,7 @@ use crate::cost::Site;
 use crate::engine::Shared;
 use crate::metrics::MetricsSnapshot;
 use crate::queue::{Sender, TrySendError};
-use crate::reply::{Answer, Asked, CallerThread, receive};
+use crate::reply::{Answer, Asked, CallerThread, answered, receive};
 use crate::request::{Deadline, Job, ReadRequest, WriteJob, WriteKind, WriteRequest};
 use crate::sched::Backend;
 use crate::sched::inline::{self, Attempt, Inline};
@@ -321,8 +321,14 @@ impl Database {
     {
         let (job, rx) = Job::new(f);
         let kind = WriteKind::Transaction;
-        self.submit_job(kind, self.write_deadline(kind, Some(timeout)), job, rx)
-            .await
+        self.submit_job(
+            kind,
+            self.write_deadline(kind, Some(timeout)),
+            None,
+            job,
+            rx,
+        )
+        .await
     }
 
     /// Runs `f` on the writer's connection in autocommit mode, alone, with transaction control allowed: for
@@ -345,25 +351,46 @@ impl Database {
     {
         let (job, rx) = Job::exclusive(f);
         let kind = WriteKind::Unmanaged;
-        self.submit_job(kind, self.write_deadline(kind, None), job, rx)
+        self.submit_job(kind, self.write_deadline(kind, None), None, job, rx)
             .await
     }
 
+    /// A write of the application's closure `f`, of `kind`.
     pub(crate) async fn submit_write<T, F>(&self, kind: WriteKind, f: F) -> Result<T>
     where
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        let (job, rx) = Job::new(f);
-        self.submit_job(kind, self.write_deadline(kind, None), job, rx)
+        self.submit_write_at(kind, Site::of::<F>(None), true, f)
             .await
     }
 
-    /// Queues a write job and waits for its answer.
+    /// A write of `kind` made at call site `site`, by a closure of the application's (`closure`) or of a
+    /// statement helper's.
+    pub(crate) async fn submit_write_at<T, F>(
+        &self,
+        kind: WriteKind,
+        site: Site,
+        closure: bool,
+        f: F,
+    ) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (job, rx) = Job::new(f);
+        let made_at = Some((site, closure));
+        self.submit_job(kind, self.write_deadline(kind, None), made_at, job, rx)
+            .await
+    }
+
+    /// Runs a write job on the caller's thread if it may ([`Inline::write`]), else queues it for the writer; waits
+    /// for its answer. `made_at` is its call site, and whether a closure of the application's made it.
     async fn submit_job<T: Send + 'static>(
         &self,
         kind: WriteKind,
         deadline: Option<Deadline>,
+        made_at: Option<(Site, bool)>,
         job: Box<dyn WriteJob>,
         rx: oneshot::Receiver<Answer<T>>,
     ) -> Result<T> {
@@ -372,14 +399,35 @@ impl Database {
                 url: replica.url().to_owned(),
             });
         }
-        let req = WriteRequest {
+        let config = &self.inner.config;
+        // A grouped write whose site's writes may run on their callers' threads: its cost is learnt wherever it runs.
+        let site = made_at
+            .filter(|&(_, closure)| {
+                kind.is_grouped()
+                    && self.inner.inline.is_some()
+                    && config.inline_writes
+                    && (!closure || config.inline_write_closures)
+            })
+            .map(|(site, _)| (site, config.inline_write_max));
+        let mut req = WriteRequest {
             kind,
             caller: CallerThread::current(),
             enqueued: Instant::now(),
             span: tracing::Span::current(),
             deadline,
+            site,
             job,
         };
+        if let Some((site, _)) = req.site
+            && let Some(inline) = &self.inner.inline
+            && let Some(attempt) = inline.suits_write(site, made_at.is_some_and(|(_, c)| c))
+        {
+            inline::take_turn().await;
+            match inline.write(attempt, req) {
+                None => return answered(rx),
+                Some(not_run) => req = not_run,
+            }
+        }
         self.enqueue(&self.inner.write_tx, req, "write").await?;
         self.inner.backend.notify_write();
         receive(rx, Asked::Write).await

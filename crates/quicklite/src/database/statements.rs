@@ -26,8 +26,9 @@ impl Database {
         P: Params + Send + 'static,
     {
         let sql = owned(sql);
+        let site = Site::of::<P>(Some(&sql));
         let outcome = self
-            .submit_write(WriteKind::GroupedStatement, move |c| {
+            .submit_write_at(WriteKind::GroupedStatement, site, false, move |c| {
                 let mut stmt = c.prepare_cached(&sql)?;
                 if stmt.column_count() > 0 {
                     return Err(rusqlite::Error::ExecuteReturnedResults);
@@ -49,7 +50,8 @@ impl Database {
         I: IntoIterator<Item = P> + Send + 'static,
     {
         let sql = owned(sql);
-        self.write(move |c| {
+        let site = Site::of::<I>(Some(&sql));
+        self.submit_write_at(WriteKind::Grouped, site, false, move |c| {
             let mut stmt = c.prepare_cached(&sql)?;
             let mut changed = 0;
             for p in params {
@@ -63,7 +65,11 @@ impl Database {
     /// Executes a script of several statements as one grouped write (not cached: scripts are parsed each time).
     pub async fn execute_batch(&self, sql: impl AsRef<str>) -> Result<()> {
         let sql = owned(sql);
-        self.write(move |c| c.execute_batch(&sql)).await
+        let site = Site::of::<()>(Some(&sql));
+        self.submit_write_at(WriteKind::Grouped, site, false, move |c| {
+            c.execute_batch(&sql)
+        })
+        .await
     }
 
     /// Reads one row with a cached statement and maps it with `f`. A query that returns no row fails with

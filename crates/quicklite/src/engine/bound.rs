@@ -40,6 +40,9 @@ pub(crate) struct Bound {
     /// Called once the run is past `at`, on the run's thread; returns whether it did what it had to (then it is
     /// not called again in this run), else is called again once the run is as long again.
     past: Option<fn() -> bool>,
+    /// Whether the run takes its turn among the long reads once past `at`: a write holds the write lock, which
+    /// every other write waits for, and goes on at once.
+    takes_turn: bool,
 }
 
 impl Bound {
@@ -50,6 +53,16 @@ impl Bound {
             began,
             at: began + LONG_AFTER,
             past,
+            takes_turn: true,
+        }
+    }
+
+    /// The bound of a write that began at `began`: as a read's, but it takes no turn among the long reads (it holds
+    /// the write lock: waiting for a turn would hold every other write back) and its priority stays.
+    pub(crate) fn write(began: Instant, past: Option<fn() -> bool>) -> Bound {
+        Bound {
+            takes_turn: false,
+            ..Bound::new(began, past)
         }
     }
 }
@@ -163,7 +176,7 @@ pub(crate) fn check(stop: impl Fn() -> bool) {
         if run.first_look.is_none() {
             run.first_look = thread_cpu_time().map(|cpu| (cpu, now));
         }
-        if now < run.bound.at || (run.past_done && run.turn.is_some()) {
+        if now < run.bound.at || (run.past_done && (run.turn.is_some() || !run.bound.takes_turn)) {
             return None;
         }
         // Past the bound by the clock; by the thread's CPU time, perhaps not (the system preempted it).
@@ -181,9 +194,14 @@ pub(crate) fn check(stop: impl Fn() -> bool) {
                 return None;
             }
         }
-        Some((run.past_done, run.bound.past, run.bound.began))
+        Some((
+            run.past_done,
+            run.bound.past,
+            run.bound.began,
+            run.bound.takes_turn,
+        ))
     });
-    let Some((past_done, past, began)) = past else {
+    let Some((past_done, past, began, takes_turn)) = past else {
         return;
     };
     if !past_done && let Some(past) = past {
@@ -202,7 +220,7 @@ pub(crate) fn check(stop: impl Fn() -> bool) {
             }
         });
     }
-    if RUN.with(|run| run.borrow().as_ref().is_some_and(|run| run.turn.is_some())) {
+    if !takes_turn || RUN.with(|run| run.borrow().as_ref().is_some_and(|run| run.turn.is_some())) {
         return;
     }
     let turns = LongReads::turns();

@@ -239,6 +239,24 @@ impl Checkpoints {
         }
     }
 
+    /// How long the writer waits idle before truncating the WAL, if it does (whether or not the WAL is short now).
+    pub(crate) fn truncate_when_idle(&self) -> Option<Duration> {
+        self.policy.as_ref().and_then(Policy::truncate_when_idle)
+    }
+
+    /// Frames below which commits made outside the writer's turns leave nothing due: writes may run on callers'
+    /// threads until the WAL holds this many ([`WriterSeat::writes_below`](crate::engine::seat::WriterSeat::writes_below)).
+    /// None under SQLite's automatic checkpoint, which runs inside the `COMMIT` that crosses its threshold; no
+    /// bound when another tool owns checkpoints.
+    pub(crate) fn writes_below(&self) -> u64 {
+        match &self.policy {
+            Some(policy) => u64::from(policy.next_due_at()),
+            // SQLite's automatic checkpoint (the only policy under which the writer reads the frames itself).
+            None if self.reads_frames => 0,
+            None => u64::MAX,
+        }
+    }
+
     /// Whether the writer checkpoints by itself.
     pub(crate) fn managed(&self) -> bool {
         self.policy.is_some()

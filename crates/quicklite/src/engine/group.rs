@@ -9,7 +9,9 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use crate::cost::RanOn;
 use crate::engine::Shared;
+use crate::engine::bound::{self, Bound};
 use crate::engine::guard::{GuardedConnection, savepoint_name};
 use crate::request::{Ran, WriteKind, WriteRequest};
 use crate::util::blocking_work;
@@ -72,7 +74,7 @@ pub(crate) fn commit_group(
         let ran = {
             let request = &mut group[i];
             let _span = tracing::debug_span!(parent: &request.span, "quicklite.write").entered();
-            blocking_work(|| request.job.run(conn.conn()))
+            run_learning(conn, shared, request)
         };
         if ran == Ran::Panicked {
             metrics.panics.fetch_add(1, Ordering::Relaxed);
@@ -173,6 +175,22 @@ pub(crate) fn commit_group(
     }
 }
 
+/// Runs `request`'s closure on `conn`, on the writer's thread, and learns what its call site costs if it has one
+/// ([`WriteRequest::site`]): the next writes of a short one may run on their callers' threads.
+fn run_learning(conn: &GuardedConnection, shared: &Shared, request: &mut WriteRequest) -> Ran {
+    let Some((site, bound)) = request.site else {
+        return blocking_work(|| request.job.run(conn.conn()));
+    };
+    let started = Instant::now();
+    let ran = blocking_work(|| request.job.run(conn.conn()));
+    if ran != Ran::Panicked {
+        shared
+            .costs
+            .record(site, started.elapsed(), bound, RanOn::Threads);
+    }
+    ran
+}
+
 /// Runs a write alone: one that asked for a transaction of its own or for none, or a single statement that
 /// nothing queued could share a commit with. Returns its outcome (see [`Outcomes`]).
 pub(crate) fn run_alone(
@@ -243,7 +261,7 @@ pub(crate) fn run_alone(
             // everything it did), which spares executing `BEGIN IMMEDIATE` and `COMMIT`. If the commit fails, the
             // statement returns that error.
             // Its commit, and its fsync, happen inside the statement: blocking work as much as the statement.
-            let ran = conn.committing(|| blocking_work(|| request.job.run(conn.conn())));
+            let ran = conn.committing(|| run_learning(conn, shared, request));
             // Committed as it ended — also when it failed after changing rows it keeps (`OR FAIL`): every commit
             // that reaches the file is published and told, whatever the statement returned.
             if conn.settle() {
@@ -290,6 +308,61 @@ pub(crate) fn run_alone(
         metrics.panics.fetch_add(1, Ordering::Relaxed);
     }
     outcome
+}
+
+/// Runs a grouped write (a closure, or one statement) in a transaction of its own on the writer's connection
+/// borrowed by its caller's thread ([`crate::sched::inline`]), with the promises it has on the writer's thread:
+/// answered after its `COMMIT` returned, rolled back alone if it fails, every commit witnessed. A statement that
+/// fails after changing rows it keeps (`OR FAIL`) commits them, as it would in autocommit mode. Past its bound the
+/// run calls `past` ([`Bound::write`]). Returns its outcome (see [`Outcomes`]), or [`LockHeld`] without running it
+/// if the write lock is held elsewhere (the connection waits for no lock on a caller's thread).
+pub(crate) fn run_inline(
+    conn: &GuardedConnection,
+    shared: &Shared,
+    request: &mut WriteRequest,
+    past: Option<fn() -> bool>,
+) -> Result<Option<Error>, LockHeld> {
+    let metrics = &shared.metrics;
+    let started = Instant::now();
+    shared.changes.discard();
+    match conn.control(BEGIN) {
+        Ok(()) => {}
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => {
+            return Err(LockHeld);
+        }
+        Err(e) => return Ok(Some(Error::copy_sqlite(&e))),
+    }
+    let changed_before = conn.conn().total_changes();
+    let (ran, passed) = bound::within(Bound::write(started, past), || {
+        let _span = tracing::debug_span!(parent: &request.span, "quicklite.write").entered();
+        request.job.run(conn.conn())
+    });
+    if ran == Ran::Panicked {
+        metrics.panics.fetch_add(1, Ordering::Relaxed);
+    }
+    if passed.past {
+        metrics.runtime_hand_offs.fetch_add(1, Ordering::Relaxed);
+    }
+    if conn.conn().is_autocommit() {
+        // SQLite rolled the transaction back by itself (I/O error, full disk, an `OR ROLLBACK` conflict).
+        metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+        return Ok(Some(Error::RolledBack {
+            reason: request
+                .job
+                .error_message()
+                .unwrap_or_else(|| "rolled back by SQLite".into()),
+        }));
+    }
+    let kept =
+        request.kind == WriteKind::GroupedStatement && conn.conn().total_changes() > changed_before;
+    if ran.is_ok() || kept {
+        return Ok(commit_alone(conn, shared, started));
+    }
+    if let Err(e) = conn.control(ROLLBACK) {
+        tracing::error!(error = %e, "could not roll back a write on its caller's thread");
+    }
+    metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+    Ok(None)
 }
 
 /// Commits a write's own transaction.
@@ -370,6 +443,7 @@ mod tests {
             enqueued: Instant::now(),
             span: tracing::Span::none(),
             deadline: None,
+            site: None,
             job,
         };
         (request, rx)

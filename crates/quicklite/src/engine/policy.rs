@@ -115,6 +115,16 @@ impl Policy {
         }
     }
 
+    /// How long the writer waits idle before truncating the WAL, if it does.
+    pub(crate) fn truncate_when_idle(&self) -> Option<Duration> {
+        self.truncate_when_idle
+    }
+
+    /// The WAL size at which a commit would next make a checkpoint due.
+    pub(crate) fn next_due_at(&self) -> u32 {
+        self.next_passive.min(self.next_restart)
+    }
+
     /// Whether a checkpoint may wait for readers at `now`: not while backing off, nor once deferring.
     pub(crate) fn may_wait_for_readers(&self, now: Instant) -> bool {
         !self.deferring && self.wait_again_at.is_none_or(|at| now >= at)

@@ -15,7 +15,7 @@
 //! ([`WriterSeat::collect`]).
 
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -46,6 +46,12 @@ pub(crate) struct WriterSeat {
     /// Set while the writer holds its connection, or is taking it back: no read starts on it. Read by every read
     /// that could take the connection, written twice per idle spell of the writer.
     held: CachePadded<AtomicBool>,
+    /// Writes may run on the lent connection while the WAL has fewer frames than this (0: none may): past it, the
+    /// writer's next turn checkpoints ([`WriterSeat::writes_below`]).
+    writes_below: AtomicU64,
+    /// Set while a write runs on the lent connection: the writer taking it back waits for it (it holds the write
+    /// lock, which a second connection would wait for too).
+    writing: AtomicBool,
 }
 
 impl std::fmt::Debug for WriterSeat {
@@ -89,7 +95,21 @@ impl WriterSeat {
         WriterSeat {
             lent: CachePadded::new(Mutex::new(None)),
             held: CachePadded::new(AtomicBool::new(true)),
+            writes_below: AtomicU64::new(0),
+            writing: AtomicBool::new(false),
         }
+    }
+
+    /// Lets writes run on the lent connection, on their callers' threads, while the WAL has fewer than `frames`
+    /// frames (0: none may): the writer runs what is due after commits — a checkpoint — in its own turns, and a
+    /// write that would find one due goes to the writer ([`sched::inline`](crate::sched::inline)).
+    pub(crate) fn writes_below(&self, frames: u64) {
+        self.writes_below.store(frames, Ordering::Relaxed);
+    }
+
+    /// Whether a write may run on the lent connection with `frames` frames in the WAL.
+    pub(crate) fn takes_writes(&self, frames: u64) -> bool {
+        frames < self.writes_below.load(Ordering::Relaxed)
     }
 
     /// Leaves `conn` here for reads, until [`WriterSeat::take_back`]; `commit_seq` is the commit sequence now.
@@ -128,7 +148,10 @@ impl WriterSeat {
             match self.lent.try_lock() {
                 Ok(seat) => break seat,
                 Err(TryLockError::Poisoned(p)) => break p.into_inner(),
-                Err(TryLockError::WouldBlock) if give_up.is_some_and(|at| Instant::now() >= at) => {
+                Err(TryLockError::WouldBlock)
+                    if give_up.is_some_and(|at| Instant::now() >= at)
+                        && !self.writing.load(Ordering::Acquire) =>
+                {
                     return TakenBack::Busy;
                 }
                 Err(TryLockError::WouldBlock) if backoff.is_completed() => {
@@ -184,6 +207,20 @@ impl WriterSeat {
             Err(TryLockError::WouldBlock) => return None,
         };
         lent.is_some().then(|| Borrowed(lent))
+    }
+
+    /// Runs `f`, a write, on the lent connection `lent` borrowed from this seat, said to be a write for the while
+    /// ([`WriterSeat::take_back`] waits for it).
+    pub(crate) fn write<T>(&self, lent: &mut Borrowed<'_>, f: impl FnOnce(&mut Lent) -> T) -> T {
+        struct Writing<'a>(&'a AtomicBool);
+        impl Drop for Writing<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::Release);
+            }
+        }
+        self.writing.store(true, Ordering::Release);
+        let _writing = Writing(&self.writing);
+        f(lent)
     }
 
     /// Whether a snapshot may be kept on the lent connection now (one in use may).

@@ -251,6 +251,26 @@ impl KeptSnapshot {
         })
     }
 
+    /// Runs `f`, a write, on the writer's connection lent here, taken back from the reads for the while: the
+    /// snapshot ends first, the connection is the writer's again while `f` runs (its guards, its commits allowed
+    /// where the engine allows them), lent again after, with what `f` may have changed of its hooks put back. The
+    /// cache the write leaves is the connection's own, warm for the reads that follow.
+    pub(crate) fn write<T>(
+        &mut self,
+        shared: &Shared,
+        f: impl FnOnce(&GuardedConnection) -> T,
+    ) -> T {
+        debug_assert!(self.lent, "only the writer's connection writes");
+        self.end(shared);
+        self.conn.set_lent(false);
+        let out = f(&self.conn);
+        self.conn.set_lent(true);
+        self.conn.rearm();
+        self.last_seq = shared.commit_seq();
+        self.refilling = false;
+        out
+    }
+
     /// The connection, for a read inside the snapshot.
     #[cfg(test)]
     pub(crate) fn conn(&self) -> &GuardedConnection {

@@ -47,6 +47,10 @@ pub(crate) struct Writer {
     conn: Own,
     /// Where the connection is lent to reads while the writer waits for work, if it is.
     seat: Option<Arc<WriterSeat>>,
+    /// Whether writes may run on the lent connection, on their callers' threads ([`writes_may_run_inline`]).
+    inline_writes: bool,
+    /// The commit sequence when the connection was last lent: commits past it were made on callers' threads.
+    lent_at_seq: u64,
     /// A second read-write connection, for while a read keeps the first past a take-back ([`Writer::take_back`]);
     /// opened the first time one does.
     spare: Option<GuardedConnection>,
@@ -135,6 +139,31 @@ fn migrate(conn: &mut GuardedConnection, migration: &Migration) -> Result<()> {
     outcome.map_err(|e| failed(e.to_string()))
 }
 
+/// Whether writes may run on the writer's connection on their callers' threads while the writer waits
+/// ([`crate::sched::inline`]): only where a commit is short and bounded, with no fsync in it — WAL at
+/// `synchronous=NORMAL` or `OFF` — and no checkpoint either (not SQLite's automatic one, which runs inside the
+/// commit that crosses its threshold), and where the application did not ask writes to wait for others to join them
+/// ([`Config::write_linger`]).
+fn writes_may_run_inline(conn: &rusqlite::Connection, config: &Config) -> bool {
+    let pragma = |name: &str| {
+        conn.query_row(&format!("PRAGMA {name}"), [], |r| {
+            r.get::<_, rusqlite::types::Value>(0)
+        })
+        .ok()
+    };
+    let wal = matches!(pragma("journal_mode"), Some(rusqlite::types::Value::Text(mode)) if mode.eq_ignore_ascii_case("wal"));
+    // 0 = OFF, 1 = NORMAL, 2 = FULL, 3 = EXTRA.
+    let no_fsync = matches!(
+        pragma("synchronous"),
+        Some(rusqlite::types::Value::Integer(0 | 1))
+    );
+    config.inline_writes
+        && wal
+        && no_fsync
+        && config.write_linger.is_zero()
+        && config.checkpointing != crate::Checkpointing::Sqlite
+}
+
 impl Writer {
     /// Opens the read-write connection of `path` (applying the PRAGMAs, running the application's set-up,
     /// installing the hooks) for a writer serving `rx`. On the `first` open of the database by its handle it also
@@ -175,9 +204,12 @@ impl Writer {
         let external = config
             .external_commits
             .map(|every| ExternalCommits::new(every, config.replica.is_some(), &conn, shared));
+        let inline_writes = writes_may_run_inline(conn.conn(), config);
         let writer = Writer {
             conn: Own(Some(conn)),
             seat: None,
+            inline_writes,
+            lent_at_seq: 0,
             spare: None,
             path: path.to_path_buf(),
             busy,
@@ -218,7 +250,14 @@ impl Writer {
             return;
         };
         self.busy.set(Duration::ZERO);
-        if let Some(conn) = seat.lend(conn, self.shared.commit_seq()) {
+        self.lent_at_seq = self.shared.commit_seq();
+        seat.writes_below(if self.inline_writes {
+            self.checkpoints.writes_below()
+        } else {
+            0
+        });
+        if let Some(conn) = seat.lend(conn, self.lent_at_seq) {
+            seat.writes_below(0);
             self.busy.set(self.config.busy_timeout);
             self.conn.0 = Some(conn);
         }
@@ -227,13 +266,17 @@ impl Writer {
     /// Takes the connection back from the seat, once the read running on it ends — or, if that read runs past
     /// [`TAKE_BACK_WAIT`] (a short call site's read turned long), goes on with the writer's second connection and
     /// leaves the first to that read ([`WriterSeat::collect`] gives it back later). A write never waits behind a
-    /// read for longer than that, save for opening the second connection the first time.
-    pub(crate) fn take_back(&mut self) {
+    /// read for longer than that, save for opening the second connection the first time; it waits for a write
+    /// running there, which holds the write lock it needs anyway.
+    ///
+    /// Returns whether writes committed on the connection while it was lent (on their callers' threads); then the
+    /// checkpoint due after them, if any, runs (or is handed off) now, as after the writer's own commits.
+    pub(crate) fn take_back(&mut self) -> bool {
         let Some(seat) = &self.seat else {
-            return;
+            return false;
         };
         if self.conn.0.is_some() {
-            return;
+            return false;
         }
         let conn = match seat.take_back(&self.shared, Some(TAKE_BACK_WAIT)) {
             TakenBack::Conn(conn) => Some(conn),
@@ -263,6 +306,23 @@ impl Writer {
         };
         self.conn.0 = conn;
         self.busy.set(self.config.busy_timeout);
+        let commit_seq = self.shared.commit_seq();
+        if commit_seq == self.lent_at_seq || self.conn.0.is_none() {
+            return false;
+        }
+        self.lent_at_seq = commit_seq;
+        self.checkpoints.count_frames(&self.conn, &self.shared);
+        self.checkpoints.after_commit(&self.conn, &self.shared);
+        true
+    }
+
+    /// How often a writer waiting for work looks at the commits made meanwhile on its lent connection, by writes on
+    /// their callers' threads ([`Writer::take_back`]), if it must: only they can make the WAL due for truncation
+    /// while no write comes to the writer.
+    pub(crate) fn look_back_every(&self) -> Option<Duration> {
+        (self.seat.is_some() && self.inline_writes)
+            .then(|| self.checkpoints.truncate_when_idle())
+            .flatten()
     }
 
     /// The writer's queue and the requests it took from it.

@@ -133,6 +133,13 @@ pub(crate) async fn receive<T>(rx: oneshot::Receiver<Answer<T>>, asked: Asked) -
     result
 }
 
+/// The answer already sent on `rx` (a request answered on its caller's thread).
+pub(crate) fn answered<T>(mut rx: oneshot::Receiver<Answer<T>>) -> Result<T> {
+    let Answer { result, relay } = rx.try_recv().map_err(|_| Error::Closed)?;
+    drop(relay);
+    result
+}
+
 /// What a caller receives: its result, and maybe answers to pass on.
 pub(crate) struct Answer<T> {
     pub(crate) result: Result<T>,

@@ -85,6 +85,10 @@ pub(crate) struct WriteRequest {
     /// ([`WriteKind::Transaction`], [`WriteKind::Unmanaged`]) must also finish by then (interrupting it rolls back
     /// nothing else).
     pub(crate) deadline: Option<Deadline>,
+    /// Its call site, if its writes may run on their callers' threads, and the bound on their cost there
+    /// ([`Config::inline_write_max`](crate::config::Config::inline_write_max)): what its runs cost is learnt wherever
+    /// they run ([`crate::cost`]).
+    pub(crate) site: Option<(Site, Duration)>,
     pub(crate) job: Box<dyn WriteJob>,
 }
 

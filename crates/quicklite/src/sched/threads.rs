@@ -197,16 +197,23 @@ fn wait_for_write(writer: &mut Writer) -> Taken<usize> {
     let mut truncate_at = writer
         .idle_truncate_after()
         .map(|idle| Instant::now() + idle);
+    let look_back_every = writer.look_back_every();
     while matches!(next, Taken::Empty) {
         let wake = truncate_at
             .into_iter()
             .chain(writer.next_outside_look())
+            .chain(look_back_every.map(|every| Instant::now() + every))
             .min();
         next = writer
             .inbox()
             .wait(wake.map(|at| at.saturating_duration_since(Instant::now())));
         if matches!(next, Taken::Empty) {
-            writer.take_back();
+            if writer.take_back() {
+                // Writes ran on their callers' threads meanwhile: the writer was not idle.
+                truncate_at = writer
+                    .idle_truncate_after()
+                    .map(|idle| Instant::now() + idle);
+            }
             if truncate_at.is_some_and(|at| Instant::now() >= at) {
                 writer.truncate_wal();
                 truncate_at = None;

@@ -84,8 +84,9 @@ enum Variant {
     Timeouts,
     /// `quicklite-writes-first`: the read threads [`WRITES_FIRST_NICE`] steps below the write threads.
     WritesFirst,
-    /// `quicklite-no-inline`: every read handed to the reader threads (`Builder::inline_reads(false)`), the read
-    /// path as it was before reads ran on their callers' threads.
+    /// `quicklite-no-inline`: every read handed to the reader threads and every write to the writer thread
+    /// (`Builder::inline_reads(false)`, which takes writes off their callers' threads too), the paths as they were
+    /// before requests ran on their callers' threads.
     NoInline,
     /// `quicklite-subscribed` and `quicklite-subscribed-100`: one or a hundred subscribers to the database's change
     /// notices, each taking every notice as it comes, for what notifications cost the writes.

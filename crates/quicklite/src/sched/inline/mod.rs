@@ -36,6 +36,7 @@
 mod hand_off;
 mod janitor;
 mod seats;
+mod writes;
 
 use std::cell::Cell;
 use std::path::PathBuf;

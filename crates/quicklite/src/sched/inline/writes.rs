@@ -1,0 +1,105 @@
+//! Writes on their callers' threads: a short write that finds the writer idle runs where it is awaited, on the
+//! writer's own connection, without a hand-off.
+//!
+//! Group commit repays the hand-off to the writer thread when writes come together; a write that finds the writer
+//! waiting for work has no one to share its commit with, and the hand-off — the writer woken, the answer sent
+//! back — costs more than the write. So while the writer waits it lends its connection ([`WriterSeat`]) to writes
+//! as well as reads; a write of a call site that ran short lately ([`Config::inline_write_max`](crate::config::Config::inline_write_max)) takes it, runs in a
+//! transaction of its own ([`group::run_inline`]) and is answered at once. Everything else goes to the writer's
+//! queue, as before: a write while the connection is in use (another caller's write or read, or the writer's own
+//! turn — the writer takes over as soon as a second write comes), the first writes of a call site, a write that
+//! would find a checkpoint due ([`WriterSeat::takes_writes`]: the writer runs it after the write, in its turn), one
+//! past its deadline (the writer answers it), and every write while another connection contends for the write lock,
+//! which the lent connection does not wait for. A write's commit is witnessed on the writer's connection whoever
+//! runs it: read-your-writes and change notices hold, and the writer learns of the commits at its next turn.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use crate::cost::Site;
+use crate::engine::group::{self, LockHeld};
+use crate::engine::seat::Lent;
+use crate::request::WriteRequest;
+
+use super::{Attempt, Inline, hand_off};
+
+impl Inline {
+    /// Whether a write of `site` (a write `closure`, or a statement helper's) should run on its caller's thread
+    /// now, and on what grounds: the writer lends its connection (it waits for work, and writes may run there), the
+    /// application allows it ([`Config::inline_writes`](crate::config::Config::inline_writes), and
+    /// [`Config::inline_write_closures`](crate::config::Config::inline_write_closures) for a closure), the runtime
+    /// goes on without this thread should the write turn long, no other connection contends for the write lock,
+    /// and the site has run short lately.
+    pub(crate) fn suits_write(&self, site: Site, closure: bool) -> Option<Attempt> {
+        let writer_seat = self.writer_seat.as_ref()?;
+        if !self.config.inline_writes
+            || (closure && !self.config.inline_write_closures)
+            || !writer_seat.lent()
+            || self.closed.load(Ordering::Relaxed)
+            || self.shared.write_lock_contended()
+            || !hand_off::can_hand_off()
+        {
+            return None;
+        }
+        let ran_on = self
+            .shared
+            .costs
+            .decide(site, self.config.inline_write_max)?;
+        Some(Attempt { site, ran_on })
+    }
+
+    /// Runs `request` here, on the writer's connection, and answers it (its answer waits on its receiver), if the
+    /// connection is lent and free, no checkpoint is due, the request is not past its deadline, and the write lock
+    /// can be had at once (then returns `None`); otherwise gives it back, not run, for the writer's queue.
+    pub(crate) fn write(
+        self: &Arc<Self>,
+        attempt: Attempt,
+        mut request: WriteRequest,
+    ) -> Option<WriteRequest> {
+        let Some(writer_seat) = &self.writer_seat else {
+            return Some(request);
+        };
+        if request
+            .deadline
+            .is_some_and(|deadline| deadline.passed(Instant::now()))
+        {
+            return Some(request);
+        }
+        let Some(mut lent) = writer_seat.borrow() else {
+            return Some(request);
+        };
+        let metrics = &self.shared.metrics;
+        if !writer_seat.takes_writes(metrics.wal_frames.load(Ordering::Relaxed)) {
+            return Some(request);
+        }
+        let started = Instant::now();
+        let past: fn() -> bool = hand_off::hand_off;
+        let ran = writer_seat.write(&mut lent, |lent: &mut Lent| {
+            let ran = lent.snapshot.write(&self.shared, |conn| {
+                group::run_inline(conn, &self.shared, &mut request, Some(past))
+            });
+            lent.last_used = Instant::now();
+            ran
+        });
+        drop(lent);
+        let outcome = match ran {
+            Ok(outcome) => outcome,
+            Err(LockHeld) => return Some(request),
+        };
+        let took = started.elapsed();
+        metrics.writes.fetch_add(1, Ordering::Relaxed);
+        metrics.inline_writes.fetch_add(1, Ordering::Relaxed);
+        if request.job.answer(outcome) {
+            metrics.write_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        self.shared.costs.record(
+            attempt.site,
+            took,
+            self.config.inline_write_max,
+            attempt.ran_on,
+        );
+        self.tend();
+        None
+    }
+}

@@ -1,0 +1,412 @@
+//! A short write that finds the writer idle runs on its caller's thread, on the writer's connection, with every
+//! promise it has on the writer's thread: answered after its commit, rolled back alone, read-your-writes, its commit
+//! told (a partial `OR FAIL` commit too), a write beside another connection's lock waiting as before, checkpoints
+//! still run, the runtime's worker handed away when a write turns long, a cancelled write not run, no write lost or
+//! run twice under contention. Every test runs on both backends: a registry's writers run on its pool, and there
+//! every write goes to the writer as before (the same promises, checked the same way).
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{Backend, both_backends};
+use futures::FutureExt;
+use quicklite::rusqlite::{Connection, ErrorCode};
+use quicklite::{Checkpointing, Database, Error, Notice, Profile};
+
+const INSERT: &str = "INSERT INTO t (id, v) VALUES (?1, ?2)";
+
+/// A database with a table `t (id PRIMARY KEY, v UNIQUE)`. Writes may run inline if they took up to 10 ms
+/// (unoptimized builds of SQLite take tens of microseconds for an insert, past the default bound).
+async fn with_table(
+    backend: Backend,
+    configure: fn(quicklite::Builder) -> quicklite::Builder,
+) -> common::TestDb {
+    let db = common::open(backend, move |b| {
+        configure(b.inline_write_max(Duration::from_millis(10)))
+    })
+    .await;
+    db.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT UNIQUE)")
+        .await
+        .unwrap();
+    db
+}
+
+/// Inserts rows `from..` with [`INSERT`] until one ran on its caller's thread (a call site's first writes go to the
+/// writer); returns the next id. On a registry none does: returns after 50 writes, all on the writer.
+async fn until_inline(db: &common::TestDb, from: i64) -> i64 {
+    let start = Instant::now();
+    let mut id = from;
+    loop {
+        let before = db.metrics().inline_writes;
+        db.execute(INSERT, (id, format!("v{id}"))).await.unwrap();
+        id += 1;
+        let inline = db.metrics().inline_writes > before;
+        match db.backend() {
+            Backend::Standalone if inline => return id,
+            Backend::Registry => {
+                assert!(!inline, "a registry's writes run on its pool");
+                if id - from >= 50 {
+                    return id;
+                }
+            }
+            Backend::Standalone => {}
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no write ran on its caller's thread in 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_short_write_runs_on_its_callers_thread_and_is_read_back_at_once(backend) {
+        let db = with_table(backend, |b| b).await;
+        let before = db.metrics();
+        let mut id = until_inline(&db, 0).await;
+        // Each write is visible to the read made right after its answer, and counted once.
+        for _ in 0..50 {
+            db.execute(INSERT, (id, format!("v{id}"))).await.unwrap();
+            let read: i64 = db
+                .query_row("SELECT count(*) FROM t WHERE id = ?1", (id,), |r| r.get(0))
+                .await
+                .unwrap();
+            assert_eq!(read, 1, "write {id} read back");
+            id += 1;
+        }
+        assert_eq!(common::count(&db, "t").await, id);
+        let m = db.metrics();
+        assert_eq!(m.writes - before.writes, id as u64);
+        if backend == Backend::Standalone {
+            assert!(m.inline_writes >= 50, "{m:?}");
+        } else {
+            assert_eq!(m.inline_writes, 0);
+        }
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failing_write_on_its_callers_thread_rolls_back_alone_and_says_why(backend) {
+        let db = with_table(backend, |b| b).await;
+        let id = until_inline(&db, 0).await;
+        let inline_before = db.metrics().inline_writes;
+        // The same call site, its unique value taken.
+        let e = db.execute(INSERT, (id, "v0".to_string())).await.unwrap_err();
+        assert_eq!(e.sqlite_code(), Some(ErrorCode::ConstraintViolation), "{e}");
+        assert_eq!(common::count(&db, "t").await, id, "nothing of it committed");
+        db.execute(INSERT, (id, format!("v{id}"))).await.unwrap();
+        assert_eq!(common::count(&db, "t").await, id + 1);
+        if backend == Backend::Standalone {
+            assert!(db.metrics().inline_writes > inline_before, "{:?}", db.metrics());
+        }
+        // A statement that returns rows is refused, as on the writer.
+        let e = db
+            .execute("INSERT INTO t (id, v) VALUES (?1, ?2) RETURNING id", (id + 1, "r".to_string()))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, Error::ReturnsRows), "{e}");
+        assert_eq!(common::count(&db, "t").await, id + 1);
+    }
+}
+
+/// `UPDATE OR FAIL` setting rows `?2` and `?3` to `?1`: with two ids the second row's value collides with the
+/// first's new one, and the statement fails having changed the first, which SQLite keeps (`OR FAIL`).
+const OR_FAIL: &str = "UPDATE OR FAIL t SET v = ?1 WHERE id IN (?2, ?3)";
+
+async fn next_commit(changes: &mut quicklite::Subscription) -> Arc<quicklite::Commit> {
+    match tokio::time::timeout(Duration::from_secs(30), changes.next()).await {
+        Ok(Some(Notice::Committed(commit))) => commit,
+        other => panic!("expected a commit, got {other:?}"),
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_statement_that_fails_after_keeping_rows_commits_them_and_they_are_told(backend) {
+        let db = with_table(backend, |b| b).await;
+        let mut rows = until_inline(&db, 0).await;
+        while rows < 50 {
+            db.execute(INSERT, (rows, format!("v{rows}"))).await.unwrap();
+            rows += 1;
+        }
+        // The call site made known: one row at a time, no collision.
+        for round in 0..20 {
+            db.execute(OR_FAIL, (format!("w{round}"), 0, 0)).await.unwrap();
+        }
+        let mut changes = db.subscribe();
+        let mut inline = false;
+        let mut attempts = 0;
+        while !inline && attempts < 20 {
+            let (a, b) = (1 + 2 * attempts, 2 + 2 * attempts);
+            assert!(b < rows);
+            let seq = db.commit_seq();
+            let before = db.metrics().inline_writes;
+            let e = db.execute(OR_FAIL, (format!("both{attempts}"), a, b)).await.unwrap_err();
+            inline = db.metrics().inline_writes > before;
+            assert_eq!(e.sqlite_code(), Some(ErrorCode::ConstraintViolation), "{e}");
+            let values: Vec<String> = db
+                .query_all("SELECT v FROM t WHERE id IN (?1, ?2) ORDER BY id", (a, b), |r| r.get(0))
+                .await
+                .unwrap();
+            assert_eq!(values, [format!("both{attempts}"), format!("v{b}")], "the first row's change kept");
+            let commit = next_commit(&mut changes).await;
+            assert_eq!(commit.seq, seq + 1, "the partial commit is a commit, told");
+            assert_eq!(db.commit_seq(), seq + 1);
+            assert_eq!(commit.tables.len(), 1);
+            assert_eq!(commit.tables[0].rowids.as_deref(), Some(&[a][..]));
+            attempts += 1;
+        }
+        assert_eq!(inline, backend == Backend::Standalone, "ran on its caller's thread: {inline}");
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn write_closures_run_on_their_callers_threads_only_when_allowed(backend) {
+        let db = with_table(backend, |b| b).await;
+        for id in 0..100_i64 {
+            db.write(move |c| c.execute(INSERT, (id, format!("v{id}")))).await.unwrap();
+        }
+        assert_eq!(db.metrics().inline_writes, 0, "closures go to the writer by default");
+        // A closure that blocks on the runtime is correct on the writer's thread: it stays there.
+        let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+        db.write(move |c| {
+            tx.blocking_send(()).unwrap();
+            c.execute(INSERT, (100, "v100"))
+        })
+        .await
+        .unwrap();
+        rx.recv().await.unwrap();
+
+        let allowed = with_table(backend, |b| b.inline_write_closures(true)).await;
+        let start = Instant::now();
+        let mut id = 0_i64;
+        loop {
+            allowed.write(move |c| c.execute(INSERT, (id, format!("v{id}")))).await.unwrap();
+            id += 1;
+            let inline = allowed.metrics().inline_writes;
+            if backend == Backend::Registry {
+                assert_eq!(inline, 0);
+                if id == 100 {
+                    break;
+                }
+            } else if inline > 0 {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "no closure ran inline in 10 s");
+        }
+        assert_eq!(common::count(&allowed, "t").await, id);
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_beside_another_connection_holding_the_lock_waits_for_it_on_the_writer(backend) {
+        let db = with_table(backend, |b| b).await;
+        let id = until_inline(&db, 0).await;
+        let other = Connection::open(db.path()).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE; INSERT INTO t (id, v) VALUES (-1, 'other')").unwrap();
+        let released = Arc::new(AtomicU64::new(0));
+        let release = {
+            let released = released.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                released.store(1, Ordering::SeqCst);
+                other.execute_batch("COMMIT").unwrap();
+            })
+        };
+        let inline_before = db.metrics().inline_writes;
+        // Not refused with `SQLITE_BUSY` on the caller's thread: it goes to the writer, which waits for the lock.
+        db.execute(INSERT, (id, format!("v{id}"))).await.unwrap();
+        assert_eq!(released.load(Ordering::SeqCst), 1, "answered only once the other connection let go");
+        release.join().unwrap();
+        assert_eq!(db.metrics().inline_writes, inline_before, "it ran on the writer");
+        assert_eq!(common::count(&db, "t").await, id + 2);
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_wal_is_checkpointed_while_writes_run_on_callers_threads(backend) {
+        let db = with_table(backend, |b| {
+            b.checkpointing(Checkpointing::Managed {
+                passive_at_frames: 20,
+                restart_at_frames: 80,
+                reader_wait: Duration::from_secs(1),
+                truncate_when_idle: None,
+            })
+        })
+        .await;
+        let mut id = until_inline(&db, 0).await;
+        let mut most = 0;
+        for _ in 0..2_000 {
+            db.execute(INSERT, (id, format!("{id:0>200}"))).await.unwrap();
+            id += 1;
+            most = most.max(db.metrics().wal_frames);
+        }
+        let m = db.metrics();
+        if backend == Backend::Standalone {
+            assert!(m.inline_writes > 1_000, "{m:?}");
+        }
+        assert!(m.checkpoints > 0, "{m:?}");
+        // A write that would find a checkpoint due goes to the writer: the WAL stays near its bound.
+        assert!(most < 160, "the WAL grew to {most} frames");
+    }
+}
+
+/// `INSERT`s `?1` rows of a recursive count: one row is a short write, millions a long one.
+const COUNTED: &str = "INSERT INTO t (id, v) SELECT ?2 + x, NULL FROM \
+                       (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?1) SELECT x FROM c)";
+
+both_backends! {
+    // One worker: a write that held it would stall the runtime, its timers included.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_write_that_turns_long_on_its_callers_thread_hands_the_runtime_worker_away(backend) {
+        let db = with_table(backend, |b| b).await;
+        // Every write from a task: on the runtime's worker, not on the test's own thread.
+        let on_worker = |db: Database, rows: i64, from: i64| {
+            tokio::spawn(async move {
+                let before = db.metrics().inline_writes;
+                db.execute(COUNTED, (rows, from)).await.unwrap();
+                db.metrics().inline_writes > before
+            })
+        };
+        // The call site made short (and known) with one-row inserts.
+        let mut next = 0_i64;
+        let mut inline = false;
+        let start = Instant::now();
+        while !inline && next < 200 {
+            inline = on_worker(db.db.clone(), 1, next).await.unwrap();
+            next += 1;
+            assert!(start.elapsed() < Duration::from_secs(10));
+        }
+        assert_eq!(inline, backend == Backend::Standalone);
+        // A ticker every millisecond on the runtime, while the same site inserts a million rows.
+        let late = Arc::new(AtomicU64::new(0));
+        let ticker = {
+            let late = late.clone();
+            tokio::spawn(async move {
+                let mut at = Instant::now();
+                for _ in 0..400 {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    let lateness = at.elapsed().saturating_sub(Duration::from_millis(1));
+                    late.fetch_max(lateness.as_micros() as u64, Ordering::Relaxed);
+                    at = Instant::now();
+                }
+            })
+        };
+        let long = Instant::now();
+        on_worker(db.db.clone(), 1_000_000, 1_000_000).await.unwrap();
+        let long = long.elapsed();
+        ticker.await.unwrap();
+        let late = Duration::from_micros(late.load(Ordering::Relaxed));
+        assert!(
+            late < long / 4,
+            "the ticker was {late:?} late while a {long:?} write ran"
+        );
+        if backend == Backend::Standalone {
+            assert!(db.metrics().runtime_hand_offs > 0, "{:?}", db.metrics());
+        }
+        assert_eq!(common::count(&db, "t").await, next + 1_000_000);
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_whose_caller_gives_up_before_it_runs_is_not_run(backend) {
+        let db = with_table(backend, |b| b).await;
+        let id = until_inline(&db, 0).await;
+        let mut answered = 0;
+        for k in 0..50 {
+            // Polled once, then dropped: on its caller's thread it yields before it runs; queued, it may have been
+            // taken by the writer before its caller gave up (then it runs to its end), else it is not run.
+            let write = db.execute(INSERT, (id + k, format!("v{}", id + k)));
+            if let Some(answer) = write.now_or_never() {
+                answer.unwrap();
+                answered += 1;
+            }
+        }
+        // Something the writer runs after them.
+        db.execute("INSERT INTO t (id, v) VALUES (-1, 'last')", ()).await.unwrap();
+        let rows = common::count(&db, "t").await;
+        match backend {
+            Backend::Standalone => {
+                assert_eq!(answered, 0);
+                assert_eq!(rows, id + 1, "none of the abandoned writes ran");
+                assert!(db.metrics().abandoned_writes == 0, "none reached the queue: {:?}", db.metrics());
+            }
+            Backend::Registry => {
+                let abandoned = db.metrics().abandoned_writes as i64;
+                assert_eq!(rows, id + 1 + 50 - abandoned, "the writes not run were counted abandoned");
+                assert!(rows >= id + 1 + answered);
+            }
+        }
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn many_writers_lose_nothing_and_run_nothing_twice(backend) {
+        let db = with_table(backend, |b| b).await;
+        let start = until_inline(&db, 0).await;
+        let mut tasks = Vec::new();
+        for task in 0..64_i64 {
+            let db: Database = db.db.clone();
+            tasks.push(tokio::spawn(async move {
+                for i in 0..50_i64 {
+                    let id = start + task * 50 + i;
+                    db.execute(INSERT, (id, format!("v{id}"))).await.unwrap();
+                    if i % 8 == 0 {
+                        tokio::task::yield_now().await;
+                    }
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let ids: Vec<i64> = db
+            .query_all("SELECT id FROM t ORDER BY id", (), |r| r.get(0))
+            .await
+            .unwrap();
+        assert_eq!(ids, (0..start + 64 * 50).collect::<Vec<_>>());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_write_runs_on_its_callers_thread_where_its_commit_would_sync_or_checkpoint() {
+    for configure in [
+        (|b: quicklite::Builder| b.profile(Profile::Durable))
+            as fn(quicklite::Builder) -> quicklite::Builder,
+        |b| b.checkpointing(Checkpointing::Sqlite),
+        |b| b.write_linger(Duration::from_micros(100)),
+        |b| b.inline_writes(false),
+    ] {
+        let db = with_table(Backend::Standalone, configure).await;
+        for id in 0..200_i64 {
+            db.execute(INSERT, (id, format!("v{id}"))).await.unwrap();
+        }
+        assert_eq!(db.metrics().inline_writes, 0, "{:?}", db.pragmas());
+        assert_eq!(common::count(&db, "t").await, 200);
+    }
+}
+
+#[test]
+fn no_write_runs_on_a_single_threaded_runtimes_thread() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let db = with_table(Backend::Standalone, |b| b).await;
+        for id in 0..200_i64 {
+            db.execute(INSERT, (id, format!("v{id}"))).await.unwrap();
+        }
+        assert_eq!(db.metrics().inline_writes, 0);
+    });
+}
