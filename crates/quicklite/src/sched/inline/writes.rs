@@ -3,12 +3,12 @@
 //!
 //! Group commit repays the hand-off to the writer thread when writes come together; a write that finds the writer
 //! waiting for work has no one to share its commit with, and the hand-off — the writer woken, the answer sent
-//! back — costs more than the write. So while the writer waits it lends its connection ([`WriterSeat`]) to writes
+//! back — costs more than the write. So while the writer waits it lends its connection ([`WriterSeat`](crate::engine::seat::WriterSeat)) to writes
 //! as well as reads; a write of a call site that ran short lately ([`Config::inline_write_max`](crate::config::Config::inline_write_max)) takes it, runs in a
 //! transaction of its own ([`group::run_inline`]) and is answered at once. Everything else goes to the writer's
 //! queue, as before: a write while the connection is in use (another caller's write or read, or the writer's own
 //! turn — the writer takes over as soon as a second write comes), the first writes of a call site, a write that
-//! would find a checkpoint due ([`WriterSeat::takes_writes`]: the writer runs it after the write, in its turn), one
+//! would find a checkpoint due ([`WriterSeat::takes_writes`](crate::engine::seat::WriterSeat::takes_writes): the writer runs it after the write, in its turn), one
 //! past its deadline (the writer answers it), and every write while another connection contends for the write lock,
 //! which the lent connection does not wait for. A write's commit is witnessed on the writer's connection whoever
 //! runs it: read-your-writes and change notices hold, and the writer learns of the commits at its next turn.
