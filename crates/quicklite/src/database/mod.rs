@@ -2,6 +2,7 @@
 //! registry's pool.
 
 pub(crate) mod and_then;
+pub(crate) mod held;
 mod open;
 mod replica;
 mod statements;
@@ -367,6 +368,17 @@ impl Database {
         job: Box<dyn WriteJob>,
         rx: oneshot::Receiver<Answer<T>>,
     ) -> Result<T> {
+        self.queue_write(kind, deadline, job).await?;
+        receive(rx, Asked::Write).await
+    }
+
+    /// Queues a write job and wakes its writer; its answer comes on the job's own channel.
+    async fn queue_write(
+        &self,
+        kind: WriteKind,
+        deadline: Option<Deadline>,
+        job: Box<dyn WriteJob>,
+    ) -> Result<()> {
         if let Some(replica) = &self.inner.config.replica {
             return Err(Error::ReadOnlyReplica {
                 url: replica.url().to_owned(),
@@ -382,7 +394,7 @@ impl Database {
         };
         self.enqueue(&self.inner.write_tx, req, "write").await?;
         self.inner.backend.notify_write();
-        receive(rx, Asked::Write).await
+        Ok(())
     }
 
     /// Puts a request on a queue: waits for room, or fails fast with [`Error::Overloaded`], as configured.
