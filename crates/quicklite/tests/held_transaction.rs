@@ -61,7 +61,13 @@ both_backends! {
     async fn a_committed_transaction_is_seen_by_other_callers_and_in_the_file(backend) {
         let db = table_t(backend, |b| b).await;
         let mut tx = db.begin().await.unwrap();
-        assert_eq!(tx.execute("INSERT INTO t VALUES (1, 'a')", ()).await.unwrap(), 1);
+        // A transaction moves between tasks, and its futures may be spawned.
+        let mut tx = tokio::spawn(async move {
+            assert_eq!(tx.execute("INSERT INTO t VALUES (1, 'a')", ()).await.unwrap(), 1);
+            tx
+        })
+        .await
+        .unwrap();
         // Something awaited between two statements, with the transaction open.
         tokio::task::yield_now().await;
         tx.execute("INSERT INTO t VALUES (2, 'b')", ()).await.unwrap();

@@ -39,6 +39,8 @@ impl Database {
     /// and by [`Builder::write_lock_wait`](crate::Builder::write_lock_wait) while another connection holds the write
     /// lock; a full queue waits or fails with [`Error::Overloaded`] as for any write.
     ///
+    /// [`Database::close`] waits for an open transaction to end (at its limit, at most).
+    ///
     /// Do not await a write to the same database (or, on a registry whose write threads cannot grow, to another
     /// database of it) while the transaction is open: it waits for the writer this transaction keeps, until the
     /// limit rolls the transaction back.
