@@ -396,26 +396,38 @@ both_backends! {
 both_backends! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn writes_queued_behind_a_transaction_keep_their_deadlines_and_a_full_queue_fails_fast(backend) {
-        let db = table_t(backend, |b| b.write_queue_capacity(2).on_full(QueueFull::Fail)).await;
+        let db = table_t(backend, |b| b.write_queue_capacity(3).on_full(QueueFull::Fail)).await;
         let mut tx = db.begin().await.unwrap();
         let timeout = Duration::from_millis(20);
         let late = {
             let db = db.with_timeout(timeout);
             tokio::spawn(async move { db.execute("INSERT INTO t VALUES (1, 'late')", ()).await })
         };
+        common::until_write_queue_holds(&db, 1).await;
+        // A `begin` waits in the queue as the other writes do, bounded by its handle's timeout.
+        let late_begin = {
+            let db = db.with_timeout(timeout);
+            tokio::spawn(async move { db.begin().await.map(drop) })
+        };
+        common::until_write_queue_holds(&db, 2).await;
         let waiting = {
             let db = db.db.clone();
             tokio::spawn(async move { db.execute("INSERT INTO t VALUES (2, 'waits')", ()).await })
         };
-        common::until_write_queue_holds(&db, 2).await;
+        common::until_write_queue_holds(&db, 3).await;
         let full = db.execute("INSERT INTO t VALUES (3, 'refused')", ()).await.unwrap_err();
         assert!(matches!(full, Error::Overloaded { queue: "write", .. }), "{full:?}");
-        // The deadline of the first queued write passes while the transaction keeps the writer.
+        let e = db.begin().await.unwrap_err();
+        assert!(matches!(e, Error::Overloaded { queue: "write", .. }), "{e:?}");
+        // The deadlines of the first two pass while the transaction keeps the writer (a clock's deadline: no
+        // signal to wait for but the clock).
         tokio::time::sleep(timeout * 2).await;
         tx.execute("INSERT INTO t VALUES (4, 'held')", ()).await.unwrap();
         tx.commit().await.unwrap();
         let late = late.await.unwrap().unwrap_err();
         assert!(matches!(late, Error::Timeout { ran: false, .. }), "{late:?}");
+        let late_begin = late_begin.await.unwrap().unwrap_err();
+        assert!(matches!(late_begin, Error::Timeout { ran: false, .. }), "{late_begin:?}");
         waiting.await.unwrap().unwrap();
         assert_eq!(ids(&db).await, [2, 4]);
         db.close().await;
