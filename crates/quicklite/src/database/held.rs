@@ -12,12 +12,9 @@ use tokio::sync::oneshot;
 
 use crate::database::Database;
 use crate::reply::{Answer, Asked, receive};
-use crate::request::held::{HeldEnds, HeldJob, Message};
+use crate::request::held::{HeldEnds, HeldJob, Message, STEP_DROPPED};
 use crate::request::{Deadline, Job, WriteKind};
 use crate::{Error, Result};
-
-/// What a caller that lost a step's answer is told: the writer rolls the transaction back when it sees that.
-const STEP_DROPPED: &str = "a statement's future was dropped before its answer";
 
 impl Database {
     /// Begins a write transaction whose statements are awaited one by one ([`Transaction`]), for code that awaits

@@ -18,7 +18,7 @@ use std::time::Instant;
 use crate::engine::Shared;
 use crate::engine::group::{self, BEGIN, ROLLBACK};
 use crate::engine::guard::{GuardedConnection, savepoint_name};
-use crate::request::held::{Held, Message};
+use crate::request::held::{Held, Message, STEP_DROPPED};
 use crate::request::{Ran, WriteJob, WriteRequest};
 use crate::util::blocking_work;
 use crate::{Error, RequestKind};
@@ -114,16 +114,12 @@ fn serve_steps(
         };
         if job.abandoned() {
             // Its caller dropped the step's future: it can never know whether the step ran.
-            return Some(aborted(
-                "a statement's future was dropped before its answer",
-            ));
+            return Some(aborted(STEP_DROPPED));
         }
         match run_step(conn, shared, job.as_mut(), savepoint, expires) {
             Step::Open if job.abandoned() => {
                 job.answer(None);
-                return Some(aborted(
-                    "a statement's future was dropped before its answer",
-                ));
+                return Some(aborted(STEP_DROPPED));
             }
             Step::Open => {
                 job.answer(None);

@@ -18,6 +18,10 @@ use crate::reply::{Answer, Relay, Reply};
 use crate::request::{Ran, WriteJob};
 use crate::{Error, Result};
 
+/// Why a transaction ended whose step's future was dropped before its answer: its caller cannot know whether the
+/// step ran, so the transaction must not commit.
+pub(crate) const STEP_DROPPED: &str = "a statement's future was dropped before its answer";
+
 /// What a held transaction's caller sends the writer.
 pub(crate) enum Message {
     /// Run this step (a statement, or the caller's closure) in the open transaction, in a savepoint of its own if
