@@ -13,7 +13,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::RecvTimeoutError;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::engine::Shared;
 use crate::engine::group::{self, BEGIN, ROLLBACK};
@@ -105,11 +105,7 @@ fn serve_steps(
             }
             Ok(Message::Rollback) | Err(RecvTimeoutError::Disconnected) => return None,
             Err(RecvTimeoutError::Timeout) => {
-                shared
-                    .metrics
-                    .held_transactions_expired
-                    .fetch_add(1, Ordering::Relaxed);
-                return Some(expired());
+                return Some(expire(shared, limit));
             }
         };
         if job.abandoned() {
@@ -125,14 +121,10 @@ fn serve_steps(
                 job.answer(None);
             }
             Step::Expired => {
-                shared
-                    .metrics
-                    .held_transactions_expired
-                    .fetch_add(1, Ordering::Relaxed);
                 held.end();
                 job.fail_later(expired());
                 job.answer(None);
-                return Some(expired());
+                return Some(expire(shared, limit));
             }
             Step::Ended(reason) => {
                 // The step's own error is its answer; the transaction's says why it ended.
@@ -205,6 +197,19 @@ fn run_step(
         shared.changes.undo_to(mark);
     }
     Step::Open
+}
+
+/// Counts and logs a transaction that ran past its `limit`; returns its failure.
+fn expire(shared: &Shared, limit: Duration) -> Error {
+    shared
+        .metrics
+        .held_transactions_expired
+        .fetch_add(1, Ordering::Relaxed);
+    tracing::warn!(
+        ?limit,
+        "a transaction held across .await ran past its limit: rolled back"
+    );
+    Error::TransactionExpired { limit }
 }
 
 /// The failure of a transaction ended for `reason`.

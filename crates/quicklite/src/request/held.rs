@@ -27,7 +27,9 @@ pub(crate) enum Message {
     /// Run this step (a statement, or the caller's closure) in the open transaction, in a savepoint of its own if
     /// `savepoint` (a step of several statements, which must fail as a whole).
     Step {
+        /// The step, answered by the writer once it ran.
         job: Box<dyn WriteJob>,
+        /// Whether it runs in a savepoint of its own.
         savepoint: bool,
     },
     /// Commit; the request's answer says whether it did.
@@ -68,9 +70,11 @@ impl Held {
 
 /// The request of a held transaction: its job runs no closure of its own, its answer is how the transaction ended.
 pub(crate) struct HeldJob {
+    /// The writer's side of the channels.
     held: Held,
     /// How the transaction ended: set by the writer ([`WriteJob::resolve`], [`WriteJob::fail_later`]).
     result: Result<()>,
+    /// Where that goes: the caller reads it when the transaction turns out to be over, or as its commit's answer.
     reply: oneshot::Sender<Answer<()>>,
 }
 
