@@ -8,7 +8,8 @@ use std::sync::Arc;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::config::{
-    AppHooks, BoxError, Checkpointing, Config, ConnectionRole, QueueFull, Settings,
+    AppHooks, BoxError, Checkpointing, Config, ConnectionRole, DEFAULT_HELD_TRANSACTION_LIMIT,
+    QueueFull, Settings,
 };
 use crate::replica::Replica;
 use crate::{Database, Profile, Result};
@@ -71,6 +72,7 @@ impl Builder {
                 overrides: Vec::new(),
                 busy_timeout: None,
                 write_lock_wait: None,
+                held_transaction_limit: DEFAULT_HELD_TRANSACTION_LIMIT,
                 open_flags: OpenFlags::SQLITE_OPEN_READ_WRITE
                     | OpenFlags::SQLITE_OPEN_CREATE
                     | OpenFlags::SQLITE_OPEN_URI
@@ -163,6 +165,21 @@ impl Builder {
     /// longer.
     pub fn write_lock_wait(mut self, wait: Duration) -> Self {
         self.settings.write_lock_wait = Some(wait);
+        self
+    }
+
+    /// How long a transaction held across `.await` ([`Database::begin`]) may keep the writer, from its `BEGIN`:
+    /// past it, the writer rolls it back and serves the database's other writes again, and the transaction's next
+    /// statement (or its commit) fails with [`Error::TransactionExpired`](crate::Error::TransactionExpired).
+    /// [`Database::begin_with_limit`] gives one transaction a limit of its own instead. Every write of the
+    /// database waits while such a transaction is open, so the limit is how long a caller that forgot its
+    /// transaction (or awaits something that never answers) can stop the database's writes.
+    ///
+    /// By default 5 s: the busy timeout SQLite's users already budget for, as writes wait for another
+    /// connection's write lock. A registry's databases take it from
+    /// [`RegistryBuilder::configure`](crate::RegistryBuilder::configure). Zero is refused.
+    pub fn held_transaction_limit(mut self, limit: Duration) -> Self {
+        self.settings.held_transaction_limit = limit;
         self
     }
 

@@ -17,6 +17,11 @@ use crate::{Error, Profile, Result};
 /// cores), short enough that a writer stuck behind a program that never lets go tells its callers.
 const DEFAULT_WRITE_LOCK_WAIT: Duration = Duration::from_secs(30);
 
+/// The default of [`Builder::held_transaction_limit`](crate::Builder::held_transaction_limit): the busy timeout
+/// SQLite's and rusqlite's users know, so the writes queued behind a transaction held across `.await` wait no
+/// longer than they would wait for another connection's write lock.
+pub(crate) const DEFAULT_HELD_TRANSACTION_LIMIT: Duration = Duration::from_secs(5);
+
 /// An error returned by an application's function: a set-up function, a migration.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -183,6 +188,8 @@ pub(crate) struct Config {
     pub(crate) busy_timeout: Duration,
     /// How long a write without a deadline waits for the write lock another connection holds.
     pub(crate) write_lock_wait: Duration,
+    /// How long a transaction held across `.await` may keep the writer, unless it asks for another limit.
+    pub(crate) held_transaction_limit: Duration,
     /// Whether connections turn on SQLite's query planner stability guarantee.
     pub(crate) stable_query_plans: bool,
     /// The application's set-up functions and migration.
@@ -210,6 +217,7 @@ pub(crate) struct Settings {
     pub(crate) overrides: Vec<(String, String)>,
     pub(crate) busy_timeout: Option<Duration>,
     pub(crate) write_lock_wait: Option<Duration>,
+    pub(crate) held_transaction_limit: Duration,
     pub(crate) open_flags: OpenFlags,
     pub(crate) write_queue_capacity: usize,
     pub(crate) read_queue_capacity: usize,
@@ -303,6 +311,11 @@ impl Config {
                 )));
             }
         }
+        if settings.held_transaction_limit.is_zero() {
+            return Err(Error::InvalidConfig(
+                "held_transaction_limit must be longer than zero".into(),
+            ));
+        }
         if settings.external_commits == Some(Duration::ZERO) {
             return Err(Error::InvalidConfig(
                 "notice_external_commits needs an interval longer than zero".into(),
@@ -392,6 +405,7 @@ impl Config {
             write_lock_wait: settings
                 .write_lock_wait
                 .unwrap_or(busy_timeout.max(DEFAULT_WRITE_LOCK_WAIT)),
+            held_transaction_limit: settings.held_transaction_limit,
             stable_query_plans: settings
                 .stable_query_plans
                 .unwrap_or(settings.profile != Profile::SqliteDefault),

@@ -49,6 +49,29 @@ pub enum Error {
     #[error("the closure left a transaction open; it was rolled back")]
     TransactionLeftOpen,
 
+    /// A transaction held across `.await` ([`Database::begin`](crate::Database::begin)) stayed open past its limit
+    /// ([`Builder::held_transaction_limit`](crate::Builder::held_transaction_limit),
+    /// [`Database::begin_with_limit`](crate::Database::begin_with_limit)): the writer rolled it back and went on
+    /// serving the database's other writes. Nothing of it was committed; its statements and its commit after that
+    /// fail with this error. Begin a new transaction to retry.
+    #[error(
+        "the transaction was held open past its limit of {limit:?} and was rolled back: nothing of it was committed"
+    )]
+    TransactionExpired {
+        /// The limit it ran past.
+        limit: std::time::Duration,
+    },
+
+    /// A transaction held across `.await` ([`Database::begin`](crate::Database::begin)) was rolled back before its
+    /// commit: a step panicked, a step's future was dropped before its answer (so whether it ran was unknown), or
+    /// SQLite rolled the transaction back by itself. Nothing of it was committed; its statements and its commit
+    /// after that fail with this error. Begin a new transaction to retry.
+    #[error("the transaction was rolled back ({reason}): nothing of it was committed")]
+    TransactionAborted {
+        /// What ended it.
+        reason: String,
+    },
+
     /// The database handle was closed (by [`Database::close`](crate::Database::close)) or its worker thread
     /// stopped; the request was not run.
     #[error("database is closed")]
@@ -353,6 +376,10 @@ impl Error {
                 name: name.clone(),
                 command: command.clone(),
                 timeout: *timeout,
+            },
+            Error::TransactionExpired { limit } => Error::TransactionExpired { limit: *limit },
+            Error::TransactionAborted { reason } => Error::TransactionAborted {
+                reason: reason.clone(),
             },
             Error::Litestream(m) => Error::Litestream(m.clone()),
             Error::Io(e) => Error::Io(std::io::Error::new(e.kind(), e.to_string())),

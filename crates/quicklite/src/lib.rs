@@ -14,6 +14,8 @@
 //!   [`Database::execute_batch`] cover the one-liners, with prepared statements cached per connection;
 //! - [`Database::stream`] returns a large result as an async stream, read by key a chunk at a time ([`Keyset`]);
 //! - [`Database::transaction`] and [`Database::with_write_connection`] run a write alone (migrations, `VACUUM`);
+//! - [`Database::begin`] holds a write transaction across `.await` ([`Transaction`]), its statements awaited one
+//!   by one, within a limit ([`Builder::held_transaction_limit`]);
 //! - [`Database::close`] drains the queues, checkpoints and joins the threads;
 //! - [`Database::metrics`] returns counters and distributions ([`prometheus`] renders them for Prometheus);
 //!   [`Database::backup`] and [`Database::vacuum_into`] copy the live database; [`Checkpointing`] says who
@@ -121,6 +123,7 @@ pub use builder::Builder;
 pub use changes::{Commit, Notice, TableChange};
 pub use config::{BoxError, Checkpointing, ConnectionRole, QueueFull};
 pub use database::Database;
+pub use database::held::Transaction;
 pub use database::stream::{Keyset, RowStream};
 pub use database::subscribe::Subscription;
 pub use error::{Error, OptionalExtension, RequestKind, Result};

@@ -133,6 +133,7 @@ pub(crate) struct Metrics {
     pub(crate) commits: AtomicU64,
     pub(crate) failed_commits: AtomicU64,
     pub(crate) rolled_back_groups: AtomicU64,
+    pub(crate) held_transactions_expired: AtomicU64,
     pub(crate) reads: AtomicU64,
     pub(crate) inline_reads: AtomicU64,
     pub(crate) inline_reads_on_writer: AtomicU64,
@@ -169,6 +170,7 @@ pub(crate) struct Metrics {
     pub(crate) checkpoint_frames: Log2Histogram,
     pub(crate) checkpoint_us: Log2Histogram,
     pub(crate) write_transaction_us: Log2Histogram,
+    pub(crate) held_transaction_us: Log2Histogram,
     pub(crate) read_transaction_us: Log2Histogram,
     pub(crate) write_batch: Log2Histogram,
     pub(crate) read_batch: Log2Histogram,
@@ -191,6 +193,9 @@ pub struct MetricsSnapshot {
     pub failed_commits: u64,
     /// Groups that SQLite rolled back by itself in the middle (I/O error, full disk).
     pub rolled_back_groups: u64,
+    /// Transactions held across `.await` ([`Database::begin`](crate::Database::begin)) that ran past their limit
+    /// and were rolled back by the writer.
+    pub held_transactions_expired: u64,
     /// Read requests served.
     pub reads: u64,
     /// Of those, reads run on their callers' threads ([`Builder::inline_reads`](crate::Builder::inline_reads)).
@@ -276,6 +281,10 @@ pub struct MetricsSnapshot {
     pub checkpoint_us: Distribution,
     /// Duration of write transactions, from `BEGIN` to the end of `COMMIT`, in microseconds.
     pub write_transaction_us: Distribution,
+    /// How long each transaction held across `.await` ([`Database::begin`](crate::Database::begin)) kept the
+    /// writer, from its `BEGIN` to its commit or rollback, in microseconds: the database's other writes waited
+    /// meanwhile.
+    pub held_transaction_us: Distribution,
     /// Duration of read transactions shared by several reads, in microseconds.
     pub read_transaction_us: Distribution,
     /// Writes per committed group.
@@ -307,6 +316,7 @@ impl Metrics {
             commits: self.commits.load(Relaxed),
             failed_commits: self.failed_commits.load(Relaxed),
             rolled_back_groups: self.rolled_back_groups.load(Relaxed),
+            held_transactions_expired: self.held_transactions_expired.load(Relaxed),
             reads: self.reads.load(Relaxed),
             inline_reads: self.inline_reads.load(Relaxed),
             inline_reads_on_writer: self.inline_reads_on_writer.load(Relaxed),
@@ -347,6 +357,7 @@ impl Metrics {
             checkpoint_frames: self.checkpoint_frames.snapshot(),
             checkpoint_us: self.checkpoint_us.snapshot(),
             write_transaction_us: self.write_transaction_us.snapshot(),
+            held_transaction_us: self.held_transaction_us.snapshot(),
             read_transaction_us: self.read_transaction_us.snapshot(),
             write_batch: self.write_batch.snapshot(),
             read_batch: self.read_batch.snapshot(),

@@ -211,7 +211,7 @@ type HistogramSeries = (
 );
 
 fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
-    let counters: [CounterSeries; 28] = [
+    let counters: [CounterSeries; 29] = [
         ("quicklite_writes", "Write requests run.", |s| s.writes),
         (
             "quicklite_write_errors",
@@ -232,6 +232,11 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
             "quicklite_rolled_back_groups",
             "Write groups SQLite rolled back by itself.",
             |s| s.rolled_back_groups,
+        ),
+        (
+            "quicklite_held_transactions_expired",
+            "Transactions held across awaits that ran past their limit and were rolled back.",
+            |s| s.held_transactions_expired,
         ),
         (
             "quicklite_rollbacks",
@@ -426,7 +431,7 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
 
     // Microsecond distributions are exposed in seconds; sizes as they are.
     const MICROS: f64 = 1e-6;
-    let histograms: [HistogramSeries; 9] = [
+    let histograms: [HistogramSeries; 10] = [
         (
             "quicklite_write_batch_size",
             "Writes per committed group.",
@@ -468,6 +473,13 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
             Some(Unit::Seconds),
             MICROS,
             |s| &s.write_transaction_us,
+        ),
+        (
+            "quicklite_held_transaction_duration",
+            "How long transactions held across awaits kept the writer.",
+            Some(Unit::Seconds),
+            MICROS,
+            |s| &s.held_transaction_us,
         ),
         (
             "quicklite_read_transaction_duration",

@@ -2,6 +2,7 @@
 //! registry's pool.
 
 pub(crate) mod and_then;
+pub(crate) mod held;
 mod open;
 mod replica;
 mod statements;
@@ -394,30 +395,7 @@ impl Database {
         job: Box<dyn WriteJob>,
         rx: oneshot::Receiver<Answer<T>>,
     ) -> Result<T> {
-        if let Some(replica) = &self.inner.config.replica {
-            return Err(Error::ReadOnlyReplica {
-                url: replica.url().to_owned(),
-            });
-        }
-        let config = &self.inner.config;
-        // A grouped write whose site's writes may run on their callers' threads: its cost is learnt wherever it runs.
-        let site = made_at
-            .filter(|&(_, closure)| {
-                kind.is_grouped()
-                    && self.inner.inline.is_some()
-                    && config.inline_writes
-                    && (!closure || config.inline_write_closures)
-            })
-            .map(|(site, _)| (site, config.inline_write_max));
-        let mut req = WriteRequest {
-            kind,
-            caller: CallerThread::current(),
-            enqueued: Instant::now(),
-            span: tracing::Span::current(),
-            deadline,
-            site,
-            job,
-        };
+        let mut req = self.write_request(kind, deadline, made_at, job)?;
         if let Some((site, _)) = req.site
             && let Some(inline) = &self.inner.inline
             && let Some(attempt) = inline.suits_write(site, made_at.is_some_and(|(_, c)| c))
@@ -428,9 +406,60 @@ impl Database {
                 Some(not_run) => req = not_run,
             }
         }
+        self.queue_request(req).await?;
+        receive(rx, Asked::Write).await
+    }
+
+    /// Queues a write job and wakes its writer; its answer comes on the job's own channel.
+    async fn queue_write(
+        &self,
+        kind: WriteKind,
+        deadline: Option<Deadline>,
+        job: Box<dyn WriteJob>,
+    ) -> Result<()> {
+        let req = self.write_request(kind, deadline, None, job)?;
+        self.queue_request(req).await
+    }
+
+    /// The request of a write job (made at call site `made_at`, if known); refused on a read replica.
+    fn write_request(
+        &self,
+        kind: WriteKind,
+        deadline: Option<Deadline>,
+        made_at: Option<(Site, bool)>,
+        job: Box<dyn WriteJob>,
+    ) -> Result<WriteRequest> {
+        let config = &self.inner.config;
+        if let Some(replica) = &config.replica {
+            return Err(Error::ReadOnlyReplica {
+                url: replica.url().to_owned(),
+            });
+        }
+        // A grouped write whose site's writes may run on their callers' threads: its cost is learnt wherever it runs.
+        let site = made_at
+            .filter(|&(_, closure)| {
+                kind.is_grouped()
+                    && self.inner.inline.is_some()
+                    && config.inline_writes
+                    && (!closure || config.inline_write_closures)
+            })
+            .map(|(site, _)| (site, config.inline_write_max));
+        Ok(WriteRequest {
+            kind,
+            caller: CallerThread::current(),
+            enqueued: Instant::now(),
+            span: tracing::Span::current(),
+            deadline,
+            site,
+            job,
+        })
+    }
+
+    /// Puts a write request on the writer's queue and wakes the writer.
+    async fn queue_request(&self, req: WriteRequest) -> Result<()> {
         self.enqueue(&self.inner.write_tx, req, "write").await?;
         self.inner.backend.notify_write();
-        receive(rx, Asked::Write).await
+        Ok(())
     }
 
     /// Puts a request on a queue: waits for room, or fails fast with [`Error::Overloaded`], as configured.

@@ -254,6 +254,11 @@ pub(crate) fn run_alone(
                 (ran, outcome)
             }
         },
+        WriteKind::Held => {
+            // A held transaction keeps the writer for its steps: the writer runs it with `engine::held::run`.
+            debug_assert!(false, "a held transaction run as a write that runs alone");
+            return Some(Error::Closed);
+        }
         WriteKind::GroupedStatement => {
             let mark = shared.changes.mark();
             // One statement with nothing queued to share its commit: in autocommit mode it is a transaction by
@@ -366,7 +371,11 @@ pub(crate) fn run_inline(
 }
 
 /// Commits a write's own transaction.
-fn commit_alone(conn: &GuardedConnection, shared: &Shared, started: Instant) -> Option<Error> {
+pub(crate) fn commit_alone(
+    conn: &GuardedConnection,
+    shared: &Shared,
+    started: Instant,
+) -> Option<Error> {
     let metrics = &shared.metrics;
     let result = conn.committing(|| blocking_work(|| conn.control(COMMIT)));
     if conn.settle() {

@@ -8,6 +8,7 @@ pub(crate) mod checkpoint;
 mod external;
 pub(crate) mod group;
 pub(crate) mod guard;
+pub(crate) mod held;
 pub(crate) mod hooks;
 pub(crate) mod map;
 pub(crate) mod open;

@@ -21,7 +21,7 @@ use crate::engine::group::{self, Outcomes, ROLLBACK};
 use crate::engine::guard::GuardedConnection;
 use crate::engine::policy::Mode;
 use crate::engine::seat::{TAKE_BACK_WAIT, TakenBack, WriterSeat};
-use crate::engine::{Shared, open, witness, write_lock};
+use crate::engine::{Shared, held, open, witness, write_lock};
 use crate::inbox::Inbox;
 use crate::queue::Receiver;
 use crate::reply::{Answers, Relays, Reply};
@@ -524,12 +524,13 @@ impl Writer {
         let since = Instant::now();
         let wait = write_lock::gives_up_at(request, since, self.config.write_lock_wait)
             .saturating_duration_since(since);
-        let mut outcome = self.busy.waiting_up_to(wait, || {
-            group::run_alone(&mut self.conn, &self.shared, request)
+        let mut outcome = self.busy.waiting_up_to(wait, || match request.kind {
+            WriteKind::Held => held::run(&self.conn, &self.shared, request),
+            _ => group::run_alone(&mut self.conn, &self.shared, request),
         });
         let lock_held = match request.kind {
             // Its `BEGIN IMMEDIATE` failed (the only `SQLITE_BUSY` a transaction of its own reports as such).
-            WriteKind::Grouped | WriteKind::Transaction => matches!(
+            WriteKind::Grouped | WriteKind::Transaction | WriteKind::Held => matches!(
                 &outcome,
                 Some(e @ Error::Sqlite(_)) if e.sqlite_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
             ),

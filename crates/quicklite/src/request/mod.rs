@@ -1,6 +1,7 @@
 //! Requests as they travel through the queues: a type-erased closure, the thread it came from, and the channel its
 //! answer goes back on.
 
+pub(crate) mod held;
 mod watch;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -64,6 +65,9 @@ pub(crate) enum WriteKind {
     /// Alone, on the connection in autocommit mode, with transaction control allowed (VACUUM, PRAGMAs, migrations
     /// that manage their own transactions).
     Unmanaged,
+    /// Alone, in a `BEGIN IMMEDIATE` … `COMMIT` whose steps its caller sends one by one while it awaits other
+    /// things ([`held`]): the writer serves nothing else until it ends.
+    Held,
 }
 
 impl WriteKind {
@@ -142,6 +146,10 @@ pub(crate) trait WriteJob: Reply {
     fn failed_busy(&self) -> bool;
     /// Replaces the answer with `error` (the write ran past its deadline, or never ran because of it).
     fn fail_later(&mut self, error: Error);
+    /// The writer's side of a held transaction, if this is one's request ([`WriteKind::Held`]).
+    fn held(&mut self) -> Option<&mut held::Held> {
+        None
+    }
     /// Decides the answer: the closure's own error if it failed, else `group_failure` if its group failed, else
     /// its value. Returns whether the answer is an error.
     fn resolve(&mut self, group_failure: Option<Error>) -> bool;
