@@ -201,9 +201,10 @@ impl Changes {
         }
     }
 
-    /// Records a row change (the writer connection's update hook).
+    /// Records a row change (the writer connection's update hook); the change feed's own tables' are no
+    /// application's, and are left out.
     pub(crate) fn record(&self, table: &str, rowid: i64) {
-        if self.subscribed.load(Ordering::Relaxed) {
+        if self.subscribed.load(Ordering::Relaxed) && !table.starts_with(crate::feed::PREFIX) {
             lock(&self.state).log.record(table, rowid);
         }
     }

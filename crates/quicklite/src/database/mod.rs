@@ -2,6 +2,7 @@
 //! registry's pool.
 
 pub(crate) mod and_then;
+pub(crate) mod feed;
 mod open;
 mod replica;
 mod statements;
