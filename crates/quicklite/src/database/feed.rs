@@ -5,7 +5,9 @@
 //! chunks: no snapshot is held while the consumer is busy). Once a page comes back short, the stream has caught up
 //! and waits for the database's next notice ([`Database::subscribe`], made before the first read, so no commit
 //! can slip between a read and the wait): a commit of this process, or one from outside, which the writer looks for
-//! ([`Builder::notice_external_commits`](crate::Builder::notice_external_commits), on with the feed).
+//! ([`Builder::notice_external_commits`](crate::Builder::notice_external_commits), on with the feed). The read after
+//! a commit from outside runs on the writer's connection ([`ChangeStream`]'s `outside`), which no reader's
+//! snapshot begun before that commit can serve.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -14,8 +16,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::SystemTime;
 
+use rusqlite::Connection;
 use tokio_stream::Stream;
 
+use crate::changes::Notice;
 use crate::database::Database;
 use crate::database::subscribe::Subscription;
 use crate::feed::{self, Change, Cursor};
@@ -43,6 +47,11 @@ pub struct ChangeStream {
     reading: Option<PageRead>,
     /// Whether the last page was short: the next read waits for a notice.
     caught_up: bool,
+    /// Whether the notices that woke the stream told of commits from outside (or may have: it lagged). The next
+    /// read then runs on the writer's connection, whose write lock orders it after every commit: a reader's
+    /// snapshot follows this process's commits (read-your-writes), but one begun for a batch a moment before may
+    /// predate a commit from outside, and the stream would wait with that commit's changes unread.
+    outside: bool,
     /// Whether the stream has ended (the database closed, or an error was returned).
     ended: bool,
 }
@@ -79,9 +88,13 @@ impl ChangeStream {
         match Pin::new(&mut self.notices).poll_next(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(None) => Poll::Ready(false),
-            Poll::Ready(Some(_)) => {
+            Poll::Ready(Some(notice)) => {
                 // One read serves every notice already there.
-                while let Poll::Ready(Some(_)) = Pin::new(&mut self.notices).poll_next(cx) {}
+                let mut outside = !matches!(notice, Notice::Committed(_));
+                while let Poll::Ready(Some(notice)) = Pin::new(&mut self.notices).poll_next(cx) {
+                    outside |= !matches!(notice, Notice::Committed(_));
+                }
+                self.outside = outside;
                 self.caught_up = false;
                 Poll::Ready(true)
             }
@@ -108,10 +121,15 @@ impl Stream for ChangeStream {
                     return Poll::Ready(None);
                 }
                 let (db, after) = (this.db.clone(), this.after);
-                this.reading = Some(Box::pin(async move {
-                    db.read_and_then(move |conn| feed::read_after(conn, after, PAGE))
-                        .await
-                }));
+                let read = move |conn: &Connection| feed::read_after(conn, after, PAGE);
+                // A replica's writer writes nothing, and a reader's snapshot follows its position.
+                let on_writer =
+                    std::mem::take(&mut this.outside) && db.inner.config.replica.is_none();
+                this.reading = Some(if on_writer {
+                    Box::pin(async move { db.write_and_then(read).await })
+                } else {
+                    Box::pin(async move { db.read_and_then(read).await })
+                });
             }
             let Some(reading) = this.reading.as_mut() else {
                 continue;
@@ -169,6 +187,7 @@ impl Database {
             changes: VecDeque::new(),
             reading: None,
             caught_up: false,
+            outside: false,
             ended: false,
         }
     }
