@@ -346,7 +346,7 @@ impl Builder {
     }
 
     /// Changes older than this are deleted from the change feed ([`Builder::change_feed`]); `None` keeps them
-    /// whatever their age. The writer prunes now and then (when it opens, and every few seconds while it runs), a
+    /// whatever their age. The writer prunes now and then (at its first turn after it opens, then every few seconds), a
     /// bounded number at a time; [`Database::prune_change_feed`] prunes at once. A reader whose cursor was pruned
     /// gets [`Error::CursorPruned`](crate::Error::CursorPruned), never a gap. By default, 7 days.
     pub fn change_feed_max_age(mut self, age: Option<Duration>) -> Self {

@@ -300,7 +300,7 @@ fn columns_of(conn: &Connection, table: &str) -> Result<Vec<String>> {
     }
     let kind: Option<(String, bool)> = conn
         .query_row(
-            "SELECT type, wr FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
+            "SELECT type, wr FROM pragma_table_list WHERE schema = 'main' AND name = ?1 COLLATE NOCASE",
             [table],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )

@@ -13,6 +13,9 @@
 //! - [`Database::execute`], [`Database::query_row`], [`Database::query_all`], [`Database::execute_many`] and
 //!   [`Database::execute_batch`] cover the one-liners, with prepared statements cached per connection;
 //! - [`Database::stream`] returns a large result as an async stream, read by key a chunk at a time ([`Keyset`]);
+//! - [`Database::subscribe`] tells what each commit changed, in memory; [`Builder::change_feed`] records each change
+//!   of chosen tables in the database, in the transaction that makes it, for [`Database::changes_since`] to read
+//!   from a stored [`Cursor`] — across restarts, and for other processes' commits too;
 //! - [`Database::transaction`] and [`Database::with_write_connection`] run a write alone (migrations, `VACUUM`);
 //! - [`Database::close`] drains the queues, checkpoints and joins the threads;
 //! - [`Database::metrics`] returns counters and distributions ([`prometheus`] renders them for Prometheus);

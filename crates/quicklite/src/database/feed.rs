@@ -162,7 +162,8 @@ impl Database {
     /// what was done with the change). A cursor older than what the feed keeps fails the stream with
     /// [`Error::CursorPruned`] (read afresh), one past the last change ever recorded with
     /// [`Error::CursorUnknown`], and a database without a feed with [`Error::NoChangeFeed`]; after an error the
-    /// stream ends.
+    /// stream ends. A registry's database with a stream open is not closed when idle: its writer looks for
+    /// commits from outside.
     ///
     /// ```no_run
     /// # async fn f(db: quicklite::Database) -> quicklite::Result<()> {
