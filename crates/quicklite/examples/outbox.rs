@@ -10,7 +10,7 @@
 //! Run `cargo run -p quicklite --example outbox` for a demo in one process (a receiver, a writer, the relay), or
 //! `cargo run -p quicklite --example outbox -- relay <database> <url>` to relay a database's orders to `url` (the
 //! writer may be another process: its commits are recorded by the triggers, and the relay notices them).
-//! `tests/change_feed.rs` kills this relay with SIGKILL in the middle of its work and checks that nothing was lost.
+//! `tests/outbox.rs` kills this relay with SIGKILL in the middle of its work and checks that nothing was lost.
 
 // The integration test includes this file as a module, for `open` and `relay`.
 #![allow(dead_code)]

@@ -141,6 +141,11 @@ impl Stream for ChangeStream {
                     this.caught_up = changes.len() < PAGE;
                     this.changes = changes.into();
                 }
+                // Closed while the stream waited or read: it ends, as the notices do.
+                Err(Error::Closed) => {
+                    this.ended = true;
+                    return Poll::Ready(None);
+                }
                 Err(e) => {
                     this.ended = true;
                     return Poll::Ready(Some(Err(e)));
