@@ -222,6 +222,18 @@ both_backends! {
         let kept = take(&mut db.changes_since(cursors[6]), 3).await;
         assert_eq!(rowids(&kept), [8, 9, 10]);
         assert_eq!(db.prune_change_feed().await.unwrap(), 0, "nothing more to prune");
+        // Read afresh: the rows and the cursor of one snapshot, then the feed from there.
+        let (rows, latest) = db
+            .read(|c| {
+                let rows: i64 = c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?;
+                Ok((rows, Cursor::latest(c)?))
+            })
+            .await
+            .unwrap();
+        assert_eq!((rows, latest), (10, cursors[9]));
+        let mut stream = db.changes_since(latest);
+        db.execute("INSERT INTO t (id) VALUES (11)", ()).await.unwrap();
+        assert_eq!(next(&mut stream).await.rowid, 11);
     }
 }
 
@@ -298,6 +310,7 @@ both_backends! {
     async fn a_database_without_a_feed_says_so(backend) {
         let db = common::open(backend, |b| b).await;
         assert!(matches!(error_of(db.changes_since(Cursor::BEGINNING)).await, Error::NoChangeFeed));
+        assert_eq!(db.read(Cursor::latest).await.unwrap(), Cursor::BEGINNING);
         assert!(matches!(db.prune_change_feed().await, Err(Error::NoChangeFeed)));
     }
 }

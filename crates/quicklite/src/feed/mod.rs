@@ -20,7 +20,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::{Error, Result};
 
@@ -76,6 +76,44 @@ impl Cursor {
     /// The number to store.
     pub const fn get(self) -> u64 {
         self.0
+    }
+
+    /// The cursor of the last change recorded as `conn`'s snapshot sees it ([`Cursor::BEGINNING`] if none ever
+    /// was): read what a consumer keeps in step and this in one read, then follow the feed from it — after
+    /// [`Error::CursorPruned`], or for rows a table held before its feed began — and no change is missed or applied
+    /// twice.
+    ///
+    /// ```no_run
+    /// # async fn f(db: quicklite::Database) -> quicklite::Result<()> {
+    /// use quicklite::Cursor;
+    ///
+    /// let (orders, cursor) = db
+    ///     .read(|conn| {
+    ///         let mut stmt = conn.prepare("SELECT id, item FROM orders")?;
+    ///         let orders = stmt
+    ///             .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?
+    ///             .collect::<Result<Vec<_>, _>>()?;
+    ///         Ok((orders, Cursor::latest(conn)?))
+    ///     })
+    ///     .await?;
+    /// let changes = db.changes_since(cursor);
+    /// # Ok(()) }
+    /// ```
+    pub fn latest(conn: &Connection) -> rusqlite::Result<Cursor> {
+        // SQLite makes `sqlite_sequence` with the first table that has `AUTOINCREMENT`.
+        let sequences: bool = conn
+            .prepare_cached(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'sqlite_sequence'",
+            )?
+            .query_row([], |r| r.get(0))?;
+        if !sequences {
+            return Ok(Cursor::BEGINNING);
+        }
+        let last: Option<i64> = conn
+            .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = ?1")?
+            .query_row([CHANGES], |r| r.get(0))
+            .optional()?;
+        Ok(Cursor(last.map_or(0, |seq| seq.max(0) as u64)))
     }
 }
 
