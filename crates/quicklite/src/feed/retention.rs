@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::Result;
-use crate::feed::{CHANGES, STATE};
+use crate::feed::tables::{CHANGES, STATE};
 
 /// Most changes one pruning deletes: the rest are left for the next, so that a pruning never holds the writer long.
 pub(crate) const PRUNE_BATCH: u64 = 10_000;
@@ -132,26 +132,30 @@ mod tests {
         };
         assert_eq!(prune(&conn, by_count, SystemTime::now()).unwrap(), 6);
         assert!(matches!(
-            read_after(&conn, Cursor(5), 10),
+            read_after(&conn, Cursor::new(5), 10),
             Err(Error::CursorPruned {
                 cursor: 5,
                 pruned_through: 6
             })
         ));
-        assert_eq!(read_after(&conn, Cursor(6), 10).unwrap().len(), 4);
+        assert_eq!(read_after(&conn, Cursor::new(6), 10).unwrap().len(), 4);
         let by_age = Retention {
             max_age: Some(Duration::from_secs(60)),
             max_changes: None,
         };
         let later = SystemTime::now() + Duration::from_secs(3600);
         assert_eq!(prune(&conn, by_age, later).unwrap(), 4);
-        assert!(read_after(&conn, Cursor(10), 10).unwrap().is_empty());
+        assert!(read_after(&conn, Cursor::new(10), 10).unwrap().is_empty());
         assert!(matches!(
-            read_after(&conn, Cursor(9), 10),
+            read_after(&conn, Cursor::new(9), 10),
             Err(Error::CursorPruned { .. })
         ));
         conn.execute("INSERT INTO t VALUES (11)", []).unwrap();
-        let next = read_after(&conn, Cursor(10), 10).unwrap();
-        assert_eq!(next[0].cursor, Cursor(11), "positions are never reused");
+        let next = read_after(&conn, Cursor::new(10), 10).unwrap();
+        assert_eq!(
+            next[0].cursor,
+            Cursor::new(11),
+            "positions are never reused"
+        );
     }
 }

@@ -2,7 +2,8 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::feed::{CHANGES, Op, PREFIX, STATE};
+use crate::feed::change::Op;
+use crate::feed::tables::{CHANGES, PREFIX, STATE};
 use crate::{Error, Result};
 
 /// The start of the names of the feed's triggers.
