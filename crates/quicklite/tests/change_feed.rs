@@ -382,3 +382,31 @@ both_backends! {
         }
     }
 }
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_that_run_alone_are_recorded_only_if_they_commit(backend) {
+        let db = common::open(backend, fed).await;
+        db.transaction(|c| {
+            c.execute("INSERT INTO t (id) VALUES (1)", [])?;
+            c.execute("INSERT INTO t (id) VALUES (2)", [])
+        })
+        .await
+        .unwrap();
+        let failed = db
+            .transaction(|c| {
+                c.execute("INSERT INTO t (id) VALUES (3)", [])?;
+                c.execute("INSERT INTO t (id) VALUES (1)", [])
+            })
+            .await;
+        assert!(failed.is_err());
+        db.with_write_connection(|c| c.execute_batch("DELETE FROM t WHERE id = 2"))
+            .await
+            .unwrap();
+        // Without `WHERE`: SQLite's truncate optimization, which skips the rows, is off for a table with triggers.
+        db.execute("DELETE FROM t", ()).await.unwrap();
+        let changes = take(&mut db.changes_since(Cursor::BEGINNING), 4).await;
+        let seen: Vec<_> = changes.iter().map(|c| (c.rowid, c.op)).collect();
+        assert_eq!(seen, [(1, Op::Insert), (2, Op::Insert), (2, Op::Delete), (1, Op::Delete)]);
+    }
+}
