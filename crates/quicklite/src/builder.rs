@@ -93,6 +93,11 @@ impl Builder {
                 subscription_capacity: crate::changes::DEFAULT_CAPACITY,
                 change_rowids: crate::changes::DEFAULT_ROWIDS,
                 external_commits: None,
+                feed_tables: None,
+                feed_retention: crate::feed::Retention {
+                    max_age: Some(crate::feed::DEFAULT_MAX_AGE),
+                    max_changes: Some(crate::feed::DEFAULT_MAX_CHANGES),
+                },
                 inline_connections: None,
                 statement_cache_capacity: 128,
                 checkpointing: None,
@@ -376,6 +381,49 @@ impl Builder {
     /// reopens its subscribers are told [`Notice::External`](crate::Notice::External) at once.
     pub fn notice_external_commits(mut self, interval: Duration) -> Self {
         self.settings.external_commits = Some(interval);
+        self
+    }
+
+    /// Records every committed change of `tables` in the database's change feed, read with
+    /// [`Database::changes_since`]: the row's values before and after, in commit order, in the same transaction as
+    /// the change — whichever process or connection makes it. Triggers record them (`AFTER INSERT`, `UPDATE` and
+    /// `DELETE` on each table, named `_quicklite_feed_<op>_<table>`) into the table `_quicklite_changes`. By
+    /// default, no feed (and a feed another process set up is left as it is).
+    ///
+    /// The triggers are made when the writer first opens the database, after the migration
+    /// ([`Builder::migrate`]), from the tables' columns as they are then, and made again at an open that finds the
+    /// columns changed (a table left out of `tables` loses its triggers); the feed's tables are made if missing.
+    /// While the migration runs, the triggers of the last open are in place, so the rows it changes are recorded;
+    /// a migration that drops a column of a recorded table (which SQLite refuses while a trigger names it) drops
+    /// the table's triggers first (`DROP TRIGGER IF EXISTS "_quicklite_feed_update_<table>"`, and the same for
+    /// `insert` and `delete`). Columns added later outside a migration are recorded from the next open on.
+    ///
+    /// Each table must exist when the database opens (create it in the migration) and have a rowid: a view, a
+    /// virtual table or a table `WITHOUT ROWID` fails the open with [`Error::FeedTable`](crate::Error::FeedTable).
+    /// The feed turns on [`Builder::notice_external_commits`] (every 500 ms unless set), so that its readers wake
+    /// for the changes other processes record.
+    pub fn change_feed<I, S>(mut self, tables: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.settings.feed_tables = Some(tables.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Changes older than this are deleted from the change feed ([`Builder::change_feed`]); `None` keeps them
+    /// whatever their age. The writer prunes now and then (at its first turn after it opens, then every few seconds), a
+    /// bounded number at a time; [`Database::prune_change_feed`] prunes at once. A reader whose cursor was pruned
+    /// gets [`Error::CursorPruned`](crate::Error::CursorPruned), never a gap. By default, 7 days.
+    pub fn change_feed_max_age(mut self, age: Option<Duration>) -> Self {
+        self.settings.feed_retention.max_age = age;
+        self
+    }
+
+    /// Changes beyond this many, the oldest first, are deleted from the change feed, as
+    /// [`Builder::change_feed_max_age`] says. `None` keeps them however many. By default, 1,000,000.
+    pub fn change_feed_max_changes(mut self, changes: Option<u64>) -> Self {
+        self.settings.feed_retention.max_changes = changes;
         self
     }
 

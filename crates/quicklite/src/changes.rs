@@ -45,7 +45,8 @@ pub struct Commit {
     /// The tables whose rows the group inserted, updated or deleted, in the order first changed. As SQLite's update
     /// hook reports them: tables `WITHOUT ROWID`, rows deleted by `DELETE` without `WHERE` (the truncate
     /// optimization) and rows replaced by `REPLACE` conflicts are not reported, and a schema change is no row's; the
-    /// notice still comes for every committed group.
+    /// notice still comes for every committed group. The change feed's own tables
+    /// ([`Builder::change_feed`](crate::Builder::change_feed)) are not listed.
     pub tables: Vec<TableChange>,
 }
 
@@ -201,9 +202,10 @@ impl Changes {
         }
     }
 
-    /// Records a row change (the writer connection's update hook).
+    /// Records a row change (the writer connection's update hook); the change feed's own tables' are no
+    /// application's, and are left out.
     pub(crate) fn record(&self, table: &str, rowid: i64) {
-        if self.subscribed.load(Ordering::Relaxed) {
+        if self.subscribed.load(Ordering::Relaxed) && !table.starts_with(crate::feed::PREFIX) {
             lock(&self.state).log.record(table, rowid);
         }
     }

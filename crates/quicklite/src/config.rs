@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+use crate::feed::{FeedConfig, Retention};
 use crate::replica::Replica;
 use crate::wal_reset_bug::{has_wal_reset_bug, version_text};
 use crate::{Error, Profile, Result};
@@ -21,6 +22,11 @@ const DEFAULT_WRITE_LOCK_WAIT: Duration = Duration::from_secs(30);
 /// SQLite's and rusqlite's users know, so the writes queued behind a transaction held across `.await` wait no
 /// longer than they would wait for another connection's write lock.
 pub(crate) const DEFAULT_HELD_TRANSACTION_LIMIT: Duration = Duration::from_secs(5);
+
+/// How often the writer of a database with a change feed looks for commits from outside unless told
+/// ([`Builder::notice_external_commits`](crate::Builder::notice_external_commits)): how soon a feed's readers in
+/// this process see the changes another process recorded.
+const FEED_LOOK_EVERY: Duration = Duration::from_millis(500);
 
 /// An error returned by an application's function: a set-up function, a migration.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -179,6 +185,8 @@ pub(crate) struct Config {
     pub(crate) change_rowids: usize,
     /// How often the writer looks for commits made from outside, if it does.
     pub(crate) external_commits: Option<Duration>,
+    /// The tables whose changes the change feed records, and its retention; `None`: the feed is left as it is.
+    pub(crate) feed: Option<FeedConfig>,
     pub(crate) statement_cache_capacity: usize,
     pub(crate) checkpointing: Checkpointing,
     /// Statements running at least this long are logged; `None` installs no profiling hook.
@@ -235,6 +243,9 @@ pub(crate) struct Settings {
     pub(crate) subscription_capacity: usize,
     pub(crate) change_rowids: usize,
     pub(crate) external_commits: Option<Duration>,
+    /// The tables given to `change_feed`, if it was called.
+    pub(crate) feed_tables: Option<Vec<String>>,
+    pub(crate) feed_retention: Retention,
     pub(crate) inline_connections: Option<usize>,
     pub(crate) statement_cache_capacity: usize,
     pub(crate) checkpointing: Option<Checkpointing>,
@@ -316,6 +327,11 @@ impl Config {
                 "held_transaction_limit must be longer than zero".into(),
             ));
         }
+        if settings.replica.is_some() && settings.feed_tables.is_some() {
+            return Err(Error::InvalidConfig(
+                "a read replica takes no change feed (record it on the primary, and read it on the replica)".into(),
+            ));
+        }
         if settings.external_commits == Some(Duration::ZERO) {
             return Err(Error::InvalidConfig(
                 "notice_external_commits needs an interval longer than zero".into(),
@@ -387,12 +403,20 @@ impl Config {
             inline_write_max: settings.inline_write_max,
             subscription_capacity: settings.subscription_capacity,
             change_rowids: settings.change_rowids,
-            // A replica's writer has nothing else to do: it follows the replica at its poll interval.
-            external_commits: settings.external_commits.or_else(|| {
-                settings
-                    .replica
-                    .as_ref()
-                    .map(|replica| replica.poll_interval_or(crate::replica::VFS_POLL_INTERVAL))
+            // A replica's writer has nothing else to do: it follows the replica at its poll interval. A change feed
+            // follows other processes' commits, which its triggers record too.
+            external_commits: settings
+                .external_commits
+                .or_else(|| {
+                    settings
+                        .replica
+                        .as_ref()
+                        .map(|replica| replica.poll_interval_or(crate::replica::VFS_POLL_INTERVAL))
+                })
+                .or_else(|| settings.feed_tables.as_ref().map(|_| FEED_LOOK_EVERY)),
+            feed: settings.feed_tables.map(|tables| FeedConfig {
+                tables,
+                retention: settings.feed_retention,
             }),
             inline_connections: settings
                 .inline_connections

@@ -262,6 +262,47 @@ pub enum Error {
     #[error("Litestream: {0}")]
     Litestream(String),
 
+    /// The change feed cannot record `table` ([`Builder::change_feed`](crate::Builder::change_feed)): it does not
+    /// exist, is not an ordinary table, or has no rowid (`WITHOUT ROWID`). The database did not open.
+    #[error("the change feed cannot record table {table:?}: {reason}")]
+    FeedTable {
+        /// The table named.
+        table: String,
+        /// Why it cannot be recorded.
+        reason: &'static str,
+    },
+
+    /// A change feed was read from a cursor older than what the feed keeps: retention has deleted changes after
+    /// it ([`Database::changes_since`](crate::Database::changes_since)). What the consumer keeps in step with the
+    /// database must be read afresh, then followed from a new cursor.
+    #[error(
+        "cursor {cursor} is older than the change feed keeps (changes up to {pruned_through} were pruned): read \
+         afresh, then follow the feed from a new cursor"
+    )]
+    CursorPruned {
+        /// The cursor asked for.
+        cursor: u64,
+        /// The last change retention deleted: a cursor at least this resumes without a gap.
+        pruned_through: u64,
+    },
+
+    /// A change feed was read from a cursor past the last change this database ever recorded: not a cursor of this
+    /// database's feed (another database's, or one this database was restored to before).
+    #[error(
+        "cursor {cursor} is past the change feed's last change ({last}): not a cursor of this database"
+    )]
+    CursorUnknown {
+        /// The cursor asked for.
+        cursor: u64,
+        /// The last change recorded.
+        last: u64,
+    },
+
+    /// The database has no change feed to read: no process opened it with
+    /// [`Builder::change_feed`](crate::Builder::change_feed).
+    #[error("this database has no change feed (open it with `Builder::change_feed`)")]
+    NoChangeFeed,
+
     /// An I/O error outside SQLite (e.g. spawning a worker thread).
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
@@ -381,6 +422,22 @@ impl Error {
             Error::TransactionAborted { reason } => Error::TransactionAborted {
                 reason: reason.clone(),
             },
+            Error::FeedTable { table, reason } => Error::FeedTable {
+                table: table.clone(),
+                reason,
+            },
+            Error::CursorPruned {
+                cursor,
+                pruned_through,
+            } => Error::CursorPruned {
+                cursor: *cursor,
+                pruned_through: *pruned_through,
+            },
+            Error::CursorUnknown { cursor, last } => Error::CursorUnknown {
+                cursor: *cursor,
+                last: *last,
+            },
+            Error::NoChangeFeed => Error::NoChangeFeed,
             Error::Litestream(m) => Error::Litestream(m.clone()),
             Error::Io(e) => Error::Io(std::io::Error::new(e.kind(), e.to_string())),
             other => Error::Io(std::io::Error::other(other.to_string())),

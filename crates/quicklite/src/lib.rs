@@ -13,6 +13,9 @@
 //! - [`Database::execute`], [`Database::query_row`], [`Database::query_all`], [`Database::execute_many`] and
 //!   [`Database::execute_batch`] cover the one-liners, with prepared statements cached per connection;
 //! - [`Database::stream`] returns a large result as an async stream, read by key a chunk at a time ([`Keyset`]);
+//! - [`Database::subscribe`] tells what each commit changed, in memory; [`Builder::change_feed`] records each change
+//!   of chosen tables in the database, in the transaction that makes it, for [`Database::changes_since`] to read
+//!   from a stored [`Cursor`] — across restarts, and for other processes' commits too;
 //! - [`Database::transaction`] and [`Database::with_write_connection`] run a write alone (migrations, `VACUUM`);
 //! - [`Database::begin`] holds a write transaction across `.await` ([`Transaction`]), its statements awaited one
 //!   by one, within a limit ([`Builder::held_transaction_limit`]);
@@ -91,6 +94,7 @@ mod cost;
 #[cfg(feature = "serde")]
 mod de;
 mod error;
+mod feed;
 mod metrics;
 mod permits;
 mod profile;
@@ -124,9 +128,11 @@ pub use changes::{Commit, Notice, TableChange};
 pub use config::{BoxError, Checkpointing, ConnectionRole, QueueFull};
 pub use database::Database;
 pub use database::held::Transaction;
+pub use database::feed::ChangeStream;
 pub use database::stream::{Keyset, RowStream};
 pub use database::subscribe::Subscription;
 pub use error::{Error, OptionalExtension, RequestKind, Result};
+pub use feed::{Change, Cursor, Op};
 pub use metrics::{Distribution, MetricsSnapshot};
 pub use profile::Profile;
 pub use registry::builder::RegistryBuilder;

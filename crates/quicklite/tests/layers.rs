@@ -17,6 +17,11 @@ const LAYERS: &[(&str, u8, &str)] = &[
     ("cost", 0, "what each read's call site has cost lately"),
     ("de", 0, "rows deserialized into the caller's types (serde)"),
     ("error", 0, "the error type"),
+    (
+        "feed",
+        0,
+        "the change feed: its tables, triggers, cursor and retention",
+    ),
     ("metrics", 0, "counters, histograms, snapshots"),
     ("permits", 0, "a budget of permits under a cap"),
     ("profile", 0, "PRAGMA profiles"),

@@ -3,6 +3,7 @@
 
 pub(crate) mod and_then;
 pub(crate) mod held;
+pub(crate) mod feed;
 mod open;
 mod replica;
 mod statements;

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use rusqlite::config::DbConfig;
 
@@ -17,11 +17,12 @@ use crate::config::{Config, ConnectionRole, Migration};
 use crate::engine::busy::BusyLimit;
 use crate::engine::checkpoint::{Checkpoints, PassiveCheckpoints};
 use crate::engine::external::ExternalCommits;
-use crate::engine::group::{self, Outcomes, ROLLBACK};
+use crate::engine::group::{self, BEGIN, COMMIT, Outcomes, ROLLBACK};
 use crate::engine::guard::GuardedConnection;
 use crate::engine::policy::Mode;
 use crate::engine::seat::{TAKE_BACK_WAIT, TakenBack, WriterSeat};
 use crate::engine::{Shared, held, open, witness, write_lock};
+use crate::feed::{self, Retention};
 use crate::inbox::Inbox;
 use crate::queue::Receiver;
 use crate::reply::{Answers, Relays, Reply};
@@ -31,6 +32,17 @@ use crate::{Error, RequestKind, Result};
 /// WAL frames (4 KiB pages by default) below which a writer closed to be reopened later leaves the WAL as it is;
 /// a longer WAL is checkpointed at close ([`Writer::shut_down`]).
 const WAL_KEPT_AT_CLOSE: u64 = 256;
+
+/// How often the writer prunes its change feed ([`Writer::prune_feed_if_due`]) while the last pruning left nothing
+/// more to delete.
+const PRUNE_EVERY: Duration = Duration::from_secs(5);
+
+/// The writer's pruning of its change feed.
+struct FeedPruning {
+    retention: Retention,
+    /// When the next pruning is due.
+    next_at: Instant,
+}
 
 /// How a writer's connection is closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +77,8 @@ pub(crate) struct Writer {
     checkpoints: Checkpoints,
     /// Looks for commits from outside, if the database makes them.
     external: Option<ExternalCommits>,
+    /// Prunes the change feed, if the database records one.
+    feed_pruning: Option<FeedPruning>,
     /// The group being committed (kept to reuse its allocation).
     group: Vec<WriteRequest>,
     /// Answers handed to callers to pass on, delivered from here if they are not passed on in time.
@@ -184,6 +198,14 @@ impl Writer {
             conn.settle_all();
             migrated?;
         }
+        if first && let Some(feed) = &config.feed {
+            // After the migration, which creates the tables and may change their columns.
+            let installed = conn.committing_mut(|conn| {
+                conn.allow_tx_control_mut(|c| feed::install(c, &feed.tables))
+            });
+            conn.settle_all();
+            installed?;
+        }
         let mut pragmas = if first {
             open::read_back_pragmas(conn.conn(), config)?
         } else {
@@ -217,6 +239,10 @@ impl Writer {
             shared: shared.clone(),
             checkpoints,
             external,
+            feed_pruning: config.feed.as_ref().map(|feed| FeedPruning {
+                retention: feed.retention,
+                next_at: Instant::now(),
+            }),
             group: Vec::with_capacity(config.write_batch_max),
             relays: Relays::default(),
             outcomes: Outcomes::with_capacity(config.write_batch_max),
@@ -368,11 +394,60 @@ impl Writer {
         self.external.as_ref().map(ExternalCommits::next_look)
     }
 
-    /// Looks for commits made to the file from outside the database, if it looks for them and a look is due.
+    /// Looks for commits made to the file from outside the database, if it looks for them and a look is due; and
+    /// prunes the change feed, if it records one and a pruning is due (the writer's housekeeping, at the same
+    /// moments).
     pub(crate) fn look_outside_if_due(&mut self) {
         if let Some(external) = &mut self.external {
             external.look_if_due(&self.conn, &self.shared);
         }
+        self.prune_feed_if_due();
+    }
+
+    /// Deletes what the change feed's retention no longer keeps, a bounded number of changes at a time, if a
+    /// pruning is due: in a transaction of its own, committed and published as any other. While another
+    /// connection holds the write lock, it does not wait: the next pruning tries again.
+    fn prune_feed_if_due(&mut self) {
+        let Some(pruning) = &mut self.feed_pruning else {
+            return;
+        };
+        let now = Instant::now();
+        if now < pruning.next_at || !self.conn.conn().is_autocommit() {
+            return;
+        }
+        pruning.next_at = now + PRUNE_EVERY;
+        let point = match feed::prune_point(self.conn.conn(), pruning.retention, SystemTime::now())
+        {
+            Ok(Some(point)) => point,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::debug!(error = %e, "could not look at the change feed's retention");
+                return;
+            }
+        };
+        if point.more {
+            // The rest at the writer's next chance.
+            pruning.next_at = now;
+        }
+        let conn = &self.conn;
+        self.shared.changes.discard();
+        self.busy.waiting_up_to(Duration::ZERO, || {
+            if conn.control(BEGIN).is_err() {
+                return;
+            }
+            match feed::prune_through(conn.conn(), point.through) {
+                Ok(()) => {
+                    if let Err(e) = conn.committing(|| conn.control(COMMIT)) {
+                        tracing::debug!(error = %e, "could not commit the change feed's pruning");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "could not prune the change feed"),
+            }
+            if !conn.conn().is_autocommit() {
+                let _ = conn.control(ROLLBACK);
+            }
+            conn.settle();
+        });
     }
 
     /// Serves what is queued now, one group (or one write that runs alone), without waiting for more, and
