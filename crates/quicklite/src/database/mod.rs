@@ -2,8 +2,8 @@
 //! registry's pool.
 
 pub(crate) mod and_then;
-pub(crate) mod held;
 pub(crate) mod feed;
+pub(crate) mod held;
 mod open;
 mod replica;
 mod statements;
