@@ -32,6 +32,12 @@ const SQLITE_CHECKPOINT_NOOP: c_int = -1;
 /// # Ok::<(), quicklite::rusqlite::Error>(())
 /// ```
 pub fn wal_frames(conn: &Connection) -> Option<u64> {
+    wal_counts(conn).map(|(frames, _)| frames)
+}
+
+/// The WAL's frames and how many of them checkpoints have copied back, from the WAL index's header (as
+/// [`wal_frames`]); `None` outside WAL mode or inside a transaction.
+pub(crate) fn wal_counts(conn: &Connection) -> Option<(u64, u64)> {
     let mut log_frames: c_int = -1;
     let mut checkpointed: c_int = -1;
     // SAFETY: the handle is `conn`'s open connection, used on this thread for the call's length; the name is a
@@ -49,7 +55,10 @@ pub fn wal_frames(conn: &Connection) -> Option<u64> {
         return None;
     }
     // -1 when the database is not in WAL mode.
-    u64::try_from(log_frames).ok()
+    Some((
+        u64::try_from(log_frames).ok()?,
+        u64::try_from(checkpointed).ok()?,
+    ))
 }
 
 #[cfg(test)]

@@ -410,3 +410,37 @@ fn no_write_runs_on_a_single_threaded_runtimes_thread() {
         assert_eq!(db.metrics().inline_writes, 0);
     });
 }
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_that_would_start_the_wal_over_goes_to_the_writer(backend) {
+        // Checkpoints left to another connection: here, the test's.
+        let db = with_table(backend, |b| b.checkpointing(Checkpointing::External)).await;
+        let mut id = until_inline(&db, 0).await;
+        for _ in 0..5 {
+            let other = Connection::open(db.path()).unwrap();
+            let (busy, log, copied): (i64, i64, i64) = other
+                .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .unwrap();
+            assert_eq!((busy, log), (0, copied), "every frame copied back");
+            // The next write starts the WAL over (SQLite syncs its new header): not on its caller's thread.
+            let before = db.metrics().inline_writes;
+            db.execute(INSERT, (id, format!("v{id}"))).await.unwrap();
+            id += 1;
+            assert_eq!(db.metrics().inline_writes, before, "the write that starts the WAL over ran on the writer");
+            // The WAL started over: the next ones run inline again.
+            let start = Instant::now();
+            loop {
+                let before = db.metrics().inline_writes;
+                db.execute(INSERT, (id, format!("v{id}"))).await.unwrap();
+                id += 1;
+                let inline = db.metrics().inline_writes > before;
+                if inline || backend == Backend::Registry {
+                    break;
+                }
+                assert!(start.elapsed() < Duration::from_secs(10), "no write inline after the WAL started over");
+            }
+        }
+        assert_eq!(common::count(&db, "t").await, id);
+    }
+}

@@ -15,6 +15,7 @@ use crate::engine::bound::{self, Bound};
 use crate::engine::guard::{GuardedConnection, savepoint_name};
 use crate::request::{Ran, WriteKind, WriteRequest};
 use crate::util::blocking_work;
+use crate::wal_frames::wal_counts;
 use crate::{Error, RequestKind};
 
 /// Transaction-control statements, kept prepared in the statement cache.
@@ -29,6 +30,16 @@ const ROLLBACK_TO_SQL: &str = concat!("ROLLBACK TO ", savepoint_name!());
 /// closure failed, which its own answer reports — and otherwise the failure that took its work with it (the
 /// group's `COMMIT` failed, SQLite rolled the transaction back, its savepoint could not begin).
 pub(crate) type Outcomes = Vec<Option<Error>>;
+
+/// Why a write on its caller's thread was given back, not run ([`run_inline`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotRun {
+    /// Another connection holds the write lock.
+    LockHeld,
+    /// Every frame of the WAL has been checkpointed: the next write starts the WAL over, which SQLite does with an
+    /// fsync of its header even under `synchronous=NORMAL`.
+    WalStartsOver,
+}
 
 /// The group's transaction could not begin: another connection held the write lock for as long as the busy handler
 /// waited (`BEGIN IMMEDIATE` failed with `SQLITE_BUSY`). None of the group's writes ran.
@@ -319,21 +330,28 @@ pub(crate) fn run_alone(
 /// borrowed by its caller's thread ([`crate::sched::inline`]), with the promises it has on the writer's thread:
 /// answered after its `COMMIT` returned, rolled back alone if it fails, every commit witnessed. A statement that
 /// fails after changing rows it keeps (`OR FAIL`) commits them, as it would in autocommit mode. Past its bound the
-/// run calls `past` ([`Bound::write`]). Returns its outcome (see [`Outcomes`]), or [`LockHeld`] without running it
-/// if the write lock is held elsewhere (the connection waits for no lock on a caller's thread).
+/// run calls `past` ([`Bound::write`]). Returns its outcome (see [`Outcomes`]), or why it was not run ([`NotRun`]):
+/// the write lock is held elsewhere (the connection waits for no lock on a caller's thread), or the write would
+/// start the WAL over, with an fsync.
 pub(crate) fn run_inline(
     conn: &GuardedConnection,
     shared: &Shared,
     request: &mut WriteRequest,
     past: Option<fn() -> bool>,
-) -> Result<Option<Error>, LockHeld> {
+) -> Result<Option<Error>, NotRun> {
     let metrics = &shared.metrics;
     let started = Instant::now();
+    if let Some((frames, copied_back)) = wal_counts(conn.conn())
+        && frames > 0
+        && copied_back >= frames
+    {
+        return Err(NotRun::WalStartsOver);
+    }
     shared.changes.discard();
     match conn.control(BEGIN) {
         Ok(()) => {}
         Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => {
-            return Err(LockHeld);
+            return Err(NotRun::LockHeld);
         }
         Err(e) => return Ok(Some(Error::copy_sqlite(&e))),
     }

@@ -9,8 +9,9 @@
 //! queue, as before: a write while the connection is in use (another caller's write or read, or the writer's own
 //! turn — the writer takes over as soon as a second write comes), the first writes of a call site, a write that
 //! would find a checkpoint due ([`WriterSeat::takes_writes`](crate::engine::seat::WriterSeat::takes_writes): the writer runs it after the write, in its turn), one
-//! past its deadline (the writer answers it), and every write while another connection contends for the write lock,
-//! which the lent connection does not wait for. A write's commit is witnessed on the writer's connection whoever
+//! past its deadline (the writer answers it), one that would start the WAL over (every frame checkpointed: SQLite
+//! syncs a new WAL's header even under `synchronous=NORMAL`), and every write while another connection contends for
+//! the write lock, which the lent connection does not wait for. A write's commit is witnessed on the writer's connection whoever
 //! runs it: read-your-writes and change notices hold, and the writer learns of the commits at its next turn.
 
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use crate::cost::Site;
-use crate::engine::group::{self, LockHeld};
+use crate::engine::group;
 use crate::engine::seat::Lent;
 use crate::request::WriteRequest;
 
@@ -51,7 +52,8 @@ impl Inline {
 
     /// Runs `request` here, on the writer's connection, and answers it (its answer waits on its receiver), if the
     /// connection is lent and free, no checkpoint is due, the request is not past its deadline, and the write lock
-    /// can be had at once (then returns `None`); otherwise gives it back, not run, for the writer's queue.
+    /// can be had at once, and the write would not start the WAL over (then returns `None`); otherwise gives it
+    /// back, not run, for the writer's queue.
     pub(crate) fn write(
         self: &Arc<Self>,
         attempt: Attempt,
@@ -85,7 +87,7 @@ impl Inline {
         drop(lent);
         let outcome = match ran {
             Ok(outcome) => outcome,
-            Err(LockHeld) => return Some(request),
+            Err(_not_run) => return Some(request),
         };
         let took = started.elapsed();
         metrics.writes.fetch_add(1, Ordering::Relaxed);
