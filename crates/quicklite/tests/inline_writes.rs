@@ -444,3 +444,33 @@ both_backends! {
         assert_eq!(common::count(&db, "t").await, id);
     }
 }
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_that_come_together_are_grouped_not_run_on_their_callers_threads(backend) {
+        let db = with_table(backend, |b| b).await;
+        let start = until_inline(&db, 0).await;
+        let before = db.metrics();
+        let mut tasks = Vec::new();
+        for task in 0..64_i64 {
+            let db: Database = db.db.clone();
+            tasks.push(tokio::spawn(async move {
+                for i in 0..100_i64 {
+                    let id = start + task * 100 + i;
+                    db.execute(INSERT, (id, format!("v{id}"))).await.unwrap();
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let m = db.metrics();
+        let (writes, inline) = (m.writes - before.writes, m.inline_writes - before.inline_writes);
+        let commits = m.write_batch.count - before.write_batch.count;
+        assert_eq!(writes, 6_400);
+        // Once writes come together the writer takes them all until it has waited idle: a write run on its
+        // caller's thread meanwhile would commit alone, with the others waiting for it.
+        assert!(inline * 50 < writes, "{inline} of {writes} writes ran on their callers' threads");
+        assert!(commits * 4 < writes, "{commits} commits for {writes} writes: group commit served them");
+    }
+}

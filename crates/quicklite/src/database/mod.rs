@@ -397,7 +397,9 @@ impl Database {
         rx: oneshot::Receiver<Answer<T>>,
     ) -> Result<T> {
         let mut req = self.write_request(kind, deadline, made_at, job)?;
+        // Writes queued already go to the writer together with this one: group commit serves them best.
         if let Some((site, _)) = req.site
+            && self.inner.write_tx.len() == 0
             && let Some(inline) = &self.inner.inline
             && let Some(attempt) = inline.suits_write(site, made_at.is_some_and(|(_, c)| c))
         {

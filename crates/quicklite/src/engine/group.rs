@@ -9,7 +9,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use crate::cost::RanOn;
+use crate::cost::{Known, RanOn};
 use crate::engine::Shared;
 use crate::engine::bound::{self, Bound};
 use crate::engine::guard::{GuardedConnection, savepoint_name};
@@ -186,10 +186,24 @@ pub(crate) fn commit_group(
     }
 }
 
+/// One write in this many run on the writer's thread records its call site's cost (the first of a site not yet
+/// known always does): under load the writer runs many a second, and callers read the entries they write.
+const LEARN_EVERY: u32 = 16;
+
 /// Runs `request`'s closure on `conn`, on the writer's thread, and learns what its call site costs if it has one
 /// ([`WriteRequest::site`]): the next writes of a short one may run on their callers' threads.
 fn run_learning(conn: &GuardedConnection, shared: &Shared, request: &mut WriteRequest) -> Ran {
-    let Some((site, bound)) = request.site else {
+    thread_local! {
+        static RUN: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    }
+    let sampled = RUN.with(|n| {
+        n.set(n.get().wrapping_add(1));
+        n.get().is_multiple_of(LEARN_EVERY)
+    });
+    let Some((site, bound)) = request
+        .site
+        .filter(|&(site, _)| sampled || shared.costs.known(site) == Known::Unknown)
+    else {
         return blocking_work(|| request.job.run(conn.conn()));
     };
     let started = Instant::now();

@@ -63,6 +63,10 @@ pub(crate) struct Writer {
     inline_writes: bool,
     /// The commit sequence when the connection was last lent: commits past it were made on callers' threads.
     lent_at_seq: u64,
+    /// Whether a turn served writes of several callers together since the writer last waited idle: writes come
+    /// together lately, and group commit serves them best, so the connection is lent to reads only until the
+    /// writer has waited idle.
+    grouping: bool,
     /// A second read-write connection, for while a read keeps the first past a take-back ([`Writer::take_back`]);
     /// opened the first time one does.
     spare: Option<GuardedConnection>,
@@ -232,6 +236,7 @@ impl Writer {
             seat: None,
             inline_writes,
             lent_at_seq: 0,
+            grouping: false,
             spare: None,
             path: path.to_path_buf(),
             busy,
@@ -277,7 +282,7 @@ impl Writer {
         };
         self.busy.set(Duration::ZERO);
         self.lent_at_seq = self.shared.commit_seq();
-        seat.writes_below(if self.inline_writes {
+        seat.writes_below(if self.inline_writes && !self.grouping {
             self.checkpoints.writes_below()
         } else {
             0
@@ -286,6 +291,26 @@ impl Writer {
             seat.writes_below(0);
             self.busy.set(self.config.busy_timeout);
             self.conn.0 = Some(conn);
+        }
+    }
+
+    /// Whether a turn served several callers' writes together since the writer last waited idle ([`Writer::idle`]).
+    pub(crate) fn grouping(&self) -> bool {
+        self.grouping
+    }
+
+    /// Says the writer has waited for work without any coming: writes may run on its lent connection again,
+    /// however many came together lately.
+    pub(crate) fn idle(&mut self) {
+        if !self.grouping {
+            return;
+        }
+        self.grouping = false;
+        if self.conn.0.is_none()
+            && self.inline_writes
+            && let Some(seat) = &self.seat
+        {
+            seat.writes_below(self.checkpoints.writes_below());
         }
     }
 
@@ -478,6 +503,9 @@ impl Writer {
         if !alone {
             self.fill(&mut group);
         }
+        // Until the writer waits idle ([`Writer::idle`]): under a load that groups writes, some turns still find
+        // one write only.
+        self.grouping |= group.len() > 1;
         match group.as_mut_slice() {
             // A single statement with nothing queued to share its commit runs as a transaction by itself.
             [lone] if alone || lone.kind == WriteKind::GroupedStatement => self.serve_alone(lone),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, watch};
 
@@ -149,6 +149,11 @@ impl Threads {
     }
 }
 
+/// How long a writer whose last turn served several callers' writes together waits idle before writes may run on
+/// their callers' threads again ([`Writer::idle`]): a gap between writes rare under a load that groups them, and
+/// short against the wake-up a write that finds the writer asleep would pay.
+const GROUPING_IDLE: Duration = Duration::from_millis(1);
+
 /// The writer thread: serves requests until the queue is closed and drained, then closes for good. `path` is what
 /// the database was opened with, for the checkpoint thread's connection.
 fn serve_writes(mut writer: Writer, path: &Path, config: &Config, shared: &Arc<Shared>) {
@@ -193,6 +198,14 @@ fn wait_for_write(writer: &mut Writer) -> Taken<usize> {
         if matches!(next, Taken::Empty) {
             writer.relays().deliver_all();
         }
+    }
+    if matches!(next, Taken::Empty) && writer.grouping() {
+        // Writes came together lately: more are likely, and group commit serves them best. Writes run on their
+        // callers' threads only once none has come for a while.
+        next = writer.inbox().wait(Some(GROUPING_IDLE));
+    }
+    if matches!(next, Taken::Empty) {
+        writer.idle();
     }
     let mut truncate_at = writer
         .idle_truncate_after()

@@ -6,7 +6,8 @@
 //! back — costs more than the write. So while the writer waits it lends its connection ([`WriterSeat`](crate::engine::seat::WriterSeat)) to writes
 //! as well as reads; a write of a call site that ran short lately ([`Config::inline_write_max`](crate::config::Config::inline_write_max)) takes it, runs in a
 //! transaction of its own ([`group::run_inline`]) and is answered at once. Everything else goes to the writer's
-//! queue, as before: a write while the connection is in use (another caller's write or read, or the writer's own
+//! queue, as before: a write that finds writes queued (group commit serves it best with them), a write while the
+//! connection is in use (another caller's write or read, or the writer's own
 //! turn — the writer takes over as soon as a second write comes), the first writes of a call site, a write that
 //! would find a checkpoint due ([`WriterSeat::takes_writes`](crate::engine::seat::WriterSeat::takes_writes): the writer runs it after the write, in its turn), one
 //! past its deadline (the writer answers it), one that would start the WAL over (every frame checkpointed: SQLite
@@ -37,6 +38,7 @@ impl Inline {
         if !self.config.inline_writes
             || (closure && !self.config.inline_write_closures)
             || !writer_seat.lent()
+            || !writer_seat.takes_writes(self.shared.metrics.wal_frames.load(Ordering::Relaxed))
             || self.closed.load(Ordering::Relaxed)
             || self.shared.write_lock_contended()
             || !hand_off::can_hand_off()
