@@ -78,6 +78,7 @@ const MODULES: &[(&str, Layer)] = &[
     ("driver::multi_db", Workloads),      // `multi-db`: writers and readers over many databases
     ("driver::orm", Workloads),           // `orm`: the suite, one operation at a time
     ("driver::throughput", Workloads),    // `throughput`: transactions of many rows, checked at the end
+    ("driver::held_tx", Workloads),       // `held-tx`: transactions thinking between statements, then the log checked
     ("driver::long_read", Workloads),     // `long-read`: a call site's reads, one in N long, beside a writer
     ("driver::ceiling", Workloads),       // the ceiling: the same statements on plain threads
     ("driver::queue", Workloads),         // `queue`: publish, claim, ack cycles and the allocation probe
