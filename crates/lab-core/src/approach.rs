@@ -103,7 +103,7 @@ pub trait Approach: Send + Sync + 'static {
     /// that the read value is still the row's when it is written back), [`crate::sql::POINT_READ`] for `id`; then
     /// `think` with the transaction open; then [`crate::sql::SET_ITEM_VALUE`] to the value read plus `delta` and
     /// [`crate::sql::LOG_ITEM_CHANGE`] with both values; then the commit. The think is an async pause
-    /// (`tokio::time::sleep`) between statements awaited one by one, the shape of code that calls another service
+    /// ([`crate::await_think`]) between statements awaited one by one, the shape of code that calls another service
     /// inside a transaction — unless the approach is the closure form of the same transaction (quicklite's
     /// `quicklite-closure`), which spends it blocking its writer's thread inside the closure, as
     /// [`Approach::insert_batch`] does. By default, an error.

@@ -193,7 +193,7 @@ impl Approach for Fake {
 
     async fn held_transaction(&self, id: i64, delta: i64, think: Duration) -> Result<()> {
         self.check(id)?;
-        tokio::time::sleep(think).await;
+        crate::think::await_think(think).await;
         let mut items = self.items.lock().unwrap();
         let old = *items.get(&id).unwrap_or(&0);
         // As a lost update leaves it: the row's value is not the one the log says it became.

@@ -49,6 +49,7 @@ const MODULES: &[(&str, Layer)] = &[
     ("rng", Primitives),                  // seeded random numbers, the same in every runner
     ("round_trip", Primitives),           // the cross-core round trip, measured around every cell
     ("sql", Primitives),                  // the statements every runner executes verbatim
+    ("think", Primitives),                // `held-tx`'s awaited think, as long as a blocking one
     ("cell", Vocabulary),                 // the cell a runner is asked to measure
     ("data", Vocabulary),                 // seeded rows, new rows, ledger blocks and jobs
     ("knobs", Vocabulary),                // the cell's SQLite settings, parsed once

@@ -247,9 +247,7 @@ impl Approach for SqlxPool {
             row.try_get(2)?,
             row.try_get(3)?,
         );
-        if !think.is_zero() {
-            tokio::time::sleep(think).await;
-        }
+        quicklite_lab_core::await_think(think).await;
         let new = old + delta;
         sqlx::query(sql::SET_ITEM_VALUE)
             .bind(id)

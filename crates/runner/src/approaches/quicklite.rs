@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use quicklite::{Builder, Database, Registry};
 use quicklite_lab_core::{
     Approach, ApproachName, Block, Bound, Cell, Environment, Knobs, NewItem, NewJob, OrmOp,
-    Profile, REPORTED_PRAGMAS, Workload, process, sql,
+    Profile, REPORTED_PRAGMAS, Workload, await_think, process, sql,
 };
 
 use crate::sqlite::report::crate_versions;
@@ -455,7 +455,8 @@ impl Approach for Quicklite {
                 .await?);
         }
         // `begin()`: a `BEGIN IMMEDIATE` on the writer's connection, each statement a round trip to the writer's
-        // thread, the think awaited with the transaction open — the writer serves no other write meanwhile.
+        // thread, the think awaited with the transaction open (as long as the closure's blocking one: see
+        // `await_think`) — the writer serves no other write meanwhile.
         let mut tx = db.begin().await?;
         let old: i64 = tx
             .query_row(sql::POINT_READ, [id], |r| {
@@ -464,9 +465,7 @@ impl Approach for Quicklite {
                 Ok(value)
             })
             .await?;
-        if !think.is_zero() {
-            tokio::time::sleep(think).await;
-        }
+        await_think(think).await;
         let new = old + delta;
         tx.execute(sql::SET_ITEM_VALUE, (id, new)).await?;
         tx.execute(sql::LOG_ITEM_CHANGE, (id, old, new)).await?;
