@@ -53,8 +53,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub quick: bool,
 
-    /// Workloads to run: point-read, insert, mixed, write-read, multi-db, queue, http, orm, throughput, long-read
-    /// [default: all but long-read, which runs only when named].
+    /// Workloads to run: point-read, insert, mixed, write-read, multi-db, queue, http, orm, throughput, long-read,
+    /// held-tx [default: all but long-read and held-tx, which run only when named].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub workloads: Option<Vec<String>>,
 
@@ -151,8 +151,9 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "MODES")]
     pub write_mode: Option<Vec<String>>,
 
-    /// throughput: think times in microseconds — how long each transaction of 100 rows blocks its thread before its
-    /// commit (the application's work inside a transaction) [default: 0,1000].
+    /// throughput and held-tx: think times in microseconds — how long each throughput transaction of 100 rows blocks
+    /// its thread before its commit, how long each held-tx transaction awaits between its read and its write (the
+    /// application's work inside a transaction) [default: 0,1000].
     #[arg(long, value_delimiter = ',', value_name = "US,US")]
     pub think_us: Option<Vec<u64>>,
 

@@ -34,7 +34,8 @@ fn unknown_approach_lists_the_valid_ones() {
     let valid = "[possible values: ceiling, direct-blocking, spawn-blocking, per-request, tokio-rusqlite, \
                  deadpool-sqlite, async-sqlite, sqlx, trailbase-sqlite, turso, quicklite, go-mattn, go-modernc, \
                  go-zombiezen, node-better-sqlite3, node-sqlite, quicklite-timeouts, quicklite-writes-first, \
-                 quicklite-no-inline, quicklite-subscribed, quicklite-subscribed-100, turso-mvcc, postgres]";
+                 quicklite-no-inline, quicklite-subscribed, quicklite-subscribed-100, quicklite-closure, quicklite-feed, \
+                 turso-mvcc, postgres]";
     rejects(
         &["--approaches", "quicklite,tokio-sqlite"],
         "invalid value 'tokio-sqlite' for '--approaches <NAMES>'",
@@ -52,7 +53,7 @@ fn unknown_workload_lists_the_valid_ones() {
     rejects(
         &["--workloads", "reads"],
         "unknown workload `reads` (valid workloads: point-read, insert, mixed, write-read, multi-db, queue, http, orm, \
-         throughput, long-read)",
+         throughput, long-read, held-tx)",
     );
 }
 

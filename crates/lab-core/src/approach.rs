@@ -99,6 +99,38 @@ pub trait Approach: Send + Sync + 'static {
         }
     }
 
+    /// `held-tx`'s transaction, all or nothing: in one write transaction (taking the write lock before its read, so
+    /// that the read value is still the row's when it is written back), [`crate::sql::POINT_READ`] for `id`; then
+    /// `think` with the transaction open; then [`crate::sql::SET_ITEM_VALUE`] to the value read plus `delta` and
+    /// [`crate::sql::LOG_ITEM_CHANGE`] with both values; then the commit. The think is an async pause
+    /// ([`crate::await_think`]) between statements awaited one by one, the shape of code that calls another service
+    /// inside a transaction — unless the approach is the closure form of the same transaction (quicklite's
+    /// `quicklite-closure`), which spends it blocking its writer's thread inside the closure, as
+    /// [`Approach::insert_batch`] does. By default, an error.
+    fn held_transaction(
+        &self,
+        id: i64,
+        delta: i64,
+        think: Duration,
+    ) -> impl Future<Output = Result<()>> + Send {
+        let _ = (id, delta, think);
+        async {
+            Err(anyhow::anyhow!(
+                "this approach does not implement the held-tx workload"
+            ))
+        }
+    }
+
+    /// `held-tx`'s check, read through the approach after the last transaction returned: the result of
+    /// [`crate::sql::CHECK_ITEM_LOG`], the log's rows and the lost updates. By default, an error.
+    fn check_item_log(&self) -> impl Future<Output = Result<(u64, u64)>> + Send {
+        async {
+            Err(anyhow::anyhow!(
+                "this approach cannot check the held-tx workload's log"
+            ))
+        }
+    }
+
     /// `long-read`'s read: [`crate::sql::COUNTED_READ`] for `id` with its count running to `count` — `1` for a short
     /// read, millions for a long one — through the approach's usual path for a one-statement read, one call site
     /// whatever the count (quicklite: `query_row`). By default, an error: the approach does not implement the

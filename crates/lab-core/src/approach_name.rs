@@ -69,6 +69,14 @@ pub enum ApproachName {
     QuickliteSubscribed,
     /// `quicklite-subscribed-100`: quicklite with a hundred subscribers to its change notices.
     QuickliteSubscribed100,
+    /// `quicklite-closure`: quicklite's `held-tx` transaction written as one `write` closure, its think time a
+    /// blocking sleep inside it on the writer's thread, instead of `begin()`'s statements awaited one by one: the
+    /// same time holding the writer, without a round trip per statement. Only for `held-tx`.
+    QuickliteClosure,
+    /// `quicklite-feed`: quicklite with its change feed on the tables the workload writes (`Builder::change_feed`):
+    /// what recording every change in the same transaction costs the writes. Only for the workloads that write the
+    /// `items` table.
+    QuickliteFeed,
     /// `turso-mvcc`: `turso` in Turso's MVCC mode, every write transaction opened with `BEGIN CONCURRENT`.
     TursoMvcc,
     /// `postgres`: the `orm` suite on a PostgreSQL server the run provides (`--with-postgres`, `--postgres-url`).
@@ -79,7 +87,7 @@ impl ApproachName {
     /// Every approach, in the order the matrix runs them and messages list them: the ceiling, the Rust approaches
     /// (the blocking patterns, the crates, Turso, quicklite), the other languages', the variants (quicklite's, then
     /// Turso's), then the one that needs a server.
-    pub const ALL: [ApproachName; 23] = [
+    pub const ALL: [ApproachName; 25] = [
         Self::Ceiling,
         Self::DirectBlocking,
         Self::SpawnBlocking,
@@ -101,6 +109,8 @@ impl ApproachName {
         Self::QuickliteNoInline,
         Self::QuickliteSubscribed,
         Self::QuickliteSubscribed100,
+        Self::QuickliteClosure,
+        Self::QuickliteFeed,
         Self::TursoMvcc,
         Self::Postgres,
     ];
@@ -129,6 +139,8 @@ impl ApproachName {
             Self::QuickliteNoInline => "quicklite-no-inline",
             Self::QuickliteSubscribed => "quicklite-subscribed",
             Self::QuickliteSubscribed100 => "quicklite-subscribed-100",
+            Self::QuickliteClosure => "quicklite-closure",
+            Self::QuickliteFeed => "quicklite-feed",
             Self::TursoMvcc => "turso-mvcc",
             Self::Postgres => "postgres",
         }
@@ -148,6 +160,8 @@ impl ApproachName {
             | Self::QuickliteNoInline
             | Self::QuickliteSubscribed
             | Self::QuickliteSubscribed100
+            | Self::QuickliteClosure
+            | Self::QuickliteFeed
             | Self::Postgres => RunnerProgram::Quicklite,
             Self::TokioRusqlite | Self::DeadpoolSqlite => RunnerProgram::Rusqlite040,
             Self::Sqlx => RunnerProgram::Sqlx,
@@ -171,7 +185,9 @@ impl ApproachName {
             | Self::QuickliteWritesFirst
             | Self::QuickliteNoInline
             | Self::QuickliteSubscribed
-            | Self::QuickliteSubscribed100 => Self::Quicklite,
+            | Self::QuickliteSubscribed100
+            | Self::QuickliteClosure
+            | Self::QuickliteFeed => Self::Quicklite,
             Self::TursoMvcc => Self::Turso,
             other => other,
         }
@@ -204,8 +220,8 @@ impl ApproachName {
     /// Whether it implements `workload`; the matrix leaves it out of that workload's cells otherwise.
     pub fn implements(self, workload: Workload) -> bool {
         use Workload::{
-            Custom, Http, Insert, LongRead, Mixed, MultiDb, Orm, PointRead, Queue, Throughput,
-            WriteRead,
+            Custom, HeldTx, Http, Insert, LongRead, Mixed, MultiDb, Orm, PointRead, Queue,
+            Throughput, WriteRead,
         };
         match self {
             // Single-row operations on one database: a batch of them is one transaction on a plain connection.
@@ -215,9 +231,13 @@ impl ApproachName {
             ),
             // The runners of sqlx and trailbase-sqlite have no queue operations, no HTTP service, no ORM suite, no
             // batched write transaction and no counted reads.
-            Self::Sqlx | Self::TrailbaseSqlite => {
-                !matches!(workload, Queue | Http | Orm | Throughput | LongRead)
-            }
+            Self::Sqlx => !matches!(workload, Queue | Http | Orm | Throughput | LongRead),
+            // Nor a transaction held across `.await`: trailbase-sqlite 0.3 has no `OwnedTx` (it came later), only
+            // closures run on its writer thread and a write lock whose guard borrows the connection.
+            Self::TrailbaseSqlite => !matches!(
+                workload,
+                Queue | Http | Orm | Throughput | LongRead | HeldTx
+            ),
             Self::GoMattn | Self::GoModernc | Self::GoZombiezen => {
                 matches!(workload, PointRead | Insert | Queue | MultiDb)
             }
@@ -225,15 +245,24 @@ impl ApproachName {
                 matches!(workload, PointRead | Insert | Queue)
             }
             Self::Postgres => workload == Orm,
-            // Turso's runner has no HTTP service, no ORM suite, no multi-db and no counted reads (a recursive CTE).
-            Self::Turso | Self::TursoMvcc => !matches!(workload, Http | Orm | MultiDb | LongRead),
+            // Turso's runner has no HTTP service, no ORM suite, no multi-db, no counted reads (a recursive CTE) and
+            // no held transaction.
+            Self::Turso | Self::TursoMvcc => {
+                !matches!(workload, Http | Orm | MultiDb | LongRead | HeldTx)
+            }
+            // A transaction held across `.await` is measured where the library offers one (quicklite's `begin()`,
+            // sqlx's `begin()`); the other Rust approaches run closures or calls, with nothing to hold.
             Self::DirectBlocking
             | Self::SpawnBlocking
             | Self::PerRequest
             | Self::TokioRusqlite
             | Self::DeadpoolSqlite
-            | Self::AsyncSqlite
-            | Self::Quicklite
+            | Self::AsyncSqlite => workload != HeldTx,
+            Self::QuickliteClosure => workload == HeldTx,
+            Self::QuickliteFeed => {
+                matches!(workload, Insert | Mixed | WriteRead | Throughput | HeldTx)
+            }
+            Self::Quicklite
             | Self::QuickliteTimeouts
             | Self::QuickliteWritesFirst
             | Self::QuickliteNoInline
@@ -372,8 +401,8 @@ mod tests {
             "unknown approach `tokio-sqlite` (valid approaches: ceiling, direct-blocking, spawn-blocking, \
              per-request, tokio-rusqlite, deadpool-sqlite, async-sqlite, sqlx, trailbase-sqlite, turso, quicklite, \
              go-mattn, go-modernc, go-zombiezen, node-better-sqlite3, node-sqlite, quicklite-timeouts, \
-             quicklite-writes-first, quicklite-no-inline, quicklite-subscribed, quicklite-subscribed-100, turso-mvcc, \
-             postgres)"
+             quicklite-writes-first, quicklite-no-inline, quicklite-subscribed, quicklite-subscribed-100, \
+             quicklite-closure, quicklite-feed, turso-mvcc, postgres)"
         );
         assert!("Quicklite".parse::<ApproachName>().is_err());
         assert!("".parse::<ApproachName>().is_err());
@@ -392,9 +421,11 @@ mod tests {
             ]
         );
         for approach in ApproachName::ALL {
+            // quicklite's variants for one question each run only its workloads.
+            let one_question = matches!(approach, QuickliteClosure | QuickliteFeed);
             assert_eq!(
                 approach.runs_custom(),
-                !approach.is_other_language() && !approach.needs_server(),
+                !approach.is_other_language() && !approach.needs_server() && !one_question,
                 "{approach}"
             );
         }
@@ -423,6 +454,8 @@ mod tests {
                 QuickliteNoInline,
                 QuickliteSubscribed,
                 QuickliteSubscribed100,
+                QuickliteClosure,
+                QuickliteFeed,
                 TursoMvcc
             ]
         );
@@ -476,18 +509,33 @@ mod tests {
                 .join(",")
         };
         let all = "point-read,insert,mixed,write-read,multi-db,queue,http,orm,throughput,long-read";
-        for approach in [DirectBlocking, TokioRusqlite, Quicklite, QuickliteNoInline] {
+        for approach in [DirectBlocking, TokioRusqlite] {
             assert_eq!(implemented(approach), all, "{approach}");
         }
+        for approach in [Quicklite, QuickliteNoInline] {
+            assert_eq!(
+                implemented(approach),
+                format!("{all},held-tx"),
+                "{approach}"
+            );
+        }
+        assert_eq!(implemented(QuickliteClosure), "held-tx");
+        assert_eq!(
+            implemented(QuickliteFeed),
+            "insert,mixed,write-read,throughput,held-tx"
+        );
         assert_eq!(
             implemented(Ceiling),
             "point-read,insert,mixed,write-read,queue"
         );
         assert_eq!(
             implemented(Sqlx),
+            "point-read,insert,mixed,write-read,multi-db,held-tx"
+        );
+        assert_eq!(
+            implemented(TrailbaseSqlite),
             "point-read,insert,mixed,write-read,multi-db"
         );
-        assert_eq!(implemented(TrailbaseSqlite), implemented(Sqlx));
         assert_eq!(
             implemented(Turso),
             "point-read,insert,mixed,write-read,queue,throughput"

@@ -68,6 +68,7 @@ pub mod sql;
 mod stats;
 #[cfg(test)]
 mod test_support;
+mod think;
 mod ticker;
 mod timekeeper;
 
@@ -106,6 +107,7 @@ pub use round_trip::core_round_trip_ns;
 pub use runner_main::{Runner, run_runner_main};
 pub use runner_program::RunnerProgram;
 pub use stats::{MAX_ERROR_SAMPLES, OpKind, TaskStats};
+pub use think::await_think;
 pub use ticker::TICK;
 pub use workload::{
     LONG_READ_WRITE_PERIOD, THROUGHPUT_ROWS_PER_TRANSACTION, Workload, long_read_settings,

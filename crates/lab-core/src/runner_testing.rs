@@ -286,6 +286,46 @@ pub fn assert_throughput_measured(result: &Value, rows_in_file: u64) {
     );
 }
 
+/// A tiny `held-tx` cell: [`tiny_cell`] with a think time of 200 µs between each transaction's read and its write.
+pub fn tiny_held_tx_cell(approach: &str, dir: &Path) -> Value {
+    let mut cell = tiny_cell(approach, "held-tx", dir);
+    cell["think_us"] = json!(200);
+    cell
+}
+
+/// Checks a successful `held-tx` result (the runner checked the log itself, or it would have failed the cell):
+/// transactions counted as writes, no read, no error, a CPU time per transaction; and that `logged`, the rows of the
+/// file's `item_log`, holds at least one change per counted transaction, each a transaction that thought at least
+/// the cell's think time.
+pub fn assert_held_tx_measured(result: &Value, logged: u64) {
+    assert_eq!(
+        (&result["failure"], &result["errors"]),
+        (&Value::Null, &Value::from(0)),
+        "{result:#}"
+    );
+    let transactions = result["writes"]["ops"].as_u64().unwrap();
+    assert!(transactions > 0, "{result:#}");
+    assert_eq!(result["reads"]["ops"], 0, "{result:#}");
+    assert!(
+        result["cpu_per_op_us"].as_f64().unwrap() > 0.0,
+        "{result:#}"
+    );
+    assert!(
+        logged >= transactions,
+        "{logged} changes logged for {transactions} transactions"
+    );
+    let think_us = result["cell"]["think_us"].as_f64().unwrap();
+    assert!(
+        result["writes"]["p50_us"].as_f64().unwrap() >= think_us,
+        "{result:#}"
+    );
+}
+
+/// The rows of `held-tx`'s log, to read from the file after a cell.
+pub fn item_log_sql() -> &'static str {
+    "SELECT count(*) FROM item_log"
+}
+
 /// A tiny custom cell ([`tiny_cell`]'s settings): a shop's `orders` table of 200 rows with an index, a read
 /// transaction of two statements (an order by id, then a range of a customer's orders) and a write transaction of
 /// two (an insert, then an update of the same customer's newest order), 3 to 1.

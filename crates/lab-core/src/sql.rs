@@ -3,14 +3,33 @@
 //! Plain SQLite SQL with numbered parameters (`?1`), which rusqlite, sqlx and other languages' drivers all
 //! accept, so every approach runs exactly the same statements.
 
-/// Schema of the single-database workloads (`point-read`, `insert`, `mixed`).
-pub const ITEMS_SCHEMA: &str = "\
+/// The `items` table, as a literal for [`ITEMS_SCHEMA`] and [`HELD_TX_SCHEMA`] to share.
+macro_rules! items_table {
+    () => {
+        "\
 CREATE TABLE IF NOT EXISTS items (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL,
     value INTEGER NOT NULL,
     payload TEXT NOT NULL
-);";
+);"
+    };
+}
+
+/// Schema of the single-database workloads (`point-read`, `insert`, `mixed`).
+pub const ITEMS_SCHEMA: &str = items_table!();
+
+/// Schema of `held-tx`: the `items` table, and a log of the changes its transactions make, a row each.
+pub const HELD_TX_SCHEMA: &str = concat!(
+    items_table!(),
+    "
+CREATE TABLE IF NOT EXISTS item_log (
+    id INTEGER PRIMARY KEY,
+    item INTEGER NOT NULL,
+    old_value INTEGER NOT NULL,
+    new_value INTEGER NOT NULL
+);"
+);
 
 /// Seeds one row with an explicit id (`?1` id, `?2` name, `?3` value, `?4` payload).
 pub const SEED_ITEM: &str = "INSERT INTO items (id, name, value, payload) VALUES (?1, ?2, ?3, ?4)";
@@ -30,6 +49,25 @@ pub const COUNTED_READ: &str = "SELECT value FROM items WHERE id = ?1 AND (SELEC
 
 /// `mixed`'s write: update one row by primary key (`?1` id, `?2` delta).
 pub const UPDATE_ITEM: &str = "UPDATE items SET value = value + ?2 WHERE id = ?1";
+
+/// `held-tx`'s update: one row's value set to what the transaction computed from the value it read (`?1` id, `?2` new
+/// value) — a read-modify-write, right only if nobody wrote the row in between.
+pub const SET_ITEM_VALUE: &str = "UPDATE items SET value = ?2 WHERE id = ?1";
+
+/// `held-tx`'s log row: which row changed, from which value to which (`?1` item, `?2` old value, `?3` new value).
+pub const LOG_ITEM_CHANGE: &str =
+    "INSERT INTO item_log (item, old_value, new_value) VALUES (?1, ?2, ?3)";
+
+/// `held-tx`'s check after the window: the log's rows (one per committed transaction), and the changes that lost
+/// another's update — a log row whose old value is not the new value of the row's previous change, or a row whose
+/// value is not its last change's. Each change is logged in the transaction that makes it, so the log's order is the
+/// commit order; a lost update shows as a broken link.
+pub const CHECK_ITEM_LOG: &str = "SELECT (SELECT count(*) FROM item_log), \
+    (SELECT count(*) FROM (SELECT old_value, lag(new_value) OVER (PARTITION BY item ORDER BY id) AS previous \
+        FROM item_log) WHERE previous != old_value) \
+    + (SELECT count(*) FROM items JOIN (SELECT item, new_value, \
+        row_number() OVER (PARTITION BY item ORDER BY id DESC) AS newest FROM item_log) AS l \
+        ON l.item = items.id AND l.newest = 1 WHERE l.new_value != items.value)";
 
 /// Schema of each `multi-db` database: a small ledger in the shape of ICRC Rosetta's (seed 004) —
 /// blocks, the transactions they carry, and the balance history of the accounts they touch.

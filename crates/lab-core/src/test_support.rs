@@ -68,8 +68,12 @@ pub(crate) struct Fake {
     pub(crate) jobs: Mutex<BTreeMap<i64, Option<i64>>>,
     /// `orm` calls per (operation, in a transaction).
     pub(crate) orm_calls: Mutex<BTreeMap<(&'static str, bool), u64>>,
-    /// Count one row fewer than there are (`throughput`'s check).
+    /// Count one row fewer than there are (`throughput`'s and `held-tx`'s checks).
     pub(crate) loses_a_row: bool,
+    /// `held-tx`'s log: each change's row, old value and new value, in commit order.
+    pub(crate) item_log: Mutex<Vec<(i64, i64, i64)>>,
+    /// Write back a `held-tx` value other than the one logged, as a lost update leaves a row.
+    pub(crate) loses_an_update: bool,
     /// The custom transactions seen: whether each wrote, and its statements' SQL.
     pub(crate) custom: Mutex<BTreeSet<(bool, String)>>,
     /// `long-read`'s reads: how many ran with each count.
@@ -185,6 +189,39 @@ impl Approach for Fake {
     async fn count_items(&self) -> Result<u64> {
         let rows = self.items.lock().unwrap().len() as u64;
         Ok(rows - u64::from(self.loses_a_row))
+    }
+
+    async fn held_transaction(&self, id: i64, delta: i64, think: Duration) -> Result<()> {
+        self.check(id)?;
+        crate::think::await_think(think).await;
+        let mut items = self.items.lock().unwrap();
+        let old = *items.get(&id).unwrap_or(&0);
+        // As a lost update leaves it: the row's value is not the one the log says it became.
+        let written = old + delta + i64::from(self.loses_an_update);
+        items.insert(id, written);
+        self.item_log.lock().unwrap().push((id, old, old + delta));
+        Ok(())
+    }
+
+    async fn check_item_log(&self) -> Result<(u64, u64)> {
+        // What `sql::CHECK_ITEM_LOG` counts: links of a row's changes that break, and rows whose value is not their
+        // last change's.
+        let log = self.item_log.lock().unwrap();
+        let mut last: BTreeMap<i64, i64> = BTreeMap::new();
+        let mut lost = 0;
+        for &(id, old, new) in log.iter() {
+            if last.get(&id).is_some_and(|&previous| previous != old) {
+                lost += 1;
+            }
+            last.insert(id, new);
+        }
+        let items = self.items.lock().unwrap();
+        lost += last
+            .iter()
+            .filter(|&(id, new)| items.get(id) != Some(new))
+            .count() as u64;
+        let rows = log.len() as u64 - u64::from(self.loses_a_row);
+        Ok((rows, lost))
     }
 
     async fn custom(&self, writes: bool, statements: Vec<crate::custom::Bound>) -> Result<()> {

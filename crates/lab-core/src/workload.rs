@@ -60,6 +60,13 @@ pub enum Workload {
     /// schedule. What a long run of a call site known to be short does to the runtime (the ticker's lateness) and to
     /// the writes (how long the slowest waited).
     LongRead,
+    /// A write transaction that thinks between its statements, after the shape of code written for sqlx's
+    /// `pool.begin()`: read one row by primary key, await an async pause of the cell's think time with the
+    /// transaction open (a call to another service), set the row's value to the value read plus a delta, log the
+    /// change in `item_log`, commit. `concurrency` tasks back to back; at the end, the log must hold a row per
+    /// acknowledged transaction and no lost update ([`crate::sql::CHECK_ITEM_LOG`]). How each approach holds the
+    /// transaction open is its own ([`crate::Approach::held_transaction`]).
+    HeldTx,
     /// A workload from the user's file (`--workload-file`), carried in [`Cell::custom`]: its own schema, seed
     /// rows and weighted transactions, each a read or a write.
     Custom,
@@ -67,7 +74,7 @@ pub enum Workload {
 
 impl Workload {
     /// Every workload, in report order.
-    pub const ALL: [Workload; 10] = [
+    pub const ALL: [Workload; 11] = [
         Self::PointRead,
         Self::Insert,
         Self::Mixed,
@@ -78,6 +85,7 @@ impl Workload {
         Self::Orm,
         Self::Throughput,
         Self::LongRead,
+        Self::HeldTx,
     ];
 
     /// The workloads with an open-loop driver ([`Cell::rate`]): those whose request is one operation.
@@ -101,6 +109,7 @@ impl Workload {
             Self::Orm => "orm",
             Self::Throughput => "throughput",
             Self::LongRead => "long-read",
+            Self::HeldTx => "held-tx",
             Self::Custom => "custom",
         }
     }
@@ -138,7 +147,12 @@ impl Workload {
                     bail!("paced writes need a period (write_delay_ms = 0)");
                 }
             }
-            Self::PointRead | Self::Mixed | Self::WriteRead | Self::Http | Self::LongRead
+            Self::PointRead
+            | Self::Mixed
+            | Self::WriteRead
+            | Self::Http
+            | Self::LongRead
+            | Self::HeldTx
                 if cell.rows == 0 =>
             {
                 bail!("{} needs rows to read (rows = 0)", workload.name());
@@ -153,8 +167,8 @@ impl Workload {
             (Some(_), _) => bail!("only the long-read workload has long reads"),
             (None, _) => {}
         }
-        if cell.think_us > 0 && workload != Self::Throughput {
-            bail!("only the throughput workload has a think time");
+        if cell.think_us > 0 && !workload.thinks() {
+            bail!("only the throughput and held-tx workloads have a think time");
         }
         if cell.write_ppm != DEFAULT_WRITE_PPM && workload != Self::Mixed {
             bail!("only the mixed workload has a share of writes");
@@ -170,6 +184,12 @@ impl Workload {
         }
         check_rate(cell, workload)?;
         Ok(workload)
+    }
+
+    /// Whether its transactions think ([`Cell::think_us`]): `throughput` before its commit, blocking its thread;
+    /// `held-tx` between its statements, awaiting.
+    pub fn thinks(self) -> bool {
+        matches!(self, Self::Throughput | Self::HeldTx)
     }
 
     /// Number of database files the workload uses.
@@ -205,6 +225,7 @@ impl Workload {
             Self::Orm => sql::ORM_SCHEMA,
             // Its schema comes first among its seed rows.
             Self::Custom => "",
+            Self::HeldTx => sql::HELD_TX_SCHEMA,
             _ => sql::ITEMS_SCHEMA,
         }
     }
@@ -352,7 +373,7 @@ mod tests {
         assert!(err.contains("`point-reads`"), "{err}");
         assert!(
             err.contains(
-                "point-read, insert, mixed, write-read, multi-db, queue, http, orm, throughput, long-read"
+                "point-read, insert, mixed, write-read, multi-db, queue, http, orm, throughput, long-read, held-tx"
             ),
             "{err}"
         );
@@ -488,6 +509,39 @@ mod tests {
         cell.rate = Some(1_000);
         let err = Workload::of_cell(&cell).unwrap_err().to_string();
         assert!(err.contains("long-read has no open-loop driver"), "{err}");
+    }
+
+    #[test]
+    fn held_tx_thinks_reads_seeded_rows_and_logs_its_changes() {
+        let mut cell = sample_cell("held-tx", "x");
+        cell.think_us = 1_000;
+        assert_eq!(Workload::of_cell(&cell).unwrap(), Workload::HeldTx);
+        assert!(
+            Workload::HeldTx
+                .schema()
+                .contains("CREATE TABLE IF NOT EXISTS items")
+        );
+        assert!(
+            Workload::HeldTx
+                .schema()
+                .contains("CREATE TABLE IF NOT EXISTS item_log")
+        );
+        assert_eq!(Workload::HeldTx.seed_rows(&cell).count(), 200);
+        assert_eq!(Workload::HeldTx.database_name(0), "items");
+        cell.rows = 0;
+        let err = Workload::of_cell(&cell).unwrap_err().to_string();
+        assert!(err.contains("held-tx needs rows to read"), "{err}");
+        let mut cell = sample_cell("held-tx", "x");
+        cell.rate = Some(100);
+        let err = Workload::of_cell(&cell).unwrap_err().to_string();
+        assert!(err.contains("held-tx has no open-loop driver"), "{err}");
+        let mut cell = sample_cell("insert", "x");
+        cell.think_us = 1_000;
+        let err = Workload::of_cell(&cell).unwrap_err().to_string();
+        assert!(
+            err.contains("only the throughput and held-tx workloads have a think time"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -49,6 +49,7 @@ const MODULES: &[(&str, Layer)] = &[
     ("rng", Primitives),                  // seeded random numbers, the same in every runner
     ("round_trip", Primitives),           // the cross-core round trip, measured around every cell
     ("sql", Primitives),                  // the statements every runner executes verbatim
+    ("think", Primitives),                // `held-tx`'s awaited think, as long as a blocking one
     ("cell", Vocabulary),                 // the cell a runner is asked to measure
     ("data", Vocabulary),                 // seeded rows, new rows, ledger blocks and jobs
     ("knobs", Vocabulary),                // the cell's SQLite settings, parsed once
@@ -78,6 +79,7 @@ const MODULES: &[(&str, Layer)] = &[
     ("driver::multi_db", Workloads),      // `multi-db`: writers and readers over many databases
     ("driver::orm", Workloads),           // `orm`: the suite, one operation at a time
     ("driver::throughput", Workloads),    // `throughput`: transactions of many rows, checked at the end
+    ("driver::held_tx", Workloads),       // `held-tx`: transactions thinking between statements, then the log checked
     ("driver::long_read", Workloads),     // `long-read`: a call site's reads, one in N long, beside a writer
     ("driver::ceiling", Workloads),       // the ceiling: the same statements on plain threads
     ("driver::queue", Workloads),         // `queue`: publish, claim, ack cycles and the allocation probe

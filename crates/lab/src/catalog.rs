@@ -18,11 +18,12 @@ pub const WORKLOADS: &[&str] = &[
     "orm",
     "throughput",
     LONG_READ,
+    HELD_TX,
 ];
 
-/// The workloads a run measures when not told which ([`WORKLOADS`] but `long-read`, measured only when named: it
-/// asks one question of the approaches that run reads on their callers' threads, with knobs of its own), in the
-/// order the matrix runs them.
+/// The workloads a run measures when not told which ([`WORKLOADS`] but `long-read` and `held-tx`, measured only
+/// when named: each asks one question of a few approaches — those that run reads on their callers' threads, those
+/// that offer a transaction held across `.await` — with knobs of its own), in the order the matrix runs them.
 pub const DEFAULT_WORKLOADS: &[&str] = &[
     "point-read",
     "insert",
@@ -38,6 +39,10 @@ pub const DEFAULT_WORKLOADS: &[&str] = &[
 /// Point reads through one call site, one in N of them long, beside a writer: what a read that turns long does to
 /// the runtime and to the writes.
 pub const LONG_READ: &str = "long-read";
+
+/// A write transaction thinking between its statements (read, think, write back, log), held open by each approach's
+/// own means: quicklite's `begin()` and its closure form, sqlx's `begin()`.
+pub const HELD_TX: &str = "held-tx";
 
 /// Point reads and updates by primary key, in a share of writes the run chooses (`--write-ratio`).
 pub const MIXED: &str = "mixed";

@@ -4,12 +4,12 @@ use std::process::Command;
 
 use quicklite_lab_core::LEDGER_SEED_BLOCKS;
 use quicklite_lab_core::runner_testing::{
-    assert_completion, assert_custom_measured, assert_custom_rows, assert_long_read_measured,
-    assert_measured, assert_orm_measured, assert_queue_backlog, assert_queue_measured,
-    assert_throughput_measured, assert_transfers, assert_write_completion, crate_version,
-    custom_orders_sql, ledger_files, ledger_files_of, queue_jobs_sql, run_runner, tiny_cell,
-    tiny_custom_cell, tiny_long_read_cell, tiny_paced_cell, tiny_throughput_cell,
-    tiny_transfers_cell, transfers_sql,
+    assert_completion, assert_custom_measured, assert_custom_rows, assert_held_tx_measured,
+    assert_long_read_measured, assert_measured, assert_orm_measured, assert_queue_backlog,
+    assert_queue_measured, assert_throughput_measured, assert_transfers, assert_write_completion,
+    crate_version, custom_orders_sql, item_log_sql, ledger_files, ledger_files_of, queue_jobs_sql,
+    run_runner, tiny_cell, tiny_custom_cell, tiny_held_tx_cell, tiny_long_read_cell,
+    tiny_paced_cell, tiny_throughput_cell, tiny_transfers_cell, transfers_sql,
 };
 use serde_json::{Value, json};
 
@@ -251,6 +251,58 @@ fn throughput_checks_every_acknowledged_row() {
             .query_row("SELECT count(*) FROM items", [], |r| r.get(0))
             .unwrap();
         assert_throughput_measured(&result, rows as u64);
+    }
+}
+
+#[test]
+fn held_transactions_think_between_statements_and_lose_no_update() {
+    for approach in ["quicklite", "quicklite-closure", "quicklite-feed"] {
+        let dir = tempfile::tempdir().unwrap();
+        let result = run(&tiny_held_tx_cell(approach, dir.path()));
+        let conn = rusqlite::Connection::open(dir.path().join("items.db")).unwrap();
+        let logged: i64 = conn.query_row(item_log_sql(), [], |r| r.get(0)).unwrap();
+        assert_held_tx_measured(&result, logged as u64);
+    }
+}
+
+#[test]
+fn the_feed_records_every_insert_in_the_same_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_cell("quicklite-feed", "insert", dir.path()));
+    assert_eq!(
+        (&result["failure"], &result["errors"]),
+        (&Value::Null, &Value::from(0)),
+        "{result:#}"
+    );
+    let conn = rusqlite::Connection::open(dir.path().join("items.db")).unwrap();
+    let (rows, changes): (i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT count(*) FROM items), (SELECT count(*) FROM _quicklite_changes)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    // The seeded rows came before the feed: every insert since is one change.
+    assert!(changes > 0, "{result:#}");
+    assert_eq!(rows - 200, changes);
+}
+
+#[test]
+fn a_variant_for_one_question_refuses_the_other_workloads() {
+    for (approach, workload) in [
+        ("quicklite-closure", "insert"),
+        ("quicklite-feed", "point-read"),
+        ("quicklite-feed", "multi-db"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let result = run(&tiny_cell(approach, workload, dir.path()));
+        let failure = result["failure"].as_str().unwrap_or_default();
+        assert!(
+            failure.contains(&format!(
+                "`{approach}` does not run the {workload} workload"
+            )),
+            "{approach} on {workload}: {result:#}"
+        );
     }
 }
 

@@ -2,7 +2,8 @@
 //! worker thread), connect options set from the cell's profile.
 //!
 //! For `multi-db` each database gets its own pool; the writer shares it with the readers, as an application
-//! using sqlx would. A custom workload's statements run through `sqlx::query` with their parameters written as sqlx
+//! using sqlx would. `held-tx`'s transaction is sqlx's own: a pooled connection's transaction, its statements
+//! awaited one by one and its think awaited between them. A custom workload's statements run through `sqlx::query` with their parameters written as sqlx
 //! binds them ([`crate::positional`]).
 
 use std::collections::HashMap;
@@ -228,6 +229,46 @@ impl Approach for SqlxPool {
         }
         tx.commit().await?;
         Ok(())
+    }
+
+    async fn held_transaction(&self, id: i64, delta: i64, think: Duration) -> Result<()> {
+        // `begin_with("BEGIN IMMEDIATE")`, not `begin()`: `begin()` opens a deferred transaction, whose read takes a
+        // snapshot that a write committed by another connection during the think makes stale, and its update then
+        // fails with SQLITE_BUSY at once (no busy timeout waits that out). Taking the write lock first is what a
+        // read-modify-write on sqlx must do; the other connections wait for it in SQLite's busy handler.
+        let mut tx = self.pool(0)?.begin_with("BEGIN IMMEDIATE").await?;
+        let row = sqlx::query(sql::POINT_READ)
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let (_id, _name, old, _payload): (i64, String, i64, String) = (
+            row.try_get(0)?,
+            row.try_get(1)?,
+            row.try_get(2)?,
+            row.try_get(3)?,
+        );
+        quicklite_lab_core::await_think(think).await;
+        let new = old + delta;
+        sqlx::query(sql::SET_ITEM_VALUE)
+            .bind(id)
+            .bind(new)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(sql::LOG_ITEM_CHANGE)
+            .bind(id)
+            .bind(old)
+            .bind(new)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn check_item_log(&self) -> Result<(u64, u64)> {
+        let (logged, lost): (i64, i64) = sqlx::query_as(sql::CHECK_ITEM_LOG)
+            .fetch_one(self.pool(0)?)
+            .await?;
+        Ok((logged as u64, lost as u64))
     }
 
     async fn custom(&self, writes: bool, statements: Vec<Bound>) -> Result<()> {

@@ -2,8 +2,9 @@
 
 use quicklite_lab_core::LEDGER_SEED_BLOCKS;
 use quicklite_lab_core::runner_testing::{
-    assert_custom_measured, assert_custom_rows, assert_measured, assert_write_completion,
-    crate_version, custom_orders_sql, ledger_files, run_runner, tiny_cell, tiny_custom_cell,
+    assert_custom_measured, assert_custom_rows, assert_held_tx_measured, assert_measured,
+    assert_write_completion, crate_version, custom_orders_sql, item_log_sql, ledger_files,
+    run_runner, tiny_cell, tiny_custom_cell, tiny_held_tx_cell,
 };
 use serde_json::{Value, json};
 use sqlx::Connection;
@@ -93,4 +94,24 @@ fn sqlite_default_turns_sqlx_foreign_keys_back_off() {
         result["env"]["pragmas"]["journal_mode"], "delete",
         "{result:#}"
     );
+}
+
+/// `held-tx` on sqlx: each transaction a pooled connection's `BEGIN IMMEDIATE`, the think awaited inside it, and the
+/// log checked by the runner (no lost update) and here (a change per transaction).
+#[test]
+fn sqlx_held_tx() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_held_tx_cell("sqlx", dir.path()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let logged: i64 = runtime.block_on(async {
+        let url = format!("sqlite://{}", dir.path().join("items.db").display());
+        let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        sqlx::query_scalar(item_log_sql())
+            .fetch_one(&mut conn)
+            .await
+            .unwrap()
+    });
+    assert_held_tx_measured(&result, logged as u64);
 }

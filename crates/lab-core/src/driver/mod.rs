@@ -8,13 +8,14 @@
 //! The [`ceiling`] runs the same statements with no async hand-off, for reference.
 //!
 //! One file per workload: [`closed_loop`] (`point-read`, `insert`, `mixed`), [`multi_db`], [`queue`], [`orm`],
-//! [`throughput`], [`long_read`], `http` and [`custom`]; the ones driven by client tasks share their [`window`] and the way a [`client_loop`]
+//! [`throughput`], [`held_tx`], [`long_read`], `http` and [`custom`]; the ones driven by client tasks share their [`window`] and the way a [`client_loop`]
 //! times an operation.
 
 mod ceiling;
 mod client_loop;
 mod closed_loop;
 mod custom;
+mod held_tx;
 #[cfg(feature = "http")]
 mod http;
 mod long_read;
@@ -91,6 +92,7 @@ async fn drive_workload<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Me
         Workload::Queue => queue::drive(cell, approach).await,
         Workload::Orm => orm::drive(cell, &*approach).await,
         Workload::Throughput => throughput::drive(cell, approach).await,
+        Workload::HeldTx => held_tx::drive(cell, approach).await,
         Workload::LongRead => long_read::drive(cell, approach).await,
         Workload::Custom => custom::drive(cell, approach).await,
         #[cfg(feature = "http")]

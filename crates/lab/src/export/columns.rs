@@ -120,7 +120,13 @@ pub fn columns(table: &Table) -> Columns {
         }
     }
     if table.has_writes {
-        for h in ["writes/s", "write p50", "write p99"] {
+        // `held-tx`'s writes are its transactions (a read, a think, two writes and a commit each).
+        let names = if table.is_held_tx {
+            ["transactions/s", "transaction p50", "transaction p99"]
+        } else {
+            ["writes/s", "write p50", "write p99"]
+        };
+        for h in names {
             headers.push((h.to_owned(), true));
         }
         if table.is_long_read {

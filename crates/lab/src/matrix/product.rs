@@ -72,10 +72,12 @@ pub(super) fn scenarios(workload: &str, options: &BenchOptions) -> Vec<Cell> {
             .map(|c| (c, None))
             .collect()
     };
-    // Only the throughput workload thinks inside its transactions; it commits with `synchronous=FULL` unless told
-    // otherwise, as the harness it follows.
+    // Only the throughput and held-tx workloads think inside their transactions; throughput commits with
+    // `synchronous=FULL` unless told otherwise, as the harness it follows.
     let (thinks, synchronous_default) = if workload == catalog::THROUGHPUT {
         (dedup(&options.think_us), Some("full".to_owned()))
+    } else if workload == catalog::HELD_TX {
+        (dedup(&options.think_us), None)
     } else {
         (vec![0], None)
     };
@@ -413,6 +415,77 @@ mod tests {
             let cells = build_matrix(&options).unwrap();
             assert!(cells.iter().all(|c| c.workload != "long-read"));
             assert!(cells.iter().all(|c| c.long_reads.is_none()));
+        }
+    }
+
+    #[test]
+    fn held_transactions_think_at_each_think_time_where_a_transaction_can_be_held() {
+        let options = BenchOptions {
+            workloads: vec!["held-tx".into(), "insert".into()],
+            approaches: vec![
+                ApproachName::Quicklite,
+                ApproachName::QuickliteClosure,
+                ApproachName::QuickliteFeed,
+                ApproachName::Sqlx,
+                // No transaction to hold across `.await`: no held-tx cell.
+                ApproachName::TrailbaseSqlite,
+                ApproachName::TokioRusqlite,
+                ApproachName::Ceiling,
+            ],
+            concurrency: vec![1, 64],
+            think_us: vec![1_000, 0, 1_000],
+            ..once()
+        };
+        let cells = build_matrix(&options).unwrap();
+        let held: Vec<(u32, u64, &str)> = cells
+            .iter()
+            .filter(|c| c.workload == "held-tx")
+            .map(|c| (c.concurrency, c.think_us, c.approach.as_str()))
+            .collect();
+        let mut expected = Vec::new();
+        for concurrency in [1, 64] {
+            for think in [1_000, 0] {
+                for approach in ["quicklite", "quicklite-closure", "quicklite-feed", "sqlx"] {
+                    expected.push((concurrency, think, approach));
+                }
+            }
+        }
+        assert_eq!(held, expected);
+        // Inserts think not, and the closure form has none: it answers held-tx's question only.
+        let inserts: Vec<&str> = cells
+            .iter()
+            .filter(|c| c.workload == "insert" && c.concurrency == 64)
+            .map(|c| c.approach.as_str())
+            .collect();
+        assert_eq!(
+            inserts,
+            [
+                "quicklite",
+                "quicklite-feed",
+                "sqlx",
+                "trailbase-sqlite",
+                "tokio-rusqlite",
+                "ceiling"
+            ]
+        );
+        assert!(
+            cells
+                .iter()
+                .filter(|c| c.workload == "insert")
+                .all(|c| c.think_us == 0 && c.synchronous.is_none())
+        );
+        // The profile's `synchronous`: FULL is throughput's, after the harness it follows.
+        assert!(cells.iter().all(|c| c.synchronous.is_none()));
+        // Measured only when named, and the variants only when named: neither the full run nor the quick one has
+        // them.
+        for options in [once(), BenchOptions::quick()] {
+            let cells = build_matrix(&options).unwrap();
+            assert!(cells.iter().all(|c| c.workload != "held-tx"));
+            assert!(
+                cells
+                    .iter()
+                    .all(|c| c.approach != "quicklite-closure" && c.approach != "quicklite-feed")
+            );
         }
     }
 

@@ -5,6 +5,7 @@
 use quicklite_lab_core::{LongReads, PPM, Workload};
 
 use super::custom;
+use super::product::supports;
 use crate::catalog::{self, MULTI_DB};
 use crate::error::{LabError, Result};
 use crate::options::BenchOptions;
@@ -38,6 +39,28 @@ pub fn validate(options: &BenchOptions) -> Result<()> {
             format!("`{name}` needs a server: add --with-postgres or --postgres-url URL"),
         ));
     }
+    // A variant is measured only when named: one that runs none of the run's workloads was named for nothing.
+    for &approach in options.approaches.iter().filter(|a| a.is_variant()) {
+        if !options
+            .workloads
+            .iter()
+            .any(|w| supports(options, w, approach))
+        {
+            let runs: Vec<&str> = Workload::ALL
+                .into_iter()
+                .filter(|w| approach.implements(*w))
+                .map(Workload::name)
+                .collect();
+            return Err(invalid(
+                "--approaches",
+                format!(
+                    "`{approach}` runs none of the workloads asked ({}); it runs {}",
+                    options.workloads.join(", "),
+                    runs.join(", ")
+                ),
+            ));
+        }
+    }
     if options.repeat == 0 {
         return Err(invalid("--repeat", "must be at least 1"));
     }
@@ -69,7 +92,11 @@ pub fn validate(options: &BenchOptions) -> Result<()> {
     non_empty("--memstatus", &options.memstatus)?;
     known_list("--mutex", &options.mutex, catalog::MUTEX_MODES)?;
     non_empty("--mmap", &options.mmap_size)?;
-    if options.workloads.iter().any(|w| w == catalog::THROUGHPUT) {
+    if options
+        .workloads
+        .iter()
+        .any(|w| w == catalog::THROUGHPUT || w == catalog::HELD_TX)
+    {
         non_empty("--think-us", &options.think_us)?;
     }
     if options.workloads.iter().any(|w| w == catalog::MIXED) {
@@ -359,6 +386,62 @@ mod tests {
             let message = build_matrix(&options).unwrap_err().to_string();
             assert!(message.contains(option), "{option}: {message}");
         }
+    }
+
+    #[test]
+    fn a_variant_named_for_none_of_the_workloads_is_refused_with_those_it_runs() {
+        let options = BenchOptions {
+            workloads: vec!["insert".into(), "point-read".into()],
+            approaches: vec![ApproachName::Quicklite, ApproachName::QuickliteClosure],
+            ..once()
+        };
+        let err = build_matrix(&options).unwrap_err().to_string();
+        assert!(
+            err.contains("--approaches")
+                && err.contains(
+                    "`quicklite-closure` runs none of the workloads asked (insert, point-read); it runs held-tx"
+                ),
+            "{err}"
+        );
+        let options = BenchOptions {
+            workloads: vec!["point-read".into()],
+            approaches: vec![ApproachName::QuickliteFeed],
+            ..once()
+        };
+        let err = build_matrix(&options).unwrap_err().to_string();
+        assert!(
+            err.contains("it runs insert, mixed, write-read, throughput, held-tx"),
+            "{err}"
+        );
+        // Among the workloads it runs, it is measured where it applies and left out elsewhere.
+        let options = BenchOptions {
+            workloads: vec!["point-read".into(), "insert".into()],
+            ..options
+        };
+        let cells = build_matrix(&options).unwrap();
+        assert!(cells.iter().all(|c| c.workload == "insert"));
+    }
+
+    #[test]
+    fn held_tx_needs_a_think_time_list_and_takes_no_rate() {
+        let options = BenchOptions {
+            workloads: vec!["held-tx".into()],
+            approaches: vec![ApproachName::Quicklite],
+            think_us: Vec::new(),
+            ..once()
+        };
+        let err = build_matrix(&options).unwrap_err().to_string();
+        assert!(err.contains("--think-us"), "{err}");
+        let options = BenchOptions {
+            think_us: vec![1_000],
+            rates: vec![Some(1_000)],
+            ..options
+        };
+        let err = build_matrix(&options).unwrap_err().to_string();
+        assert!(
+            err.contains("--rate") && err.contains("held-tx cannot run at a fixed rate"),
+            "{err}"
+        );
     }
 
     #[test]

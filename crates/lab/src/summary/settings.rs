@@ -76,16 +76,23 @@ pub(super) fn settings(
     if cell.workload == "queue" {
         push("backlog", format!("{} jobs", cell.rows));
     }
+    let think = match cell.think_us {
+        0 => "none".to_owned(),
+        us => format::latency_us(us as f64),
+    };
     if cell.workload == catalog::THROUGHPUT {
         push(
             "rows per transaction",
             quicklite_lab_core::THROUGHPUT_ROWS_PER_TRANSACTION.to_string(),
         );
-        let think = match cell.think_us {
-            0 => "none".to_owned(),
-            us => format::latency_us(us as f64),
-        };
         push("think time in each transaction", think);
+    } else if cell.workload == catalog::HELD_TX {
+        push("rows", cell.rows.to_string());
+        push(
+            "transaction",
+            "read a row, think, write it back, log the change, commit".to_owned(),
+        );
+        push("think time between read and write", think);
     }
     push(
         "measured",

@@ -46,6 +46,9 @@ pub struct Table {
     /// Whether the table is `throughput`'s: each write is a transaction of many rows, with rows per second and CPU
     /// per transaction.
     pub is_throughput: bool,
+    /// Whether the table is `held-tx`'s: each write is a transaction that thinks between its statements, shown as
+    /// transactions per second and transaction latency.
+    pub is_held_tx: bool,
     /// Whether the table is `long-read`'s: its reads are the short ones, with the long reads, the slowest write and
     /// the ticker's tail beside them.
     pub is_long_read: bool,
@@ -200,6 +203,7 @@ pub(super) fn table(members: &[&CellResult], baseline_name: ApproachName) -> Tab
         has_operations: rows.iter().any(|r| r.result.operation("cycle").is_some()),
         is_orm: is_orm(first),
         is_throughput: first.workload == catalog::THROUGHPUT,
+        is_held_tx: first.workload == catalog::HELD_TX,
         is_long_read: first.workload == catalog::LONG_READ,
         is_open_loop,
         // An open-loop table shows reads and writes together, from their scheduled times.

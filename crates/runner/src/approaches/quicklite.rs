@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use quicklite::{Builder, Database, Registry};
 use quicklite_lab_core::{
     Approach, ApproachName, Block, Bound, Cell, Environment, Knobs, NewItem, NewJob, OrmOp,
-    Profile, REPORTED_PRAGMAS, Workload, process, sql,
+    Profile, REPORTED_PRAGMAS, Workload, await_think, process, sql,
 };
 
 use crate::sqlite::report::crate_versions;
@@ -48,6 +48,9 @@ pub struct Quicklite {
     dbs: Vec<Database>,
     /// The registry behind `dbs` for `multi-db`; `None` for single-database workloads.
     registry: Option<Registry>,
+    /// Which of quicklite's forms runs `held-tx`'s transaction: `begin()`, or one `write` closure
+    /// (`quicklite-closure`).
+    variant: Variant,
 }
 
 /// Process set-up through the library, as an application would do it (instead of the runner's own
@@ -91,6 +94,10 @@ enum Variant {
     /// `quicklite-subscribed` and `quicklite-subscribed-100`: one or a hundred subscribers to the database's change
     /// notices, each taking every notice as it comes, for what notifications cost the writes.
     Subscribed(usize),
+    /// `quicklite-closure`: `held-tx`'s transaction as one `write` closure, its think a blocking sleep inside.
+    Closure,
+    /// `quicklite-feed`: the change feed on the tables the workload writes ([`feed_tables`]).
+    Feed,
 }
 
 impl Variant {
@@ -101,6 +108,8 @@ impl Variant {
             ApproachName::QuickliteNoInline => Variant::NoInline,
             ApproachName::QuickliteSubscribed => Variant::Subscribed(1),
             ApproachName::QuickliteSubscribed100 => Variant::Subscribed(100),
+            ApproachName::QuickliteClosure => Variant::Closure,
+            ApproachName::QuickliteFeed => Variant::Feed,
             _ => Variant::Defaults,
         }
     }
@@ -150,6 +159,15 @@ fn with_knobs(builder: Builder, knobs: &Knobs, variant: Variant) -> Builder {
         .inline_reads(variant != Variant::NoInline)
 }
 
+/// The tables `workload` writes, on which `quicklite-feed` records every change: `items`, and `held-tx`'s log.
+fn feed_tables(workload: Workload) -> &'static [&'static str] {
+    if workload == Workload::HeldTx {
+        &["items", "item_log"]
+    } else {
+        &["items"]
+    }
+}
+
 /// The registry's caps under the open-file limit: `(max_open, max_reader_connections)`. Every database open if
 /// the limit allows, with a reader connection each if it allows that too, else with the files left over as the
 /// budget of reader connections; otherwise [`OPEN_WHEN_CYCLING`] open databases (fewer if the limit is tight),
@@ -180,11 +198,20 @@ impl Quicklite {
         env: &mut Environment,
     ) -> Result<Self> {
         let variant = Variant::of(approach);
+        // The variants for one question run only its workloads (`ApproachName::implements`); the lab never sends
+        // them others, and a cell sent by hand is refused rather than measured as plain quicklite.
+        if !approach.implements(workload) {
+            anyhow::bail!("unsupported: `{approach}` does not run the {workload} workload");
+        }
         let approach = if workload == Workload::MultiDb {
             Self::open_registry(cell, workload, knobs, variant).await?
         } else {
             let path = workload.database_path(cell, 0);
-            let database = with_knobs(Database::builder(&path), knobs, variant)
+            let mut builder = with_knobs(Database::builder(&path), knobs, variant);
+            if variant == Variant::Feed {
+                builder = builder.change_feed(feed_tables(workload).iter().copied());
+            }
+            let database = builder
                 .open()
                 .await
                 .with_context(|| format!("cannot open {} with quicklite", path.display()))?;
@@ -196,6 +223,7 @@ impl Quicklite {
             Self {
                 dbs: vec![database],
                 registry: None,
+                variant,
             }
         };
         let info = quicklite::setup::sqlite_info()
@@ -256,6 +284,7 @@ impl Quicklite {
         Ok(Self {
             dbs,
             registry: Some(registry),
+            variant,
         })
     }
 
@@ -415,6 +444,39 @@ impl Approach for Quicklite {
         Ok(self.db(0)?.read(ops::count_items).await?)
     }
 
+    async fn held_transaction(&self, id: i64, delta: i64, think: Duration) -> Result<()> {
+        let db = self.db(0)?;
+        if self.variant == Variant::Closure {
+            // The same transaction as one closure on the writer's thread, the think blocking that thread: the writer
+            // is held as long as `begin()` holds it, with one round trip instead of one per statement, and the
+            // transaction may share its commit with the others queued behind it.
+            return Ok(db
+                .write(move |c| held_transaction(c, id, delta, think))
+                .await?);
+        }
+        // `begin()`: a `BEGIN IMMEDIATE` on the writer's connection, each statement a round trip to the writer's
+        // thread, the think awaited with the transaction open (as long as the closure's blocking one: see
+        // `await_think`) — the writer serves no other write meanwhile.
+        let mut tx = db.begin().await?;
+        let old: i64 = tx
+            .query_row(sql::POINT_READ, [id], |r| {
+                let (_id, _name, value, _payload): (i64, String, i64, String) =
+                    (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+                Ok(value)
+            })
+            .await?;
+        await_think(think).await;
+        let new = old + delta;
+        tx.execute(sql::SET_ITEM_VALUE, (id, new)).await?;
+        tx.execute(sql::LOG_ITEM_CHANGE, (id, old, new)).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn check_item_log(&self) -> Result<(u64, u64)> {
+        Ok(self.db(0)?.read(check_item_log).await?)
+    }
+
     async fn publish(&self, job: NewJob) -> Result<()> {
         self.db(0)?
             .execute(sql::PUBLISH, (job.payload, job.created_at))
@@ -476,6 +538,38 @@ impl Approach for Quicklite {
     }
 }
 
+/// `held-tx`'s transaction as one closure, inside the writer's transaction (`quicklite-closure`): the row read (every
+/// column, as the point reads), `think` spent blocking the writer's thread, the row written back with `delta` added
+/// and the change logged.
+fn held_transaction(
+    conn: &rusqlite::Connection,
+    id: i64,
+    delta: i64,
+    think: Duration,
+) -> rusqlite::Result<()> {
+    let old: i64 = conn.prepare_cached(sql::POINT_READ)?.query_row([id], |r| {
+        let (_id, _name, value, _payload): (i64, String, i64, String) =
+            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+        Ok(value)
+    })?;
+    if !think.is_zero() {
+        std::thread::sleep(think);
+    }
+    let new = old + delta;
+    conn.prepare_cached(sql::SET_ITEM_VALUE)?
+        .execute((id, new))?;
+    conn.prepare_cached(sql::LOG_ITEM_CHANGE)?
+        .execute((id, old, new))?;
+    Ok(())
+}
+
+/// `held-tx`'s check: the log's rows and the lost updates ([`sql::CHECK_ITEM_LOG`]).
+fn check_item_log(conn: &rusqlite::Connection) -> rusqlite::Result<(u64, u64)> {
+    conn.query_row(sql::CHECK_ITEM_LOG, [], |r| {
+        Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -518,6 +612,13 @@ mod tests {
             Variant::of(ApproachName::QuickliteSubscribed100).subscribers(),
             100
         );
+        assert_eq!(
+            Variant::of(ApproachName::QuickliteClosure),
+            Variant::Closure
+        );
+        assert_eq!(Variant::of(ApproachName::QuickliteFeed), Variant::Feed);
+        assert_eq!(feed_tables(Workload::Insert), ["items"]);
+        assert_eq!(feed_tables(Workload::HeldTx), ["items", "item_log"]);
         assert_eq!(Variant::of(ApproachName::Quicklite).read_thread_nice(), 0);
         assert_eq!(
             Variant::of(ApproachName::QuickliteTimeouts).read_thread_nice(),
