@@ -28,12 +28,18 @@ const CHILD_DIR: &str = "QUICKLITE_REPLICA_CHILD_DIR";
 const CHILD_VFS: &str = "QUICKLITE_REPLICA_CHILD_VFS";
 const CHILD_URL: &str = "QUICKLITE_REPLICA_CHILD_URL";
 
-/// Set (to anything) to measure: a thousand writes instead of a few hundred, and the replica's reads per second at
-/// 64 tasks against the primary's file read locally.
+/// Set (to anything) to measure: a thousand writes instead of a few hundred, the lag in each tenth of them, and the
+/// replica's reads per second at 64 tasks against the primary's file read locally.
 const MEASURE: &str = "QUICKLITE_REPLICA_MEASURE";
+
+/// Set to a number of writes to make instead (a longer run: 50,000 take about ten minutes).
+const WRITES: &str = "QUICKLITE_REPLICA_WRITES";
 
 /// The writes the primary makes, one every [`WRITE_EVERY`]; every [`SYNC_EVERY`]th is followed by a sync.
 fn writes() -> i64 {
+    if let Some(n) = std::env::var(WRITES).ok().and_then(|n| n.parse().ok()) {
+        return n;
+    }
     if std::env::var_os(MEASURE).is_some() {
         1000
     } else {
@@ -43,7 +49,7 @@ fn writes() -> i64 {
 const WRITE_EVERY: Duration = Duration::from_millis(10);
 const SYNC_EVERY: i64 = 40;
 
-/// How often each replica connection polls object storage.
+/// How often the replica's connection polls object storage.
 const POLL: Duration = Duration::from_millis(100);
 
 fn micros_now() -> u128 {
@@ -296,6 +302,20 @@ async fn replica_reader_child() {
         median_of(&lags[..tenth]),
         median_of(&lags[lags.len() - tenth..]),
     );
+    // Each tenth's median and p99, in milliseconds.
+    let tenths: Vec<String> = lags
+        .chunks(tenth.max(1))
+        .take(10)
+        .map(|part| {
+            let mut part = part.to_vec();
+            part.sort();
+            format!(
+                "{}/{}",
+                percentile(&part, 0.5).as_millis(),
+                percentile(&part, 0.99).as_millis()
+            )
+        })
+        .collect();
     lags.sort();
     waits.sort();
     // A position beyond any the primary reached is not waited for past the deadline.
@@ -334,7 +354,8 @@ async fn replica_reader_child() {
     println!(
         "lag: {} writes, one every {WRITE_EVERY:?}; Litestream syncs every 100 ms, the VFS polls every \
          {POLL:?}: lag p50 {:?}, p99 {:?}, max {:?}; reads waiting for a synced position waited p50 {:?}, max {:?}; \
-         the replica at {}; median lag of the first tenth {early:?}, of the last {late:?}",
+         the replica at {}; median lag of the first tenth {early:?}, of the last {late:?}; each tenth's p50/p99 in \
+         ms: {}",
         writes(),
         percentile(&lags, 0.5),
         percentile(&lags, 0.99),
@@ -342,14 +363,26 @@ async fn replica_reader_child() {
         percentile(&waits, 0.5),
         waits.last().unwrap(),
         status.position,
+        tenths.join(" "),
     );
     if std::env::var_os(MEASURE).is_some() {
         let primary = dir.parent().unwrap().join("primary/app.db");
         let local = Database::open(&primary).await.unwrap();
+        // Taking turns, three times: the machine's other work moves both rates from one second to the next.
+        let mut pairs = Vec::new();
+        for _ in 0..3 {
+            let replica = point_reads(&replica).await;
+            let local = point_reads(&local).await;
+            pairs.push(format!(
+                "{:.0}k/{:.0}k ({:.0}%)",
+                replica / 1e3,
+                local / 1e3,
+                100.0 * replica / local
+            ));
+        }
         println!(
-            "reads: point reads by 64 tasks for 3 s: the replica {:.0}/s, the primary's file read locally {:.0}/s",
-            point_reads(&replica).await,
-            point_reads(&local).await,
+            "reads: point reads by 64 tasks for 2 s, the replica then the primary's file read locally, three times: {}",
+            pairs.join(", ")
         );
     }
     println!("replica ok");
@@ -371,9 +404,9 @@ fn assert_exposed(metrics: &quicklite::MetricsSnapshot) {
     assert!(!local.contains("quicklite_replica_txid{"));
 }
 
-/// Point reads per second by 64 tasks over 3 s, on rows the primary wrote.
+/// Point reads per second by 64 tasks over 2 s, on rows the primary wrote.
 async fn point_reads(db: &Database) -> f64 {
-    let time = Duration::from_secs(3);
+    let time = Duration::from_secs(2);
     let started = Instant::now();
     let tasks: Vec<_> = (0..64_i64)
         .map(|task| {
