@@ -1,5 +1,6 @@
 //! A standalone database's threads: one writer and `readers` readers of its own, each spinning briefly for its
-//! next request before it sleeps, and a thread for `PASSIVE` checkpoints.
+//! next request before it sleeps, and a thread for `PASSIVE` checkpoints; a read replica's one thread, on its one
+//! connection.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,7 +59,8 @@ impl Threads {
     /// Opens the writer, then the readers, each on a thread of its own. The writer opens first: it creates the
     /// file, switches it to WAL and reads the PRAGMAs back; only then can the read-only connections open it. The
     /// threads end once their queues are closed (by the handle) and drained. With a `seat`, the writer lends its
-    /// connection there to reads on callers' threads whenever it waits for work.
+    /// connection there to reads on callers' threads whenever it waits for work. A read replica has one thread and
+    /// one connection instead ([`serve_replica`]).
     pub(crate) async fn start(
         path: &Path,
         config: &Config,
