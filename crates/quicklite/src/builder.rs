@@ -534,8 +534,10 @@ impl Builder {
     }
 
     /// Opens a read replica: the database is read from `replica` (the copy Litestream keeps of a primary in object
-    /// storage) instead of a local file, and `path` only names it. Reads are served as usual, each connection following
-    /// the replica as it polls for new transactions; every write fails with
+    /// storage) instead of a local file, and `path` only names it. A replica reads through one connection, which polls
+    /// object storage for new transactions (each connection through Litestream's VFS polls on its own): one thread
+    /// serves the queued reads on it, and lends it to reads on callers' threads while it waits; [`Builder::readers`]
+    /// beyond one is refused, and [`Builder::inline_connections`] does not apply. Every write fails with
     /// [`Error::ReadOnlyReplica`](crate::Error::ReadOnlyReplica) without running. [`Database::replica_status`] tells
     /// how far a replica has read, and [`Database::read_at_least`] waits for a position the primary reached
     /// ([`Litestream::sync`](crate::litestream::Litestream::sync)). A replica has no migration, no key and no

@@ -315,6 +315,10 @@ impl Config {
                     settings.checkpointing.is_some(),
                     "a checkpointing policy (it has no WAL)",
                 ),
+                (
+                    settings.readers.is_some_and(|n| n > 1),
+                    "readers beyond one (it reads through one connection, so that object storage is polled once)",
+                ),
             ];
             if let Some((_, what)) = refused.iter().find(|(set, _)| *set) {
                 return Err(Error::InvalidConfig(format!(
@@ -381,7 +385,13 @@ impl Config {
             Profile::Server | Profile::Durable => Checkpointing::managed(),
         });
         checkpointing.validate()?;
-        let readers = settings.readers.unwrap_or_else(crate::util::cpus);
+        // A replica reads through its one connection (see `sched::threads`): each connection through Litestream's
+        // VFS polls object storage on its own.
+        let one_connection = settings.replica.is_some();
+        let readers = match one_connection {
+            true => 1,
+            false => settings.readers.unwrap_or_else(crate::util::cpus),
+        };
         Ok(Config {
             profile: settings.profile,
             readers,
@@ -418,9 +428,13 @@ impl Config {
                 tables,
                 retention: settings.feed_retention,
             }),
-            inline_connections: settings
-                .inline_connections
-                .unwrap_or_else(crate::util::cpus),
+            // A replica's inline reads take its one connection, lent while it waits ([`WriterSeat`]).
+            inline_connections: match one_connection {
+                true => 0,
+                false => settings
+                    .inline_connections
+                    .unwrap_or_else(crate::util::cpus),
+            },
             statement_cache_capacity: settings.statement_cache_capacity,
             checkpointing,
             slow_statement: settings.slow_statement,
@@ -655,6 +669,32 @@ mod tests {
         ];
         for b in bad {
             assert!(matches!(config(b), Err(Error::InvalidConfig(_))));
+        }
+    }
+
+    /// Issue 47: each connection through Litestream's VFS polled object storage on its own, five per replica.
+    #[test]
+    fn a_replica_has_one_connection_whatever_its_builder_says() {
+        let replica = || Replica::litestream("/x/vfs.so", "s3://bkt/app");
+        let c = config(Builder::new(Path::new("app")).replica(replica())).unwrap();
+        assert_eq!((c.readers, c.inline_connections), (1, 0));
+        assert!(
+            c.inline_reads,
+            "reads on callers' threads take the one connection, lent"
+        );
+        let c = config(
+            Builder::new(Path::new("app"))
+                .replica(replica())
+                .readers(1)
+                .inline_connections(4),
+        )
+        .unwrap();
+        assert_eq!((c.readers, c.inline_connections), (1, 0));
+        match config(Builder::new(Path::new("app")).replica(replica()).readers(2)) {
+            Err(Error::InvalidConfig(message)) => {
+                assert!(message.contains("one connection"), "{message}")
+            }
+            other => panic!("two readers for a replica: {:?}", other.map(|_| ())),
         }
     }
 }

@@ -512,7 +512,7 @@ impl Database {
         self.inner.config.busy_timeout
     }
 
-    /// Number of reader threads.
+    /// Number of reader threads (a read replica: 1, the thread of its one connection).
     pub fn readers(&self) -> usize {
         self.inner.config.readers
     }

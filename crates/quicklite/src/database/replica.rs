@@ -13,10 +13,9 @@ use crate::{Database, Error, Result};
 const LOOKS_PER_POLL: u32 = 10;
 
 impl Database {
-    /// Where a read replica ([`Builder::replica`](crate::Builder::replica)) stands: the last transaction one of its
-    /// connections has, and how long since it last heard from object storage. Each connection follows the replica
-    /// on its own, so two calls may answer from connections a poll apart. Fails with [`Error::InvalidConfig`] on a
-    /// database that is not a replica.
+    /// Where a read replica ([`Builder::replica`](crate::Builder::replica)) stands: the last transaction its
+    /// connection has, and how long since it last heard from object storage. Fails with [`Error::InvalidConfig`] on
+    /// a database that is not a replica.
     pub async fn replica_status(&self) -> Result<ReplicaStatus> {
         self.replica()?;
         self.queue_read(

@@ -329,7 +329,14 @@ impl Writer {
         if self.conn.0.is_some() {
             return false;
         }
-        let conn = match seat.take_back(&self.shared, Some(TAKE_BACK_WAIT)) {
+        // A read replica's writer waits for the read instead: a second connection through Litestream's VFS would
+        // poll object storage on its own (`sched::threads`). Reads on callers' threads are short by their site's
+        // cost ([`Config::inline_read_max`]).
+        let wait = match self.config.replica {
+            Some(_) => None,
+            None => Some(TAKE_BACK_WAIT),
+        };
+        let conn = match seat.take_back(&self.shared, wait) {
             TakenBack::Conn(conn) => Some(conn),
             TakenBack::NotLent => None,
             TakenBack::Busy => match self.spare.take().map_or_else(

@@ -59,13 +59,14 @@ impl Replica {
         }
     }
 
-    /// How often each connection asks object storage for new transactions. By default, the VFS's own interval.
+    /// How often the replica's connection asks object storage for new transactions. By default, the VFS's own
+    /// interval.
     pub fn poll_interval(mut self, every: Duration) -> Replica {
         self.poll_interval = Some(every);
         self
     }
 
-    /// The bytes of pages each connection keeps in memory. By default, the VFS's own size.
+    /// The bytes of pages the replica's connection keeps in memory. By default, the VFS's own size.
     pub fn cache_size(mut self, bytes: u64) -> Replica {
         self.cache_size = Some(bytes);
         self
@@ -76,7 +77,7 @@ impl Replica {
         &self.url
     }
 
-    /// How often a connection polls object storage, if set; the VFS's default otherwise.
+    /// How often the connection polls object storage, if set; the VFS's default otherwise.
     pub(crate) fn poll_interval_or(&self, default: Duration) -> Duration {
         self.poll_interval.unwrap_or(default)
     }

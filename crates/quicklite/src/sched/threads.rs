@@ -1,5 +1,6 @@
 //! A standalone database's threads: one writer and `readers` readers of its own, each spinning briefly for its
-//! next request before it sleeps, and a thread for `PASSIVE` checkpoints.
+//! next request before it sleeps, and a thread for `PASSIVE` checkpoints; a read replica's one thread, on its one
+//! connection.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,7 +14,7 @@ use tokio::sync::{oneshot, watch};
 use crate::config::Config;
 use crate::engine::Shared;
 use crate::engine::checkpoint::{Checkpointer, PassiveCheckpoints};
-use crate::engine::read::Reader;
+use crate::engine::read::{BatchedReads, Reader};
 use crate::engine::seat::WriterSeat;
 use crate::engine::write::{Close, Writer};
 use crate::queue::{Receiver, Taken};
@@ -58,7 +59,8 @@ impl Threads {
     /// Opens the writer, then the readers, each on a thread of its own. The writer opens first: it creates the
     /// file, switches it to WAL and reads the PRAGMAs back; only then can the read-only connections open it. The
     /// threads end once their queues are closed (by the handle) and drained. With a `seat`, the writer lends its
-    /// connection there to reads on callers' threads whenever it waits for work.
+    /// connection there to reads on callers' threads whenever it waits for work. A read replica has one thread and
+    /// one connection instead ([`serve_replica`]).
     pub(crate) async fn start(
         path: &Path,
         config: &Config,
@@ -70,6 +72,37 @@ impl Threads {
         let (count, alive) = watch::channel(0_usize);
         let count = Arc::new(count);
         let mut handles = Vec::with_capacity(config.readers + 1);
+
+        if config.replica.is_some() {
+            let (ready, ready_rx) = oneshot::channel();
+            let (path, config, shared) = (path.to_path_buf(), config.clone(), shared.clone());
+            let guard = AliveGuard::new(&count);
+            handles.push(spawn("quicklite-replica", move || {
+                let _alive = guard;
+                match Writer::open(&path, &config, &shared, write_rx, true) {
+                    Ok(mut opened) => {
+                        let _ = ready.send(Ok((opened.pragmas, opened.file)));
+                        if let Some(seat) = seat {
+                            opened.writer.lend_when_idle(seat);
+                        }
+                        let reads = BatchedReads::new(read_rx, &config, &shared);
+                        serve_replica(opened.writer, reads);
+                    }
+                    Err(e) => {
+                        let _ = ready.send(Err(e));
+                    }
+                }
+            })?);
+            let (pragmas, file) = ready_rx.await.map_err(|_| Error::Closed)??;
+            return Ok(Started {
+                threads: Threads {
+                    alive,
+                    handles: Mutex::new(handles),
+                },
+                pragmas,
+                file,
+            });
+        }
 
         let (ready, ready_rx) = oneshot::channel();
         let (path_, config_, shared_) = (path.to_path_buf(), config.clone(), shared.clone());
@@ -231,6 +264,54 @@ fn wait_for_write(writer: &mut Writer) -> Taken<usize> {
                 writer.truncate_wal();
                 truncate_at = None;
             }
+            writer.look_outside_if_due();
+            writer.lend_to_reads();
+        }
+    }
+    next
+}
+
+/// A read replica's one thread, on its one connection through Litestream's VFS: serves the reads queued, in
+/// batches, and follows the replica's position between them (the writer's looks, [`Writer::look_outside_if_due`]).
+///
+/// One connection, because each connection the VFS opens polls object storage on its own and keeps a page cache of
+/// its own (Litestream's `VFSFile.Open` starts a `monitorReplicaClient` per file): five connections were five
+/// pollers, listing the replica's files five times over every poll interval (docs/lab.md, 2026-11-28). A replica
+/// has no writes to serve (they are refused before they are queued), so its writer's connection is free for the
+/// reads. While the thread waits, the connection is lent to reads on callers' threads, as a writer's is
+/// ([`Writer::lend_to_reads`]); they have no connections of their own.
+fn serve_replica(mut writer: Writer, mut reads: BatchedReads) {
+    loop {
+        writer.lend_to_reads();
+        let next = wait_for_read(&mut writer, &mut reads);
+        writer.take_back();
+        if matches!(next, Taken::Closed) {
+            break;
+        }
+        writer.lend_read_only(|conn| reads.serve_taken(conn));
+        // A replica read without pause still follows it.
+        writer.look_outside_if_due();
+    }
+    writer.shut_down(Close::ForGood);
+}
+
+/// [`serve_replica`]'s wait for reads, while the connection is lent to reads on callers' threads (taken back for the
+/// looks at the replica's position).
+fn wait_for_read(writer: &mut Writer, reads: &mut BatchedReads) -> Taken<usize> {
+    let mut next = reads.inbox().spin();
+    if matches!(next, Taken::Empty) && reads.relays().pending() {
+        next = reads.inbox().wait(Some(RELAY_GRACE));
+        if matches!(next, Taken::Empty) {
+            reads.relays().deliver_all();
+        }
+    }
+    while matches!(next, Taken::Empty) {
+        let wake = writer
+            .next_outside_look()
+            .map(|at| at.saturating_duration_since(Instant::now()));
+        next = reads.inbox().wait(wake);
+        if matches!(next, Taken::Empty) {
+            writer.take_back();
             writer.look_outside_if_due();
             writer.lend_to_reads();
         }

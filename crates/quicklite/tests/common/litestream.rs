@@ -126,7 +126,23 @@ pub fn free_port() -> u16 {
 
 /// Starts moto's S3 server on loopback and creates [`BUCKET`]; returns it and its endpoint.
 pub fn start_s3() -> (Process, String) {
+    start_s3_logging(None)
+}
+
+/// [`start_s3`], with the server's log of requests (one line each: method, path and query, status) appended to
+/// `log` if given.
+pub fn start_s3_logging(log: Option<&Path>) -> (Process, String) {
     let port = free_port();
+    let stderr = match log {
+        Some(log) => std::process::Stdio::from(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+                .unwrap(),
+        ),
+        None => std::process::Stdio::null(),
+    };
     let server = Process(
         Command::new("python3")
             .args([
@@ -138,7 +154,7 @@ pub fn start_s3() -> (Process, String) {
                 &port.to_string(),
             ])
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("python3 -m moto.server"),
     );

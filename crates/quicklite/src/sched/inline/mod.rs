@@ -117,7 +117,13 @@ impl Inline {
         budget: Option<Arc<Permits>>,
         writer_seat: Option<Arc<WriterSeat>>,
     ) -> Arc<Inline> {
-        let seats = (0..config.inline_connections.max(1))
+        // A read replica's inline reads have no connections of their own: its one connection is the writer's
+        // (`sched::threads`), lent at `writer_seat`.
+        let own = match config.replica {
+            Some(_) => 0,
+            None => config.inline_connections.max(1),
+        };
+        let seats = (0..own)
             .map(|_| CachePadded::new(Mutex::new(Seat::Empty)))
             .collect();
         Arc::new(Inline {
@@ -273,6 +279,9 @@ impl Inline {
     /// The first seat with no connection met on the way starts opening one.
     fn free_seat(self: &Arc<Self>) -> Option<MutexGuard<'_, Seat>> {
         let n = self.seats.len();
+        if n == 0 {
+            return None;
+        }
         let first = NUMBER.with(|number| *number) % n;
         let mut may_open = true;
         for i in 0..n {
