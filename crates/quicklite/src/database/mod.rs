@@ -403,9 +403,14 @@ impl Database {
             && let Some(inline) = &self.inner.inline
             && let Some(attempt) = inline.suits_write(site, made_at.is_some_and(|(_, c)| c))
         {
-            inline::take_turn().await;
             match inline.write(attempt, req) {
-                None => return answered(rx),
+                None => {
+                    // Its turn taken after it ran, as a write handed to the writer takes it while it waits: a task
+                    // writing in a loop goes behind the others ready to run, and a write given back (queued) pays
+                    // no yield for nothing.
+                    inline::take_turn().await;
+                    return answered(rx);
+                }
                 Some(not_run) => req = not_run,
             }
         }

@@ -44,6 +44,10 @@ struct FeedPruning {
     next_at: Instant,
 }
 
+/// Writes in one turn from which writes are taken to come together ([`Writer::grouping`]): two or three at once
+/// happen by chance at a few thousand writes a second, where writes on their callers' threads cost the least.
+const GROUPED_AT: usize = 4;
+
 /// How a writer's connection is closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Close {
@@ -67,6 +71,8 @@ pub(crate) struct Writer {
     /// together lately, and group commit serves them best, so the connection is lent to reads only until the
     /// writer has waited idle.
     grouping: bool,
+    /// Writes served in the last turn.
+    last_turn: usize,
     /// A second read-write connection, for while a read keeps the first past a take-back ([`Writer::take_back`]);
     /// opened the first time one does.
     spare: Option<GuardedConnection>,
@@ -237,6 +243,7 @@ impl Writer {
             inline_writes,
             lent_at_seq: 0,
             grouping: false,
+            last_turn: 0,
             spare: None,
             path: path.to_path_buf(),
             busy,
@@ -294,9 +301,10 @@ impl Writer {
         }
     }
 
-    /// Whether a turn served several callers' writes together since the writer last waited idle ([`Writer::idle`]).
+    /// Whether a turn served several callers' writes together since the writer last waited idle ([`Writer::idle`]),
+    /// and the last turn too: writes still come together.
     pub(crate) fn grouping(&self) -> bool {
-        self.grouping
+        self.grouping && self.last_turn >= GROUPED_AT
     }
 
     /// Says the writer has waited for work without any coming: writes may run on its lent connection again,
@@ -512,7 +520,8 @@ impl Writer {
         }
         // Until the writer waits idle ([`Writer::idle`]): under a load that groups writes, some turns still find
         // one write only.
-        self.grouping |= group.len() > 1;
+        self.grouping |= group.len() >= GROUPED_AT;
+        self.last_turn = group.len();
         match group.as_mut_slice() {
             // A single statement with nothing queued to share its commit runs as a transaction by itself.
             [lone] if alone || lone.kind == WriteKind::GroupedStatement => self.serve_alone(lone),
