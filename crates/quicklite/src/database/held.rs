@@ -11,6 +11,7 @@ use rusqlite::{Connection, Params, Row};
 use tokio::sync::oneshot;
 
 use crate::database::Database;
+use crate::database::statements::{execute_one, owned, refused_if_rows};
 use crate::reply::{Answer, Asked, receive};
 use crate::request::held::{HeldEnds, HeldJob, Message, STEP_DROPPED};
 use crate::request::{Deadline, Job, WriteKind};
@@ -145,18 +146,9 @@ impl Transaction {
     {
         let sql = owned(sql);
         let outcome = self
-            .step(false, move |c| {
-                let mut stmt = c.prepare_cached(&sql)?;
-                if stmt.column_count() > 0 {
-                    return Err(rusqlite::Error::ExecuteReturnedResults);
-                }
-                stmt.execute(params)
-            })
+            .step(false, move |c| execute_one(c, &sql, params))
             .await;
-        match outcome {
-            Err(Error::Sqlite(rusqlite::Error::ExecuteReturnedResults)) => Err(Error::ReturnsRows),
-            outcome => outcome,
-        }
+        refused_if_rows(outcome)
     }
 
     /// Executes one statement once per parameter set, as one step (in a savepoint: all or nothing); returns the
@@ -329,9 +321,4 @@ impl Transaction {
         self.failure = Some(failure.duplicate());
         failure
     }
-}
-
-/// `sql` as text of its own, for the writer's thread.
-fn owned(sql: impl AsRef<str>) -> Box<str> {
-    sql.as_ref().into()
 }

@@ -2,7 +2,7 @@
 //! is any text (`&str`, `String`, `&String`, …): a read on its caller's thread borrows it; one sent to a thread
 //! takes a copy.
 
-use rusqlite::{Params, Row};
+use rusqlite::{Connection, Params, Row};
 
 use crate::cost::Site;
 use crate::database::Database;
@@ -29,17 +29,10 @@ impl Database {
         let site = Site::of::<P>(Some(&sql));
         let outcome = self
             .submit_write_at(WriteKind::GroupedStatement, site, false, move |c| {
-                let mut stmt = c.prepare_cached(&sql)?;
-                if stmt.column_count() > 0 {
-                    return Err(rusqlite::Error::ExecuteReturnedResults);
-                }
-                stmt.execute(params)
+                execute_one(c, &sql, params)
             })
             .await;
-        match outcome {
-            Err(Error::Sqlite(rusqlite::Error::ExecuteReturnedResults)) => Err(Error::ReturnsRows),
-            outcome => outcome,
-        }
+        refused_if_rows(outcome)
     }
 
     /// Executes one statement once per parameter set, all in one grouped write (one savepoint, one commit);
@@ -110,6 +103,28 @@ impl Database {
 }
 
 /// `sql` as text of its own, for a thread.
-fn owned(sql: impl AsRef<str>) -> Box<str> {
+pub(super) fn owned(sql: impl AsRef<str>) -> Box<str> {
     sql.as_ref().into()
+}
+
+/// Executes one statement, `sql`, with `params` (prepared once and cached); a statement that returns rows is refused
+/// before it runs ([`refused_if_rows`] names the error).
+pub(super) fn execute_one<P: Params>(
+    c: &Connection,
+    sql: &str,
+    params: P,
+) -> rusqlite::Result<usize> {
+    let mut stmt = c.prepare_cached(sql)?;
+    if stmt.column_count() > 0 {
+        return Err(rusqlite::Error::ExecuteReturnedResults);
+    }
+    stmt.execute(params)
+}
+
+/// `outcome` of [`execute_one`], with a statement that returns rows told as [`Error::ReturnsRows`].
+pub(super) fn refused_if_rows(outcome: Result<usize>) -> Result<usize> {
+    match outcome {
+        Err(Error::Sqlite(rusqlite::Error::ExecuteReturnedResults)) => Err(Error::ReturnsRows),
+        outcome => outcome,
+    }
 }
