@@ -212,12 +212,7 @@ pub(crate) fn read_after(conn: &Connection, after: Cursor, limit: usize) -> Resu
 mod tests {
     use super::*;
     use crate::feed::install;
-
-    fn fed(tables: &str) -> Connection {
-        let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(tables).unwrap();
-        conn
-    }
+    use crate::feed::tests::fed;
 
     #[test]
     fn a_wide_table_with_blobs_is_recorded_whole() {

@@ -43,3 +43,15 @@ pub(crate) struct FeedConfig {
     /// What retention keeps.
     pub(crate) retention: Retention,
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use rusqlite::Connection;
+
+    /// An in-memory database with `tables` made.
+    pub(crate) fn fed(tables: &str) -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(tables).unwrap();
+        conn
+    }
+}

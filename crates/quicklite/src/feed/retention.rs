@@ -111,13 +111,8 @@ pub(crate) fn prune(conn: &Connection, retention: Retention, now: SystemTime) ->
 mod tests {
     use super::*;
     use crate::Error;
+    use crate::feed::tests::fed;
     use crate::feed::{Cursor, install, read_after};
-
-    fn fed(tables: &str) -> Connection {
-        let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(tables).unwrap();
-        conn
-    }
 
     #[test]
     fn retention_prunes_by_count_and_age_and_remembers_where() {

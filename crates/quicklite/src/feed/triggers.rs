@@ -182,12 +182,7 @@ fn columns_of(conn: &Connection, table: &str) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fed(tables: &str) -> Connection {
-        let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(tables).unwrap();
-        conn
-    }
+    use crate::feed::tests::fed;
 
     #[test]
     fn triggers_are_made_again_only_when_the_columns_change() {
