@@ -470,3 +470,55 @@ both_backends! {
         assert!(commits * 4 < writes, "{commits} commits for {writes} writes: group commit served them");
     }
 }
+
+/// A write closure of one type whatever it does, so that every call is one call site.
+fn hostile(
+    id: i64,
+    mode: u8,
+) -> impl FnOnce(&Connection) -> quicklite::rusqlite::Result<usize> + Send + 'static {
+    move |c| {
+        let inserted = c.execute(INSERT, (id, format!("v{id}")))?;
+        match mode {
+            1 => panic!("a write closure that panics after writing"),
+            2 => c.execute_batch("COMMIT").map(|()| inserted),
+            3 => c.execute("INSERT INTO t (id, v) VALUES (?1, 'bad' ||| )", [id]),
+            _ => Ok(inserted),
+        }
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn hostile_write_closures_on_their_callers_threads_commit_nothing_of_theirs(backend) {
+        let db = with_table(backend, |b| b.inline_write_closures(true)).await;
+        // The call site made known and short.
+        let start = Instant::now();
+        let mut id = 0_i64;
+        loop {
+            let before = db.metrics().inline_writes;
+            db.write(hostile(id, 0)).await.unwrap();
+            id += 1;
+            if db.metrics().inline_writes > before || (backend == Backend::Registry && id == 50) {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "no closure ran inline in 10 s");
+        }
+        for round in 0..10 {
+            let seq = db.commit_seq();
+            let e = db.write(hostile(id, 1)).await.unwrap_err();
+            assert!(matches!(e, Error::Panic { .. }), "{e}");
+            let e = db.write(hostile(id, 2)).await.unwrap_err();
+            assert_eq!(e.sqlite_code(), Some(ErrorCode::AuthorizationForStatementDenied), "{e}");
+            let e = db.write(hostile(id, 3)).await.unwrap_err();
+            assert!(e.to_string().contains("syntax error"), "{e}");
+            assert_eq!(common::count(&db, "t").await, id, "round {round}: nothing of the three committed");
+            assert_eq!(db.commit_seq(), seq, "no commit published for them");
+            db.write(hostile(id, 0)).await.unwrap();
+            id += 1;
+        }
+        if backend == Backend::Standalone {
+            assert!(db.metrics().inline_writes > 10, "{:?}", db.metrics());
+        }
+        assert_eq!(common::count(&db, "t").await, id);
+    }
+}

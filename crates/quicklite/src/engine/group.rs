@@ -344,7 +344,7 @@ pub(crate) fn run_alone(
 /// borrowed by its caller's thread ([`crate::sched::inline`]), with the promises it has on the writer's thread:
 /// answered after its `COMMIT` returned, rolled back alone if it fails, every commit witnessed. A statement that
 /// fails after changing rows it keeps (`OR FAIL`) commits them, as it would in autocommit mode. Past its bound the
-/// run calls `past` ([`Bound::write`]). Returns its outcome (see [`Outcomes`]), or why it was not run ([`NotRun`]):
+/// run calls `past` ([`Bound::write`]). Returns how its closure ended and its outcome (see [`Outcomes`]), or why it was not run ([`NotRun`]):
 /// the write lock is held elsewhere (the connection waits for no lock on a caller's thread), or the write would
 /// start the WAL over, with an fsync.
 pub(crate) fn run_inline(
@@ -352,7 +352,7 @@ pub(crate) fn run_inline(
     shared: &Shared,
     request: &mut WriteRequest,
     past: Option<fn() -> bool>,
-) -> Result<Option<Error>, NotRun> {
+) -> Result<(Ran, Option<Error>), NotRun> {
     let metrics = &shared.metrics;
     let started = Instant::now();
     if let Some((frames, copied_back)) = wal_counts(conn.conn())
@@ -367,7 +367,7 @@ pub(crate) fn run_inline(
         Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => {
             return Err(NotRun::LockHeld);
         }
-        Err(e) => return Ok(Some(Error::copy_sqlite(&e))),
+        Err(e) => return Ok((Ran::Failed, Some(Error::copy_sqlite(&e)))),
     }
     let changed_before = conn.conn().total_changes();
     let (ran, passed) = bound::within(Bound::write(started, past), || {
@@ -383,23 +383,26 @@ pub(crate) fn run_inline(
     if conn.conn().is_autocommit() {
         // SQLite rolled the transaction back by itself (I/O error, full disk, an `OR ROLLBACK` conflict).
         metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
-        return Ok(Some(Error::RolledBack {
-            reason: request
-                .job
-                .error_message()
-                .unwrap_or_else(|| "rolled back by SQLite".into()),
-        }));
+        return Ok((
+            ran,
+            Some(Error::RolledBack {
+                reason: request
+                    .job
+                    .error_message()
+                    .unwrap_or_else(|| "rolled back by SQLite".into()),
+            }),
+        ));
     }
     let kept =
         request.kind == WriteKind::GroupedStatement && conn.conn().total_changes() > changed_before;
     if ran.is_ok() || kept {
-        return Ok(commit_alone(conn, shared, started));
+        return Ok((ran, commit_alone(conn, shared, started)));
     }
     if let Err(e) = conn.control(ROLLBACK) {
         tracing::error!(error = %e, "could not roll back a write on its caller's thread");
     }
     metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
-    Ok(None)
+    Ok((ran, None))
 }
 
 /// Commits a write's own transaction.

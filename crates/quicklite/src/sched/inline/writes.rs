@@ -22,7 +22,7 @@ use std::time::Instant;
 use crate::cost::Site;
 use crate::engine::group;
 use crate::engine::seat::Lent;
-use crate::request::WriteRequest;
+use crate::request::{Ran, WriteRequest};
 
 use super::{Attempt, Inline, hand_off};
 
@@ -87,8 +87,8 @@ impl Inline {
             ran
         });
         drop(lent);
-        let outcome = match ran {
-            Ok(outcome) => outcome,
+        let (ran, outcome) = match ran {
+            Ok(ran) => ran,
             Err(_not_run) => return Some(request),
         };
         let took = started.elapsed();
@@ -97,12 +97,15 @@ impl Inline {
         if request.job.answer(outcome) {
             metrics.write_errors.fetch_add(1, Ordering::Relaxed);
         }
-        self.shared.costs.record(
-            attempt.site,
-            took,
-            self.config.inline_write_max,
-            attempt.ran_on,
-        );
+        // A panic's time is the panic hook's as much as the write's: it says nothing of what the site costs.
+        if ran != Ran::Panicked {
+            self.shared.costs.record(
+                attempt.site,
+                took,
+                self.config.inline_write_max,
+                attempt.ran_on,
+            );
+        }
         self.tend();
         None
     }
