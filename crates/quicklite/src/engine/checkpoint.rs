@@ -248,12 +248,17 @@ impl Checkpoints {
     /// threads until the WAL holds this many ([`WriterSeat::writes_below`](crate::engine::seat::WriterSeat::writes_below)).
     /// None under SQLite's automatic checkpoint, which runs inside the `COMMIT` that crosses its threshold; no
     /// bound when another tool owns checkpoints.
+    /// A WAL past its warning size is warned of by the writer too: until it has warned, writes stop at that size.
     pub(crate) fn writes_below(&self) -> u64 {
-        match &self.policy {
+        let checkpoints = match &self.policy {
             Some(policy) => u64::from(policy.next_due_at()),
             // SQLite's automatic checkpoint (the only policy under which the writer reads the frames itself).
             None if self.reads_frames => 0,
             None => u64::MAX,
+        };
+        match self.warn_at_frames {
+            Some(limit) if !self.warned => checkpoints.min(limit.saturating_add(1)),
+            _ => checkpoints,
         }
     }
 
