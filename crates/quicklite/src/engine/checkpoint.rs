@@ -248,7 +248,8 @@ impl Checkpoints {
     /// threads until the WAL holds this many ([`WriterSeat::writes_below`](crate::engine::seat::WriterSeat::writes_below)).
     /// None under SQLite's automatic checkpoint, which runs inside the `COMMIT` that crosses its threshold; no
     /// bound when another tool owns checkpoints.
-    /// A WAL past its warning size is warned of by the writer too: until it has warned, writes stop at that size.
+    /// A WAL past its warning size is watched by the writer too: writes stop at that size, so the writer warns
+    /// once it is crossed and sees the WAL shrink (after another tool's checkpoint) at its next commit.
     pub(crate) fn writes_below(&self) -> u64 {
         let checkpoints = match &self.policy {
             Some(policy) => u64::from(policy.next_due_at()),
@@ -257,8 +258,8 @@ impl Checkpoints {
             None => u64::MAX,
         };
         match self.warn_at_frames {
-            Some(limit) if !self.warned => checkpoints.min(limit.saturating_add(1)),
-            _ => checkpoints,
+            Some(limit) => checkpoints.min(limit.saturating_add(1)),
+            None => checkpoints,
         }
     }
 
