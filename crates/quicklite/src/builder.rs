@@ -12,7 +12,7 @@ use crate::config::{
     QueueFull, Settings,
 };
 use crate::replica::Replica;
-use crate::{Database, Profile, Result};
+use crate::{Acknowledge, Database, Profile, Result};
 
 /// The default of [`Builder::wal_size_warning`].
 const DEFAULT_WAL_SIZE_WARNING: u64 = 1 << 30;
@@ -111,6 +111,7 @@ impl Builder {
                 write_timeout: None,
                 wal_size_warning: Some(DEFAULT_WAL_SIZE_WARNING),
                 replica: None,
+                replicated_acks: None,
                 wal_reset_bug_allowed: false,
             },
         }
@@ -545,6 +546,30 @@ impl Builder {
     /// file.
     pub fn replica(mut self, replica: Replica) -> Self {
         self.settings.replica = Some(replica);
+        self
+    }
+
+    /// When a write is answered: at its local commit ([`Acknowledge::Committed`], the default), or once object
+    /// storage holds it ([`Acknowledge::Replicated`]), so that what a caller was told is saved survives the machine.
+    ///
+    /// Under [`Acknowledge::Replicated`] the writer commits locally as usual and goes on committing; each committed
+    /// write's answer waits until Litestream — which must replicate the file, and listen on the socket given — has
+    /// uploaded a transaction that holds it, and one upload answers every write committed before it began. Reads on
+    /// this machine see a write from its local commit on, before it is acknowledged, as do change notifications
+    /// and the change feed; [`Database::until_replicated`] waits until object storage holds everything committed so
+    /// far, for a service that gates its own outputs (a response built from what it read, a message it relays) on
+    /// replication. While object storage is slow or out of reach, writes wait; one whose deadline
+    /// ([`Builder::write_timeout`], [`Database::with_timeout`]) passes meanwhile fails with
+    /// [`Error::NotReplicated`](crate::Error::NotReplicated): committed here, not lost, and not to be written again.
+    /// The database's writes in flight — queued, or committed and waiting for their upload — are at most
+    /// [`Builder::write_queue_capacity`]; past it, new writes wait or fail as [`Builder::on_full`] says. Writes
+    /// never run on their callers' threads ([`Builder::inline_writes`]). For a registry's databases, set it in
+    /// [`RegistryBuilder::configure`](crate::RegistryBuilder::configure): their uploads share one thread.
+    pub fn acknowledge(mut self, acknowledge: Acknowledge) -> Self {
+        self.settings.replicated_acks = match acknowledge {
+            Acknowledge::Committed => None,
+            Acknowledge::Replicated(litestream) => Some(litestream.socket_path().to_owned()),
+        };
         self
     }
 

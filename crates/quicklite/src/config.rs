@@ -212,6 +212,8 @@ pub(crate) struct Config {
     pub(crate) wal_size_warning: Option<u64>,
     /// The replica read instead of a local file, for a read replica.
     pub(crate) replica: Option<Replica>,
+    /// Litestream's control socket, if writes are answered only once object storage holds them.
+    pub(crate) replicated_acks: Option<PathBuf>,
 }
 
 /// A database's settings as a [`Builder`](crate::Builder) was told them: unchecked, with what depends on other
@@ -261,6 +263,7 @@ pub(crate) struct Settings {
     pub(crate) write_timeout: Option<Duration>,
     pub(crate) wal_size_warning: Option<u64>,
     pub(crate) replica: Option<Replica>,
+    pub(crate) replicated_acks: Option<PathBuf>,
     /// Whether to open on a SQLite that has the WAL-reset bug
     /// ([`Builder::allow_wal_reset_bug`](crate::Builder::allow_wal_reset_bug)).
     pub(crate) wal_reset_bug_allowed: bool,
@@ -318,6 +321,10 @@ impl Config {
                 (
                     settings.readers.is_some_and(|n| n > 1),
                     "readers beyond one (it reads through one connection, so that object storage is polled once)",
+                ),
+                (
+                    settings.replicated_acks.is_some(),
+                    "replicated acknowledgements (it takes no writes)",
                 ),
             ];
             if let Some((_, what)) = refused.iter().find(|(set, _)| *set) {
@@ -453,6 +460,7 @@ impl Config {
             write_timeout: settings.write_timeout,
             wal_size_warning: settings.wal_size_warning,
             replica: settings.replica,
+            replicated_acks: settings.replicated_acks,
         })
     }
 }

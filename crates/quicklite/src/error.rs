@@ -262,6 +262,22 @@ pub enum Error {
     #[error("Litestream: {0}")]
     Litestream(String),
 
+    /// The write committed on this machine, but object storage did not hold it by its deadline
+    /// ([`Acknowledge::Replicated`](crate::Acknowledge::Replicated)): it is **not lost** — Litestream uploads it once
+    /// object storage answers — and must not be written again as if it were. Reads here see it already. From
+    /// [`Database::until_replicated`](crate::Database::until_replicated), the commits it waited for are in the same
+    /// state.
+    #[error(
+        "committed on this machine but not yet in object storage after {waited:?} ({reason}): it is not lost, do \
+         not write it again"
+    )]
+    NotReplicated {
+        /// How long it waited for its upload.
+        waited: std::time::Duration,
+        /// Why the upload had not finished: Litestream's last error, or that it was still under way.
+        reason: String,
+    },
+
     /// The change feed cannot record `table` ([`Builder::change_feed`](crate::Builder::change_feed)): it does not
     /// exist, is not an ordinary table, or has no rowid (`WITHOUT ROWID`). The database did not open.
     #[error("the change feed cannot record table {table:?}: {reason}")]
@@ -439,6 +455,10 @@ impl Error {
             },
             Error::NoChangeFeed => Error::NoChangeFeed,
             Error::Litestream(m) => Error::Litestream(m.clone()),
+            Error::NotReplicated { waited, reason } => Error::NotReplicated {
+                waited: *waited,
+                reason: reason.clone(),
+            },
             Error::Io(e) => Error::Io(std::io::Error::new(e.kind(), e.to_string())),
             other => Error::Io(std::io::Error::other(other.to_string())),
         }

@@ -90,6 +90,7 @@
 // them): leaves, requests, engine, scheduling, API.
 mod changes;
 mod config;
+mod control;
 mod cost;
 #[cfg(feature = "serde")]
 mod de;
@@ -109,6 +110,7 @@ mod inbox;
 mod queue;
 mod reply;
 mod request;
+mod gate;
 
 mod engine;
 
@@ -132,6 +134,7 @@ pub use database::held::Transaction;
 pub use database::stream::{Keyset, RowStream};
 pub use database::subscribe::Subscription;
 pub use error::{Error, OptionalExtension, RequestKind, Result};
+pub use litestream::Acknowledge;
 pub use feed::{Change, Cursor, Op};
 pub use metrics::{Distribution, MetricsSnapshot};
 pub use profile::Profile;

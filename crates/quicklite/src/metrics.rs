@@ -47,7 +47,7 @@ impl Log2Histogram {
         self.record(micros(d));
     }
 
-    fn snapshot(&self) -> Distribution {
+    pub(crate) fn snapshot(&self) -> Distribution {
         let counts: Vec<u64> = self.buckets.iter().map(|b| b.load(Relaxed)).collect();
         let last = counts.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
         Distribution {
@@ -297,6 +297,17 @@ pub struct MetricsSnapshot {
     pub read_queue_wait_us: Distribution,
     /// Duration of `COMMIT`, in microseconds.
     pub commit_us: Distribution,
+    /// Uploads object storage confirmed, under [`Acknowledge::Replicated`](crate::Acknowledge::Replicated): each
+    /// answered every write committed before it began.
+    pub replication_syncs: u64,
+    /// Uploads that failed (Litestream out of reach, or object storage down or slower than the upload's timeout);
+    /// the writes waiting for them wait on.
+    pub replication_sync_failures: u64,
+    /// Writes committed here and answered with [`Error::NotReplicated`](crate::Error::NotReplicated) at their
+    /// deadline.
+    pub writes_not_replicated: u64,
+    /// Time committed writes waited for their upload, in microseconds.
+    pub replication_wait_us: Distribution,
     /// Write requests queued right now.
     pub write_queue_depth: usize,
     /// Read requests queued right now.
@@ -364,6 +375,11 @@ impl Metrics {
             write_queue_wait_us: self.write_queue_wait_us.snapshot(),
             read_queue_wait_us: self.read_queue_wait_us.snapshot(),
             commit_us: self.commit_us.snapshot(),
+            // The gate's, filled in by the handle.
+            replication_syncs: 0,
+            replication_sync_failures: 0,
+            writes_not_replicated: 0,
+            replication_wait_us: Distribution::default(),
             write_queue_depth: write_depth,
             read_queue_depth: read_depth,
         }

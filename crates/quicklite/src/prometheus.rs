@@ -211,7 +211,7 @@ type HistogramSeries = (
 );
 
 fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
-    let counters: [CounterSeries; 29] = [
+    let counters: [CounterSeries; 32] = [
         ("quicklite_writes", "Write requests run.", |s| s.writes),
         (
             "quicklite_write_errors",
@@ -280,6 +280,21 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
             "Writes run on their callers' threads, on the writer's connection while it waited for work (counted in \
              quicklite_writes too).",
             |s| s.inline_writes,
+        ),
+        (
+            "quicklite_replication_syncs",
+            "Uploads object storage confirmed, each answering the writes committed before it began.",
+            |s| s.replication_syncs,
+        ),
+        (
+            "quicklite_replication_sync_failures",
+            "Uploads that failed; the writes waiting for them wait on.",
+            |s| s.replication_sync_failures,
+        ),
+        (
+            "quicklite_writes_not_replicated",
+            "Writes committed here and answered NotReplicated at their deadline.",
+            |s| s.writes_not_replicated,
         ),
         (
             "quicklite_writer_switches",
@@ -431,7 +446,7 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
 
     // Microsecond distributions are exposed in seconds; sizes as they are.
     const MICROS: f64 = 1e-6;
-    let histograms: [HistogramSeries; 10] = [
+    let histograms: [HistogramSeries; 11] = [
         (
             "quicklite_write_batch_size",
             "Writes per committed group.",
@@ -459,6 +474,13 @@ fn encode(mut e: DescriptorEncoder, dbs: Dbs<'_>) -> fmt::Result {
             Some(Unit::Seconds),
             MICROS,
             |s| &s.read_queue_wait_us,
+        ),
+        (
+            "quicklite_replication_wait",
+            "Time committed writes waited for their upload to object storage.",
+            Some(Unit::Seconds),
+            MICROS,
+            |s| &s.replication_wait_us,
         ),
         (
             "quicklite_commit_duration",

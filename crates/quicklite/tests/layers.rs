@@ -14,6 +14,7 @@ const LAYERS: &[(&str, u8, &str)] = &[
         "what each commit changed, told to subscribers",
     ),
     ("config", 0, "validated settings, QueueFull, Checkpointing"),
+    ("control", 0, "Litestream's control socket"),
     ("cost", 0, "what each read's call site has cost lately"),
     ("de", 0, "rows deserialized into the caller's types (serde)"),
     ("error", 0, "the error type"),
@@ -42,6 +43,7 @@ const LAYERS: &[(&str, u8, &str)] = &[
     ("queue", 1, "the bounded request queue"),
     ("inbox", 1, "a consumer's end of a queue"),
     ("reply", 1, "answers and relays"),
+    ("gate", 1, "answers held until object storage has their commits"),
     ("request", 1, "requests and jobs"),
     (
         "engine",

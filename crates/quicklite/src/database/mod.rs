@@ -24,6 +24,7 @@ use tokio::sync::oneshot;
 use crate::config::{Config, QueueFull};
 use crate::cost::Site;
 use crate::engine::Shared;
+use crate::gate::Gate;
 use crate::metrics::MetricsSnapshot;
 use crate::queue::{Sender, TrySendError};
 use crate::reply::{Answer, Asked, CallerThread, answered, receive};
@@ -69,6 +70,9 @@ struct Inner {
     inline: Option<Arc<Inline>>,
     /// The directory of a temporary database, removed (after the queues close) when the last handle goes.
     _temporary: Option<tempfile::TempDir>,
+    /// The thread that has Litestream upload this database's commits, if its writes wait for object storage and
+    /// the database is served by threads of its own (a registry's databases share the registry's).
+    _gate: Option<Gate>,
 }
 
 impl Drop for Inner {
@@ -460,11 +464,31 @@ impl Database {
             deadline,
             site,
             job,
+            permit: None,
         })
     }
 
-    /// Puts a write request on the writer's queue and wakes the writer.
-    async fn queue_request(&self, req: WriteRequest) -> Result<()> {
+    /// Puts a write request on the writer's queue and wakes the writer. Under
+    /// [`Acknowledge::Replicated`](crate::Acknowledge::Replicated) it first takes its room among the writes in
+    /// flight, queued or waiting for object storage: it waits for room, or fails fast, as for the queue's.
+    async fn queue_request(&self, mut req: WriteRequest) -> Result<()> {
+        if let Some(gate) = &self.inner.shared.gate {
+            let room = gate.room().clone();
+            req.permit = Some(match self.inner.config.on_full {
+                QueueFull::Wait => room.acquire_owned().await.map_err(|_| Error::Closed)?,
+                QueueFull::Fail => room.try_acquire_owned().map_err(|_| {
+                    self.inner
+                        .shared
+                        .metrics
+                        .overloaded
+                        .fetch_add(1, Ordering::Relaxed);
+                    Error::Overloaded {
+                        queue: "write",
+                        capacity: self.inner.config.write_queue_capacity,
+                    }
+                })?,
+            });
+        }
         self.enqueue(&self.inner.write_tx, req, "write").await?;
         self.inner.backend.notify_write();
         Ok(())
@@ -528,11 +552,19 @@ impl Database {
             inline.flush_counts();
         }
         let wal_bytes = std::fs::metadata(&self.inner.wal_file).map_or(0, |m| m.len());
-        self.inner.shared.metrics.snapshot(
+        let mut snapshot = self.inner.shared.metrics.snapshot(
             self.inner.write_tx.len(),
             self.inner.read_tx.len(),
             wal_bytes,
-        )
+        );
+        if let Some(gate) = &self.inner.shared.gate {
+            let m = &gate.metrics;
+            snapshot.replication_syncs = m.syncs.load(Ordering::Relaxed);
+            snapshot.replication_sync_failures = m.sync_failures.load(Ordering::Relaxed);
+            snapshot.writes_not_replicated = m.not_replicated.load(Ordering::Relaxed);
+            snapshot.replication_wait_us = m.wait_us.snapshot();
+        }
+        snapshot
     }
 
     /// Closes the database for every clone of this handle: new requests fail with [`Error::Closed`], queued ones

@@ -9,6 +9,7 @@ use crate::config::Config;
 use crate::database::{Database, Inner};
 use crate::engine::Shared;
 use crate::engine::seat::WriterSeat;
+use crate::gate::Gate;
 use crate::permits::Permits;
 use crate::queue;
 use crate::sched::Backend;
@@ -35,10 +36,17 @@ impl Database {
             }
             None => path.clone(),
         };
-        let shared = Arc::new(Shared::new(Changes::new(
-            config.subscription_capacity,
-            config.change_rowids,
-        )));
+        let gate = match &config.replicated_acks {
+            Some(socket) => Some(Gate::start(socket.clone(), 1)?),
+            None => None,
+        };
+        let gated = gate
+            .as_ref()
+            .map(|gate| gate.track(config.write_queue_capacity));
+        let shared = Arc::new(Shared::new(
+            Changes::new(config.subscription_capacity, config.change_rowids),
+            gated,
+        ));
         let (write_tx, write_rx) = queue::bounded(config.write_queue_capacity);
         let (read_tx, read_rx) = queue::bounded(config.read_queue_capacity);
         // On failure the senders are dropped: the queues close and the threads already started exit.
@@ -76,24 +84,28 @@ impl Database {
                 backend: Backend::Threads(started.threads),
                 inline,
                 _temporary: temporary,
+                _gate: gate,
             }),
         })
     }
 
     /// A database served by a registry's pool, and the actor that serves it there: queues and state only; its
     /// connections open on first use. Its connections for reads on callers' threads share `inline_budget` with the
-    /// registry's other databases.
+    /// registry's other databases. Under [`Acknowledge::Replicated`](crate::Acknowledge::Replicated), `gate` is the
+    /// registry's, which has Litestream upload every database's commits.
     pub(crate) fn start_pooled(
         name: String,
         path: PathBuf,
         config: Config,
         pool: Arc<Pool<Actor>>,
         inline_budget: &Arc<Permits>,
+        gate: Option<&Gate>,
     ) -> (Database, Arc<Actor>) {
-        let shared = Arc::new(Shared::new(Changes::new(
-            config.subscription_capacity,
-            config.change_rowids,
-        )));
+        let gated = gate.map(|gate| gate.track(config.write_queue_capacity));
+        let shared = Arc::new(Shared::new(
+            Changes::new(config.subscription_capacity, config.change_rowids),
+            gated,
+        ));
         let (write_tx, write_rx) = queue::bounded(config.write_queue_capacity);
         let (read_tx, read_rx) = queue::bounded(config.read_queue_capacity);
         let pragmas = Arc::new(OnceLock::new());
@@ -129,6 +141,7 @@ impl Database {
                 backend: Backend::Pool(actor.clone()),
                 inline,
                 _temporary: None,
+                _gate: None,
             }),
         };
         (db, actor)

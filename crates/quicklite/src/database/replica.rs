@@ -1,4 +1,5 @@
-//! A read replica's own requests: where it stands, and reads that wait for a position the primary reached.
+//! A read replica's own requests: where it stands, and reads that wait for a position the primary reached; and the
+//! primary's wait for object storage to hold what it committed.
 
 use std::time::{Duration, Instant};
 
@@ -13,6 +14,34 @@ use crate::{Database, Error, Result};
 const LOOKS_PER_POLL: u32 = 10;
 
 impl Database {
+    /// Waits until object storage holds every transaction committed on this database so far — every write a
+    /// read here can see now — and returns the position it reached, which a replica's reads can wait for
+    /// ([`Database::read_at_least`]). Under [`Acknowledge::Replicated`](crate::Acknowledge::Replicated) only; else
+    /// fails with [`Error::InvalidConfig`].
+    ///
+    /// A service's output gate: reads see a write from its local commit on, before object storage has it and its
+    /// writer is answered. A response built from what was read, a message relayed from the change feed, or a
+    /// notification acted on can wait for this first, so that nothing leaves the service that a lost machine
+    /// could take back. The wait has the deadline of a write ([`Builder::write_timeout`](crate::Builder::write_timeout),
+    /// [`Database::with_timeout`]); past it, fails with [`Error::NotReplicated`].
+    pub async fn until_replicated(&self) -> Result<Position> {
+        let Some(gate) = &self.inner.shared.gate else {
+            return Err(Error::InvalidConfig(
+                "until_replicated needs Builder::acknowledge(Acknowledge::Replicated(…))".into(),
+            ));
+        };
+        let deadline = Deadline::shortest([self.timeout, self.inner.config.write_timeout]);
+        // Every commit a read made now could see: one under way too, once its `COMMIT` has returned (the gate's
+        // uploads carry only what has).
+        let shared = &self.inner.shared;
+        let seen = shared.visible_seq();
+        while shared.commit_seq() < seen && shared.visible_seq() >= seen {
+            tokio::task::yield_now().await;
+        }
+        let rx = gate.wait_for(shared.commit_seq().min(seen), deadline);
+        rx.await.map_err(|_| Error::Closed)?
+    }
+
     /// Where a read replica ([`Builder::replica`](crate::Builder::replica)) stands: the last transaction its
     /// connection has, and how long since it last heard from object storage. Fails with [`Error::InvalidConfig`] on
     /// a database that is not a replica.

@@ -489,6 +489,7 @@ mod tests {
             deadline: None,
             site: None,
             job,
+            permit: None,
         };
         (request, rx)
     }

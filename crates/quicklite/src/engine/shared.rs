@@ -2,12 +2,14 @@
 //! for readers, whether another connection contends for the write lock, the live counters, and the change
 //! notifications.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
 use crate::changes::Changes;
 use crate::cost::Costs;
+use crate::gate::Gated;
 use crate::metrics::Metrics;
 use crate::util::clock_ms;
 
@@ -27,6 +29,9 @@ pub(crate) struct Shared {
     pub(crate) costs: Costs,
     /// What each commit changed, for subscribers.
     pub(crate) changes: Changes,
+    /// Where committed writes' answers wait for object storage, if they do
+    /// ([`Acknowledge::Replicated`](crate::Acknowledge::Replicated)).
+    pub(crate) gate: Option<Arc<Gated>>,
 }
 
 /// What the writer tells every reader.
@@ -51,9 +56,10 @@ struct Published {
 
 impl Shared {
     /// State whose commits are told to subscribers through `changes`.
-    pub(crate) fn new(changes: Changes) -> Shared {
+    pub(crate) fn new(changes: Changes, gate: Option<Arc<Gated>>) -> Shared {
         Shared {
             changes,
+            gate,
             ..Shared::default()
         }
     }

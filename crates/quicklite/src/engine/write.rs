@@ -23,6 +23,7 @@ use crate::engine::policy::Mode;
 use crate::engine::seat::{TAKE_BACK_WAIT, TakenBack, WriterSeat};
 use crate::engine::{Shared, held, open, witness, write_lock};
 use crate::feed::{self, Retention};
+use crate::gate::Held;
 use crate::inbox::Inbox;
 use crate::queue::Receiver;
 use crate::reply::{Answers, Relays, Reply};
@@ -73,6 +74,8 @@ pub(crate) struct Writer {
     grouping: bool,
     /// Writes served in the last turn.
     last_turn: usize,
+    /// The commit sequence when the turn being served began: its writes committed if it moved.
+    turn_began_at: u64,
     /// A second read-write connection, for while a read keeps the first past a take-back ([`Writer::take_back`]);
     /// opened the first time one does.
     spare: Option<GuardedConnection>,
@@ -186,6 +189,8 @@ fn writes_may_run_inline(conn: &rusqlite::Connection, config: &Config) -> bool {
         && no_fsync
         && config.write_linger.is_zero()
         && config.checkpointing != crate::Checkpointing::Sqlite
+        // Their answers wait for object storage on the writer's side.
+        && config.replicated_acks.is_none()
 }
 
 impl Writer {
@@ -232,6 +237,9 @@ impl Writer {
             .path()
             .filter(|p| !p.is_empty())
             .map(PathBuf::from);
+        if let (Some(gate), Some(file)) = (&shared.gate, &file) {
+            gate.opened(file.clone());
+        }
         let checkpoints = Checkpoints::new(config, conn.conn(), shared, busy.clone());
         let external = config
             .external_commits
@@ -244,6 +252,7 @@ impl Writer {
             lent_at_seq: 0,
             grouping: false,
             last_turn: 0,
+            turn_began_at: 0,
             spare: None,
             path: path.to_path_buf(),
             busy,
@@ -512,6 +521,7 @@ impl Writer {
             self.relays.answer_all(&mut self.answers);
             return;
         };
+        self.turn_began_at = self.shared.commit_seq();
         let mut group = std::mem::take(&mut self.group);
         let alone = !first.kind.is_grouped();
         group.push(first);
@@ -681,18 +691,38 @@ impl Writer {
         }
     }
 
-    /// Answers the writes just served, emptying `served`.
+    /// Answers the writes just served, emptying `served`. Under [`Acknowledge::Replicated`](crate::Acknowledge),
+    /// the answers of those that succeeded in a turn that committed wait for object storage instead
+    /// ([`Gated::hold`](crate::gate::Gated::hold)); failures are answered now, as they committed nothing of their
+    /// own to wait for.
     fn answer(&mut self, served: &mut Vec<WriteRequest>) {
         let metrics = &self.shared.metrics;
         metrics
             .writes
             .fetch_add(served.len() as u64, Ordering::Relaxed);
+        let commit_seq = self.shared.commit_seq();
+        let gate = self
+            .shared
+            .gate
+            .as_ref()
+            .filter(|_| commit_seq != self.turn_began_at);
+        let mut held = Vec::new();
         let mut answers = std::mem::take(&mut self.answers);
         for (mut r, outcome) in served.drain(..).zip(self.outcomes.drain(..)) {
             if r.job.resolve(outcome) {
                 metrics.write_errors.fetch_add(1, Ordering::Relaxed);
+            } else if gate.is_some() {
+                held.push(Held {
+                    job: r.job,
+                    deadline: r.deadline,
+                    permit: r.permit,
+                });
+                continue;
             }
             answers.push((r.caller, r.job as Box<dyn Reply>));
+        }
+        if let Some(gate) = gate {
+            gate.hold(commit_seq, held);
         }
         self.relays.answer_all(&mut answers);
         // Empty again; its room serves the next group.

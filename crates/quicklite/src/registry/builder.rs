@@ -256,6 +256,7 @@ impl RegistryBuilder {
             restoring: self.restore.map(Restoring::new),
             closed: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),
+            gates: Mutex::new(HashMap::new()),
             _temporary: temporary,
         });
         let tick = (self.idle_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));

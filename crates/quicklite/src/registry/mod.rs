@@ -6,6 +6,7 @@ pub(crate) mod names;
 mod restoring;
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -16,6 +17,7 @@ use rusqlite::OpenFlags;
 
 use crate::config::Config;
 use crate::engine::open::refuse_links;
+use crate::gate::Gate;
 use crate::permits::Permits;
 use crate::sched::pool::Pool;
 use crate::sched::pool::actor::Actor;
@@ -25,6 +27,10 @@ use crate::{Builder, Database, Error, MetricsSnapshot, Result};
 
 use names::validate_name;
 use restoring::Restoring;
+
+/// Uploads a registry's gate asks Litestream for at once, over all its databases: Litestream runs each database's
+/// upload on its own, so a tenant's wait need not include every other tenant's.
+const GATE_SYNCS: usize = 4;
 
 /// A set of databases in one directory, served by a bounded pool of threads.
 ///
@@ -75,6 +81,9 @@ struct RegistryInner {
     restoring: Option<Restoring>,
     closed: AtomicBool,
     handles: Mutex<Vec<JoinHandle<()>>>,
+    /// The threads that have Litestream upload the databases' commits, one per control socket, when their writes
+    /// wait for object storage ([`Acknowledge::Replicated`](crate::Acknowledge::Replicated)).
+    gates: Mutex<HashMap<PathBuf, Gate>>,
     /// The directory of a temporary registry, removed when the registry is dropped.
     _temporary: Option<tempfile::TempDir>,
 }
@@ -185,13 +194,23 @@ impl Registry {
                 ));
             }
             config.open_flags |= OpenFlags::SQLITE_OPEN_NOFOLLOW;
+            let mut gates = lock(&self.inner.gates);
+            let gate = match &config.replicated_acks {
+                Some(socket) => Some(match gates.entry(socket.clone()) {
+                    Entry::Occupied(gate) => gate.into_mut(),
+                    Entry::Vacant(room) => room.insert(Gate::start(socket.clone(), GATE_SYNCS)?),
+                }),
+                None => None,
+            };
             let (db, actor) = Database::start_pooled(
                 name.to_string(),
                 path,
                 config,
                 self.inner.pool.clone(),
                 &self.inner.inline_budget,
+                gate.map(|gate| &*gate),
             );
+            drop(gates);
             known.insert(
                 name.to_string(),
                 Known {

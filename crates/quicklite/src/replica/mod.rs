@@ -162,7 +162,7 @@ fn vfs_registered() -> bool {
 /// A transaction of a replicated database as Litestream numbers it (its TXID): how far a replica has read, and what a
 /// write on the primary reached object storage as ([`Litestream::sync`](crate::litestream::Litestream::sync)). Every
 /// write Litestream replicated up to a position is in every later one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Position(u64);
 
 impl Position {

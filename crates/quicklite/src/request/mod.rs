@@ -94,6 +94,9 @@ pub(crate) struct WriteRequest {
     /// they run ([`crate::cost`]).
     pub(crate) site: Option<(Site, Duration)>,
     pub(crate) job: Box<dyn WriteJob>,
+    /// Its room among the database's writes in flight, when their answers wait for object storage
+    /// ([`Gated::room`](crate::gate::Gated::room)); given back with its answer.
+    pub(crate) permit: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 /// A read request in the readers' queue.
