@@ -27,7 +27,9 @@
 //! - [`Registry`] serves many databases (one file per tenant) on a bounded thread pool, each through the same
 //!   [`Database`] type;
 //! - [`litestream`] reaches beyond one machine: read replicas of what Litestream keeps in object storage
-//!   ([`litestream::Replica`]), positions to wait for, a registry's tenants restored from their replicas;
+//!   ([`litestream::Replica`]), positions to wait for, a registry's tenants restored from their replicas, and
+//!   writes answered only once object storage holds them ([`Acknowledge::Replicated`],
+//!   [`Database::until_replicated`]);
 //!   [`setup`] holds the process-wide SQLite set-up and what the linked SQLite is.
 //!
 //! Closures take a [`&rusqlite::Connection`](rusqlite::Connection) and return `rusqlite::Result<T>`; the crate

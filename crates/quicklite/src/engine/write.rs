@@ -721,7 +721,9 @@ impl Writer {
             }
             answers.push((r.caller, r.job as Box<dyn Reply>));
         }
-        if let Some(gate) = gate {
+        if let Some(gate) = gate
+            && !held.is_empty()
+        {
             gate.hold(commit_seq, held);
         }
         self.relays.answer_all(&mut answers);
