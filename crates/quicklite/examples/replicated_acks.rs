@@ -28,7 +28,10 @@ async fn main() -> quicklite::Result<()> {
     };
     let tasks: usize = tasks.parse().expect("tasks");
     let time = Duration::from_secs_f64(seconds.parse().expect("seconds"));
-    let db = Database::builder(db).acknowledge(acknowledge).open().await?;
+    let db = Database::builder(db)
+        .acknowledge(acknowledge)
+        .open()
+        .await?;
     db.execute_batch("CREATE TABLE IF NOT EXISTS t(id INTEGER PRIMARY KEY, body TEXT)")
         .await?;
     let next = Arc::new(AtomicI64::new(

@@ -274,7 +274,9 @@ impl Gated {
 
 impl std::fmt::Debug for Gated {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gated").field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("Gated")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -398,12 +400,19 @@ impl Core {
                     db.replicated = db.replicated.max(target);
                     db.position = db.position.max(Position::from_txid(txid));
                     db.failure = None;
-                    while db.waiting.front().is_some_and(|(seq, ..)| *seq <= db.replicated) {
+                    while db
+                        .waiting
+                        .front()
+                        .is_some_and(|(seq, ..)| *seq <= db.replicated)
+                    {
                         let (_, since, waiter) = db.waiting.pop_front().expect("a front");
                         db.metrics.wait_us.record_duration(now - since);
                         done.push(waiter);
                     }
-                    let answered = done.iter().filter(|w| matches!(w, Waiter::Write(_))).count();
+                    let answered = done
+                        .iter()
+                        .filter(|w| matches!(w, Waiter::Write(_)))
+                        .count();
                     db.gather = (answered > 0).then(|| {
                         let wait = ((now - started) / 8).min(GATHER_AT_MOST);
                         (now + wait, db.waiting.len() + answered)

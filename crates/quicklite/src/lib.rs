@@ -108,11 +108,11 @@ mod util;
 mod wal_frames;
 mod wal_reset_bug;
 
+mod gate;
 mod inbox;
 mod queue;
 mod reply;
 mod request;
-mod gate;
 
 mod engine;
 
@@ -136,8 +136,8 @@ pub use database::held::Transaction;
 pub use database::stream::{Keyset, RowStream};
 pub use database::subscribe::Subscription;
 pub use error::{Error, OptionalExtension, RequestKind, Result};
-pub use litestream::Acknowledge;
 pub use feed::{Change, Cursor, Op};
+pub use litestream::Acknowledge;
 pub use metrics::{Distribution, MetricsSnapshot};
 pub use profile::Profile;
 pub use registry::builder::RegistryBuilder;

@@ -43,7 +43,11 @@ const LAYERS: &[(&str, u8, &str)] = &[
     ("queue", 1, "the bounded request queue"),
     ("inbox", 1, "a consumer's end of a queue"),
     ("reply", 1, "answers and relays"),
-    ("gate", 1, "answers held until object storage has their commits"),
+    (
+        "gate",
+        1,
+        "answers held until object storage has their commits",
+    ),
     ("request", 1, "requests and jobs"),
     (
         "engine",

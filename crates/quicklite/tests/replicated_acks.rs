@@ -35,7 +35,11 @@ const REPLICA: &str = "acks";
 /// The database (file `db.db` in `dir`) with its writes acknowledged once Litestream, at `dir/litestream.sock`, has
 /// uploaded them: opened by itself (`registry` false) or as a registry's tenant `db` (the registry is returned too,
 /// to keep it open).
-async fn open_acked(dir: &Path, registry: bool, timeout: Option<Duration>) -> (Database, Option<Registry>) {
+async fn open_acked(
+    dir: &Path,
+    registry: bool,
+    timeout: Option<Duration>,
+) -> (Database, Option<Registry>) {
     let acknowledge = Acknowledge::Replicated(Litestream::socket(dir.join("litestream.sock")));
     if registry {
         let registry = Registry::builder(dir)
@@ -146,7 +150,10 @@ fn run_machine_a(dir: &Path, registry: bool, litestream: Process, time: Duration
             "--test-threads=1",
         ])
         .env(CHILD_DIR, dir)
-        .env(CHILD_BACKEND, if registry { "registry" } else { "standalone" })
+        .env(
+            CHILD_BACKEND,
+            if registry { "registry" } else { "standalone" },
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -200,7 +207,10 @@ fn acknowledged_writes_survive_the_machine(registry: bool) {
         missing.len()
     );
     assert!(acked.len() > 100, "too few writes to tell: {}", acked.len());
-    assert!(missing.is_empty(), "acknowledged writes missing: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "acknowledged writes missing: {missing:?}"
+    );
 }
 
 #[test]
@@ -275,9 +285,15 @@ async fn object_storage_stopped(registry: bool) {
         m.replication_syncs,
         m.replication_sync_failures,
     );
-    assert!(before > 0 && after > 0, "throughput returns when object storage does");
+    assert!(
+        before > 0 && after > 0,
+        "throughput returns when object storage does"
+    );
     assert_eq!(during, 0, "acknowledged while object storage was stopped");
-    assert!(!not_replicated.is_empty(), "writes past their deadline are told");
+    assert!(
+        !not_replicated.is_empty(),
+        "writes past their deadline are told"
+    );
     assert_eq!(m.writes_not_replicated, not_replicated.len() as u64);
     // None lost: every write acknowledged or told NotReplicated is here, and once replicated, in object storage.
     db.until_replicated().await.unwrap();
@@ -316,22 +332,32 @@ async fn until_replicated_waits_for_what_reads_can_see() {
     // A write made by another connection: no acknowledgement of ours covered it.
     let other = rusqlite::Connection::open(dir.join("db.db")).unwrap();
     other.execute("INSERT INTO t(id) VALUES (42)", []).unwrap();
-    db.execute("INSERT INTO t(id) VALUES (43)", []).await.unwrap();
+    db.execute("INSERT INTO t(id) VALUES (43)", [])
+        .await
+        .unwrap();
     let position = db.until_replicated().await.unwrap();
     assert!(position.txid() > 0);
     // A transaction held across awaits: its commit's answer waits for its upload too; its steps' do not.
     let mut tx = db.begin().await.unwrap();
-    tx.execute("INSERT INTO t(id) VALUES (44)", []).await.unwrap();
+    tx.execute("INSERT INTO t(id) VALUES (44)", [])
+        .await
+        .unwrap();
     let waited = db.metrics().replication_wait_us.count;
     tx.commit().await.unwrap();
     assert_eq!(db.metrics().replication_wait_us.count, waited + 1);
     let restored = restored_ids(&tools, &endpoint, &tmp.path().join("restored.db"));
     for id in [42, 43, 44] {
-        assert!(restored.contains(&id), "{id} not in object storage: {restored:?}");
+        assert!(
+            restored.contains(&id),
+            "{id} not in object storage: {restored:?}"
+        );
     }
 
     // Without replicated acknowledgements, there is nothing to wait for.
-    let plain = Database::builder(tmp.path().join("plain.db")).open().await.unwrap();
+    let plain = Database::builder(tmp.path().join("plain.db"))
+        .open()
+        .await
+        .unwrap();
     assert!(matches!(
         plain.until_replicated().await,
         Err(Error::InvalidConfig(_))

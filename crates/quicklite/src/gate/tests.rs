@@ -60,12 +60,20 @@ impl StandIn {
                     let answer = match mode {
                         Litestream::Uploads { delay } => {
                             std::thread::sleep(delay);
-                            let body = format!("{{\"status\":\"synced\",\"txid\":{n},\"replicated_txid\":{n}}}");
-                            format!("HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{body}", body.len())
+                            let body = format!(
+                                "{{\"status\":\"synced\",\"txid\":{n},\"replicated_txid\":{n}}}"
+                            );
+                            format!(
+                                "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                                body.len()
+                            )
                         }
                         Litestream::Fails => {
                             let body = "{\"error\":\"sync database: upload failed\"}";
-                            format!("HTTP/1.0 500 Internal Server Error\r\nContent-Length: {}\r\n\r\n{body}", body.len())
+                            format!(
+                                "HTTP/1.0 500 Internal Server Error\r\nContent-Length: {}\r\n\r\n{body}",
+                                body.len()
+                            )
                         }
                         Litestream::Hangs => {
                             std::thread::sleep(Duration::from_secs(30));
@@ -136,7 +144,10 @@ fn a_committed_write_is_answered_once_its_upload_is_confirmed_not_before() {
     let (_gate, gated) = gated(&stand_in);
     let (held, mut rx) = committed(7, None);
     gated.hold(1, [held]);
-    assert!(answer(&mut rx, Duration::from_millis(150)).is_none(), "answered before its upload");
+    assert!(
+        answer(&mut rx, Duration::from_millis(150)).is_none(),
+        "answered before its upload"
+    );
     assert_eq!(answer(&mut rx, Duration::from_secs(2)).unwrap().unwrap(), 7);
     assert_eq!(gated.metrics.syncs.load(Ordering::Relaxed), 1);
     assert_eq!(gated.metrics.wait_us.snapshot().count, 1);
@@ -156,7 +167,10 @@ fn commits_made_during_an_upload_share_the_next_one() {
         std::thread::sleep(Duration::from_millis(4));
     }
     for (i, rx) in receivers.iter_mut().enumerate() {
-        assert_eq!(answer(rx, Duration::from_secs(3)).unwrap().unwrap(), i as i64 + 1);
+        assert_eq!(
+            answer(rx, Duration::from_secs(3)).unwrap().unwrap(),
+            i as i64 + 1
+        );
     }
     // 50 commits over about 200 ms, uploads of 100 ms, one at a time: a few uploads serve them all.
     let uploads = stand_in.requests.load(Ordering::SeqCst);
@@ -178,7 +192,10 @@ fn a_write_past_its_deadline_is_told_it_committed_but_is_not_replicated() {
         }
         other => panic!("{other:?}"),
     }
-    assert!(started.elapsed() < Duration::from_millis(1_000), "its deadline, not the upload's timeout");
+    assert!(
+        started.elapsed() < Duration::from_millis(1_000),
+        "its deadline, not the upload's timeout"
+    );
     assert_eq!(gated.metrics.not_replicated.load(Ordering::Relaxed), 1);
     // A write without a deadline waits on.
     assert!(answer(&mut patient_rx, Duration::from_millis(200)).is_none());
