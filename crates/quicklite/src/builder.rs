@@ -9,7 +9,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::config::{
     AppHooks, BoxError, Checkpointing, Config, ConnectionRole, DEFAULT_HELD_TRANSACTION_LIMIT,
-    QueueFull, Settings,
+    Migration, QueueFull, Settings,
 };
 use crate::replica::Replica;
 use crate::{Acknowledge, Database, Profile, Result};
@@ -607,7 +607,10 @@ impl Builder {
         F: Fn(&mut Connection) -> std::result::Result<(), E> + Send + Sync + 'static,
         E: Into<BoxError>,
     {
-        self.settings.hooks.migration = Some(Arc::new(move |conn| f(conn).map_err(Into::into)));
+        self.settings.hooks.migration = Some(Migration {
+            name: std::any::type_name::<F>(),
+            run: Arc::new(move |conn| f(conn).map_err(Into::into)),
+        });
         self
     }
 

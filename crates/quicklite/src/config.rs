@@ -102,8 +102,16 @@ pub(crate) type ConnectionSetup =
     Arc<dyn Fn(&mut Connection, ConnectionRole) -> std::result::Result<(), BoxError> + Send + Sync>;
 
 /// A migration, run on the writer's connection when the database is first opened.
-pub(crate) type Migration =
-    Arc<dyn Fn(&mut Connection) -> std::result::Result<(), BoxError> + Send + Sync>;
+#[derive(Clone)]
+pub(crate) struct Migration {
+    /// The function the application gave, by its type's name (a closure's names where it was written).
+    pub(crate) name: &'static str,
+    pub(crate) run: Arc<MigrationFn>,
+}
+
+/// The function of a [`Migration`].
+pub(crate) type MigrationFn =
+    dyn Fn(&mut Connection) -> std::result::Result<(), BoxError> + Send + Sync;
 
 /// The application's functions for a database's connections.
 #[derive(Clone, Default)]

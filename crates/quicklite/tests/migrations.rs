@@ -76,3 +76,53 @@ both_backends! {
         db.close().await;
     }
 }
+
+/// A migration that stops half-way through its SQL: the last statement is cut short (the first, run in autocommit
+/// mode as `execute_batch` runs it, stays).
+fn cut_short(conn: &mut rusqlite::Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "CREATE TABLE player (id INTEGER PRIMARY KEY); CREATE TABLE score (player INTEGER",
+    )
+}
+
+/// A migration whose second statement breaks a constraint.
+fn breaks_a_constraint(conn: &mut rusqlite::Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "CREATE TABLE member (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+         INSERT INTO member (id, name) VALUES (1, NULL);",
+    )
+}
+
+both_backends! {
+    #[tokio::test]
+    async fn a_failed_migration_is_named_with_the_last_statement_it_began(backend) {
+        let dir = tempfile::tempdir().unwrap();
+        let message = |refused: quicklite::Result<common::TestDb>| match refused {
+            Err(Error::Setup { stage: "migration", message, .. }) => message,
+            Err(other) => panic!("unexpected error: {other}"),
+            Ok(_) => panic!("the open succeeded"),
+        };
+        let cut = message(common::try_open_in(backend, dir.path(), |b| b.migrate(cut_short)).await);
+        assert!(cut.contains("cut_short failed: incomplete input"), "{cut}");
+        assert!(
+            cut.contains("the last statement it began: CREATE TABLE player (id INTEGER PRIMARY KEY)"),
+            "{cut}"
+        );
+        let broke =
+            message(common::try_open_in(backend, dir.path(), |b| b.migrate(breaks_a_constraint)).await);
+        assert!(broke.contains("breaks_a_constraint failed: NOT NULL constraint failed: member.name"), "{broke}");
+        assert!(
+            broke.contains("the last statement it began: INSERT INTO member (id, name) VALUES (1, NULL)"),
+            "{broke}"
+        );
+        // The statement profile is back after a migration: slow statements are still seen.
+        let db = common::open_in(backend, dir.path(), |b| {
+            b.migrate(|conn| conn.execute_batch("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY)"))
+                .slow_statement_threshold(Some(std::time::Duration::ZERO))
+        })
+        .await;
+        db.execute("INSERT INTO t (id) VALUES (1)", ()).await.unwrap();
+        assert!(db.metrics().slow_statements > 0, "{:#?}", db.metrics());
+        db.close().await;
+    }
+}

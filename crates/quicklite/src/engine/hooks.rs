@@ -128,6 +128,50 @@ where
     Ok(armed)
 }
 
+/// Runs `f` with the text of each statement `conn` begins meanwhile kept in `last` (SQLite's `SQLITE_TRACE_STMT`;
+/// the statements of triggers, which SQLite reports as comments, are left out). The trace replaces the statement
+/// profile for that time: the caller registers its hooks again afterwards
+/// ([`GuardedConnection::rearm`](crate::engine::guard::GuardedConnection::rearm)).
+pub(crate) fn tracing_statements<T>(
+    conn: *mut ffi::sqlite3,
+    last: &mut Option<String>,
+    f: impl FnOnce() -> T,
+) -> T {
+    unsafe extern "C" fn call(
+        event: c_uint,
+        state: *mut c_void,
+        _stmt: *mut c_void,
+        sql: *mut c_void,
+    ) -> c_int {
+        if event == ffi::SQLITE_TRACE_STMT as c_uint {
+            // SAFETY: `state` is the `last` borrowed for the trace's time; for a statement event SQLite passes its
+            // text.
+            let last = unsafe { &mut *state.cast::<Option<String>>() };
+            if let Some(sql) = unsafe { text(sql.cast()) }
+                && !sql.starts_with("--")
+            {
+                *last = Some(sql);
+            }
+        }
+        0
+    }
+    let state: *mut Option<String> = last;
+    // SAFETY: `conn` is an open connection used by this thread only; the trace is removed below, before `last`'s
+    // borrow ends.
+    unsafe {
+        ffi::sqlite3_trace_v2(
+            conn,
+            ffi::SQLITE_TRACE_STMT as c_uint,
+            Some(call),
+            state.cast(),
+        );
+    }
+    let out = catch_unwind(AssertUnwindSafe(f));
+    // SAFETY: as above.
+    unsafe { ffi::sqlite3_trace_v2(conn, 0, None, std::ptr::null_mut()) };
+    out.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
 /// Installs `f` as `conn`'s WAL hook: called after each commit with the number of frames in the WAL. It replaces
 /// SQLite's automatic checkpoint, which uses the same hook. A panic in `f` is dropped.
 pub(crate) fn wal_hook<F>(conn: &Connection, f: F) -> rusqlite::Result<Armed>

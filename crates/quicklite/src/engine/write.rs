@@ -21,7 +21,7 @@ use crate::engine::group::{self, BEGIN, COMMIT, Outcomes, ROLLBACK};
 use crate::engine::guard::GuardedConnection;
 use crate::engine::policy::Mode;
 use crate::engine::seat::{TAKE_BACK_WAIT, TakenBack, WriterSeat};
-use crate::engine::{Shared, held, open, witness, write_lock};
+use crate::engine::{Shared, held, hooks, open, witness, write_lock};
 use crate::feed::{self, Retention};
 use crate::gate::Held;
 use crate::inbox::Inbox;
@@ -149,18 +149,34 @@ fn open_connection(
 
 /// Runs the application's migration on the writer's connection; a transaction it leaves open is rolled back and
 /// fails it.
+///
+/// A failure names the migration (the function given to [`Builder::migrate`](crate::Builder::migrate)) and the last
+/// statement it began — the one that failed, or, for a statement SQLite could not even prepare (a syntax error,
+/// "incomplete input"), the one before it.
 fn migrate(conn: &mut GuardedConnection, migration: &Migration) -> Result<()> {
-    let failed = |message: String| Error::Setup {
-        stage: "migration",
-        connection: ConnectionRole::Writer.name(),
-        message,
+    let mut last = None;
+    // SAFETY: the handle is the open connection this thread holds; it is used through `conn` meanwhile.
+    let handle = unsafe { conn.conn().handle() };
+    let outcome = hooks::tracing_statements(handle, &mut last, || {
+        conn.allow_tx_control_mut(|c| (migration.run)(c))
+    });
+    conn.rearm();
+    let failed = |what: String| {
+        let at = match &last {
+            Some(sql) => format!("the last statement it began: {}", sql.trim()),
+            None => "it began no statement".into(),
+        };
+        Error::Setup {
+            stage: "migration",
+            connection: ConnectionRole::Writer.name(),
+            message: format!("{} failed: {what} ({at})", migration.name),
+        }
     };
-    let outcome = conn.allow_tx_control_mut(|c| migration(c));
     if !conn.conn().is_autocommit() {
         let _ = conn.control(ROLLBACK);
         return Err(failed(match outcome {
             Err(e) => e.to_string(),
-            Ok(()) => "the migration left a transaction open; it was rolled back".into(),
+            Ok(()) => "it left a transaction open, which was rolled back".into(),
         }));
     }
     outcome.map_err(|e| failed(e.to_string()))
