@@ -176,8 +176,16 @@ impl Db {
 }
 
 impl Gate {
-    /// The gate of the Litestream listening at `socket`, running up to `syncs_at_once` uploads at once.
-    pub(crate) fn start(socket: PathBuf, syncs_at_once: usize) -> std::io::Result<Gate> {
+    /// The gate of the Litestream listening at `socket`, running up to `syncs_at_once` uploads at once. Refused
+    /// ([`Error::InvalidConfig`]) if nothing listens there: every write would wait for an upload nobody makes.
+    pub(crate) fn start(socket: PathBuf, syncs_at_once: usize) -> Result<Gate> {
+        if let Err(e) = std::os::unix::net::UnixStream::connect(&socket) {
+            return Err(Error::InvalidConfig(format!(
+                "Acknowledge::Replicated: nothing listens on Litestream's control socket {} ({e}); is `litestream \
+                 replicate` running, with `socket: {{enabled: true, path: …}}` in its configuration?",
+                socket.display()
+            )));
+        }
         let core = Arc::new(Core {
             socket,
             syncs_at_once: syncs_at_once.max(1),

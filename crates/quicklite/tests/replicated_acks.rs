@@ -363,3 +363,26 @@ async fn until_replicated_waits_for_what_reads_can_see() {
         Err(Error::InvalidConfig(_))
     ));
 }
+
+#[tokio::test]
+async fn a_socket_nothing_listens_on_is_refused_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let nowhere = Acknowledge::Replicated(Litestream::socket(dir.path().join("no.sock")));
+    let refused = Database::builder(dir.path().join("db.db"))
+        .acknowledge(nowhere.clone())
+        .open()
+        .await;
+    match refused {
+        Err(Error::InvalidConfig(message)) => assert!(message.contains("no.sock"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    let registry = Registry::builder(dir.path().join("tenants"))
+        .configure(move |b| b.acknowledge(nowhere.clone()))
+        .open()
+        .await
+        .unwrap();
+    assert!(matches!(
+        registry.get("t").await,
+        Err(Error::InvalidConfig(_))
+    ));
+}
