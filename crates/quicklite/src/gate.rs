@@ -137,6 +137,9 @@ struct State {
     syncing: usize,
     /// Whether the gate's owner is gone: the thread ends once nothing waits.
     stopping: bool,
+    /// The earliest deadline of what waits, if anything that waits has one: what waits is looked through for
+    /// deadlines passed only then, not at every turn of the gate's thread.
+    next_deadline: Option<Instant>,
 }
 
 #[derive(Default)]
@@ -260,22 +263,31 @@ impl Gated {
     }
 
     fn waiting(&self, seq: u64, waiters: impl IntoIterator<Item = Waiter>, now: Instant) {
-        let mut state = lock(&self.core.state);
+        let mut guard = lock(&self.core.state);
+        let state = &mut *guard;
         let Some(db) = state.dbs.get_mut(&self.id) else {
             return;
         };
         if seq <= db.replicated {
             let position = db.position;
-            drop(state);
+            drop(guard);
             for waiter in waiters {
                 waiter.replicated(position);
             }
             return;
         }
         db.wanted = db.wanted.max(seq);
-        db.waiting
-            .extend(waiters.into_iter().map(|waiter| (seq, now, waiter)));
-        drop(state);
+        for waiter in waiters {
+            if let Some(deadline) = waiter.deadline() {
+                state.next_deadline = Some(
+                    state
+                        .next_deadline
+                        .map_or(deadline.at, |d| d.min(deadline.at)),
+                );
+            }
+            db.waiting.push_back((seq, now, waiter));
+        }
+        drop(guard);
         self.core.changed.notify_all();
     }
 }
@@ -297,6 +309,40 @@ impl Drop for Gated {
     }
 }
 
+/// Takes what waited past its deadline at `now` out of `dbs` into `expired` (with when it began to wait and the
+/// last upload failure of its database), and what nobody waits for any more; returns the earliest deadline left.
+fn expire(
+    dbs: &mut HashMap<u64, Db>,
+    now: Instant,
+    expired: &mut Vec<(Instant, Option<String>, Waiter)>,
+) -> Option<Instant> {
+    let mut next: Option<Instant> = None;
+    for db in dbs.values_mut() {
+        let before = expired.len();
+        let mut kept = VecDeque::with_capacity(db.waiting.len());
+        for (seq, since, waiter) in db.waiting.drain(..) {
+            match waiter.deadline() {
+                Some(deadline) if deadline.passed(now) => {
+                    expired.push((since, db.failure.clone(), waiter))
+                }
+                // Nobody to answer: its room goes back now.
+                _ if waiter.abandoned() => {}
+                deadline => {
+                    if let Some(deadline) = deadline {
+                        next = Some(next.map_or(deadline.at, |n| n.min(deadline.at)));
+                    }
+                    kept.push_back((seq, since, waiter));
+                }
+            }
+        }
+        db.waiting = kept;
+        db.metrics
+            .not_replicated
+            .fetch_add((expired.len() - before) as u64, Ordering::Relaxed);
+    }
+    next
+}
+
 impl Core {
     /// The gate's thread: answers what waited past its deadline, starts the uploads that are due, and sleeps until
     /// something changes or the next deadline.
@@ -310,26 +356,15 @@ impl Core {
             state
                 .dbs
                 .retain(|_, db| !(db.dropped && db.waiting.is_empty() && !db.syncing));
+            if state.next_deadline.is_some_and(|at| at <= now) {
+                state.next_deadline = expire(&mut state.dbs, now, &mut expired);
+            }
+            if let Some(at) = state.next_deadline {
+                earliest(at);
+            }
             let mut starts = Vec::new();
             let mut room = self.syncs_at_once.saturating_sub(state.syncing);
             for (&id, db) in &mut state.dbs {
-                let mut kept = VecDeque::with_capacity(db.waiting.len());
-                for (seq, since, waiter) in db.waiting.drain(..) {
-                    match waiter.deadline() {
-                        Some(deadline) if deadline.passed(now) => {
-                            expired.push((since, db.failure.clone(), waiter))
-                        }
-                        // Nobody to answer: its room goes back now.
-                        _ if waiter.abandoned() => {}
-                        deadline => {
-                            if let Some(deadline) = deadline {
-                                earliest(deadline.at);
-                            }
-                            kept.push_back((seq, since, waiter));
-                        }
-                    }
-                }
-                db.waiting = kept;
                 if db.needs_sync(now) && room > 0 {
                     room -= 1;
                     db.syncing = true;
@@ -341,11 +376,6 @@ impl Core {
                     if let Some(at) = db.retry_at.into_iter().chain(gathered).max() {
                         earliest(at);
                     }
-                }
-                if !expired.is_empty() {
-                    db.metrics
-                        .not_replicated
-                        .fetch_add(expired.len() as u64, Ordering::Relaxed);
                 }
             }
             state.syncing += starts.len();

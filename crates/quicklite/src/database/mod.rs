@@ -477,15 +477,7 @@ impl Database {
             req.permit = Some(match self.inner.config.on_full {
                 QueueFull::Wait => room.acquire_owned().await.map_err(|_| Error::Closed)?,
                 QueueFull::Fail => room.try_acquire_owned().map_err(|_| {
-                    self.inner
-                        .shared
-                        .metrics
-                        .overloaded
-                        .fetch_add(1, Ordering::Relaxed);
-                    Error::Overloaded {
-                        queue: "write",
-                        capacity: self.inner.config.write_queue_capacity,
-                    }
+                    self.overloaded("write", self.inner.config.write_queue_capacity)
                 })?,
             });
         }
@@ -499,20 +491,20 @@ impl Database {
         match self.inner.config.on_full {
             QueueFull::Wait => tx.send(req).await.map_err(|_| Error::Closed),
             QueueFull::Fail => tx.try_send(req).map_err(|e| match e {
-                TrySendError::Full(_) => {
-                    self.inner
-                        .shared
-                        .metrics
-                        .overloaded
-                        .fetch_add(1, Ordering::Relaxed);
-                    Error::Overloaded {
-                        queue,
-                        capacity: tx.capacity(),
-                    }
-                }
+                TrySendError::Full(_) => self.overloaded(queue, tx.capacity()),
                 TrySendError::Closed(_) => Error::Closed,
             }),
         }
+    }
+
+    /// A request refused because `queue` (of `capacity`) has no room, counted.
+    fn overloaded(&self, queue: &'static str, capacity: usize) -> Error {
+        self.inner
+            .shared
+            .metrics
+            .overloaded
+            .fetch_add(1, Ordering::Relaxed);
+        Error::Overloaded { queue, capacity }
     }
 
     /// The PRAGMAs in effect, read back from SQLite after the profile and overrides were applied

@@ -255,3 +255,26 @@ fn what_waits_when_its_gate_goes_is_still_answered() {
     drop(gate);
     assert_eq!(answer(&mut rx, Duration::from_secs(2)).unwrap().unwrap(), 5);
 }
+
+#[test]
+fn each_database_counts_only_its_own_writes_past_their_deadline() {
+    let stand_in = StandIn::start(Litestream::Hangs);
+    let gate = Gate::start(stand_in.socket.clone(), 1).unwrap();
+    let (one, two) = (gate.track(8), gate.track(8));
+    one.opened(PathBuf::from("/data/one.db"));
+    two.opened(PathBuf::from("/data/two.db"));
+    let deadline = Some(Duration::from_millis(100));
+    let (a, mut a_rx) = committed(1, deadline);
+    let (b, mut b_rx) = committed(2, deadline);
+    let (c, mut c_rx) = committed(3, deadline);
+    one.hold(1, [a]);
+    two.hold(1, [b, c]);
+    for rx in [&mut a_rx, &mut b_rx, &mut c_rx] {
+        assert!(matches!(
+            answer(rx, Duration::from_secs(2)),
+            Some(Err(Error::NotReplicated { .. }))
+        ));
+    }
+    assert_eq!(one.metrics.not_replicated.load(Ordering::Relaxed), 1);
+    assert_eq!(two.metrics.not_replicated.load(Ordering::Relaxed), 2);
+}
