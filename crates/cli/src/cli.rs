@@ -64,7 +64,7 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "FILES")]
     pub workload_file: Vec<PathBuf>,
 
-    /// Approaches to compare [default: all but quicklite's variants and postgres].
+    /// Approaches to compare [default: all but the variants (quicklite's, turso-mvcc, ceiling-async) and postgres].
     #[arg(short, long, value_delimiter = ',', value_name = "NAMES")]
     pub approaches: Option<Vec<ApproachName>>,
 

@@ -35,7 +35,7 @@ fn unknown_approach_lists_the_valid_ones() {
                  deadpool-sqlite, async-sqlite, sqlx, trailbase-sqlite, turso, quicklite, go-mattn, go-modernc, \
                  go-zombiezen, node-better-sqlite3, node-sqlite, quicklite-timeouts, quicklite-writes-first, \
                  quicklite-no-inline, quicklite-subscribed, quicklite-subscribed-100, quicklite-closure, quicklite-feed, \
-                 turso-mvcc, postgres]";
+                 turso-mvcc, ceiling-async, postgres]";
     rejects(
         &["--approaches", "quicklite,tokio-sqlite"],
         "invalid value 'tokio-sqlite' for '--approaches <NAMES>'",

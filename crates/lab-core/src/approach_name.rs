@@ -79,15 +79,19 @@ pub enum ApproachName {
     QuickliteFeed,
     /// `turso-mvcc`: `turso` in Turso's MVCC mode, every write transaction opened with `BEGIN CONCURRENT`.
     TursoMvcc,
+    /// `ceiling-async`: the ceiling's point reads — a plain connection per runtime worker, its snapshot kept for the
+    /// whole run — called on the worker in the lab's client loop: what a read request through the async runtime can
+    /// reach at most, with no hand-off and nothing of a library. A variant of the ceiling, for point reads only.
+    CeilingAsync,
     /// `postgres`: the `orm` suite on a PostgreSQL server the run provides (`--with-postgres`, `--postgres-url`).
     Postgres,
 }
 
 impl ApproachName {
     /// Every approach, in the order the matrix runs them and messages list them: the ceiling, the Rust approaches
-    /// (the blocking patterns, the crates, Turso, quicklite), the other languages', the variants (quicklite's, then
-    /// Turso's), then the one that needs a server.
-    pub const ALL: [ApproachName; 25] = [
+    /// (the blocking patterns, the crates, Turso, quicklite), the other languages', the variants (quicklite's, Turso's,
+    /// then the ceiling's), then the one that needs a server.
+    pub const ALL: [ApproachName; 26] = [
         Self::Ceiling,
         Self::DirectBlocking,
         Self::SpawnBlocking,
@@ -112,6 +116,7 @@ impl ApproachName {
         Self::QuickliteClosure,
         Self::QuickliteFeed,
         Self::TursoMvcc,
+        Self::CeilingAsync,
         Self::Postgres,
     ];
 
@@ -119,6 +124,7 @@ impl ApproachName {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ceiling => "ceiling",
+            Self::CeilingAsync => "ceiling-async",
             Self::DirectBlocking => "direct-blocking",
             Self::SpawnBlocking => "spawn-blocking",
             Self::PerRequest => "per-request",
@@ -150,6 +156,7 @@ impl ApproachName {
     pub fn runner(self) -> RunnerProgram {
         match self {
             Self::Ceiling
+            | Self::CeilingAsync
             | Self::DirectBlocking
             | Self::SpawnBlocking
             | Self::PerRequest
@@ -178,7 +185,7 @@ impl ApproachName {
     }
 
     /// The approach this one is a variant of — quicklite for its variants, which change one setting of it, turso for
-    /// its MVCC mode — or the approach itself.
+    /// its MVCC mode, the ceiling for its run through the async runtime — or the approach itself.
     pub fn base(self) -> ApproachName {
         match self {
             Self::QuickliteTimeouts
@@ -189,6 +196,7 @@ impl ApproachName {
             | Self::QuickliteClosure
             | Self::QuickliteFeed => Self::Quicklite,
             Self::TursoMvcc => Self::Turso,
+            Self::CeilingAsync => Self::Ceiling,
             other => other,
         }
     }
@@ -245,6 +253,7 @@ impl ApproachName {
                 matches!(workload, PointRead | Insert | Queue)
             }
             Self::Postgres => workload == Orm,
+            Self::CeilingAsync => workload == PointRead,
             // Turso's runner has no HTTP service, no ORM suite, no multi-db, no counted reads (a recursive CTE) and
             // no held transaction.
             Self::Turso | Self::TursoMvcc => {
@@ -402,7 +411,7 @@ mod tests {
              per-request, tokio-rusqlite, deadpool-sqlite, async-sqlite, sqlx, trailbase-sqlite, turso, quicklite, \
              go-mattn, go-modernc, go-zombiezen, node-better-sqlite3, node-sqlite, quicklite-timeouts, \
              quicklite-writes-first, quicklite-no-inline, quicklite-subscribed, quicklite-subscribed-100, \
-             quicklite-closure, quicklite-feed, turso-mvcc, postgres)"
+             quicklite-closure, quicklite-feed, turso-mvcc, ceiling-async, postgres)"
         );
         assert!("Quicklite".parse::<ApproachName>().is_err());
         assert!("".parse::<ApproachName>().is_err());
@@ -422,7 +431,7 @@ mod tests {
         );
         for approach in ApproachName::ALL {
             // quicklite's variants for one question each run only its workloads.
-            let one_question = matches!(approach, QuickliteClosure | QuickliteFeed);
+            let one_question = matches!(approach, QuickliteClosure | QuickliteFeed | CeilingAsync);
             assert_eq!(
                 approach.runs_custom(),
                 !approach.is_other_language() && !approach.needs_server() && !one_question,
@@ -444,7 +453,7 @@ mod tests {
     }
 
     #[test]
-    fn the_variants_are_quicklite_s_and_turso_s_and_measured_only_when_named() {
+    fn the_variants_are_quicklite_s_turso_s_and_the_ceiling_s_and_measured_only_when_named() {
         let variants = having(ApproachName::is_variant);
         assert_eq!(
             variants,
@@ -456,13 +465,14 @@ mod tests {
                 QuickliteSubscribed100,
                 QuickliteClosure,
                 QuickliteFeed,
-                TursoMvcc
+                TursoMvcc,
+                CeilingAsync
             ]
         );
         assert!(
             variants
                 .iter()
-                .all(|v| [Quicklite, Turso].contains(&v.base()))
+                .all(|v| [Quicklite, Turso, Ceiling].contains(&v.base()))
         );
         assert!(variants.iter().all(|v| v.runner() == v.base().runner()));
         let default: Vec<&str> = having(ApproachName::runs_by_default)
@@ -528,6 +538,7 @@ mod tests {
             implemented(Ceiling),
             "point-read,insert,mixed,write-read,queue"
         );
+        assert_eq!(implemented(CeilingAsync), "point-read");
         assert_eq!(
             implemented(Sqlx),
             "point-read,insert,mixed,write-read,multi-db,held-tx"

@@ -18,6 +18,7 @@ use quicklite_lab_core::{
 
 use approaches::async_sqlite::AsyncSqlite;
 use approaches::ceiling::Ceiling;
+use approaches::ceiling_async::CeilingAsync;
 use approaches::direct_blocking::DirectBlocking;
 use approaches::per_request::PerRequest;
 use approaches::postgres::Postgres;
@@ -97,6 +98,10 @@ impl Runner for QuickliteRunner {
                 let measured = measure(cell, env, memstatus_request, quicklite.clone()).await;
                 quicklite.log_metrics();
                 measured
+            }
+            ApproachName::CeilingAsync => {
+                let ceiling = CeilingAsync::open(cell, workload, &knobs, env)?;
+                measure(cell, env, memstatus_request, Arc::new(ceiling)).await
             }
             ApproachName::Ceiling => {
                 // The first thread's connection, opened here to describe the settings in effect.

@@ -41,6 +41,13 @@ fn direct_blocking_point_read() {
     assert_measured_with_server_profile(&result);
 }
 
+#[test]
+fn the_ceiling_through_the_runtime_reads_points_with_the_cells_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&tiny_cell("ceiling-async", "point-read", dir.path()));
+    assert_measured_with_server_profile(&result);
+}
+
 /// Runs a tiny queue cell with `approach` and checks the result and what is left in the queue.
 fn queue_round_trip(approach: &str) {
     let dir = tempfile::tempdir().unwrap();
@@ -293,6 +300,8 @@ fn a_variant_for_one_question_refuses_the_other_workloads() {
         ("quicklite-closure", "insert"),
         ("quicklite-feed", "point-read"),
         ("quicklite-feed", "multi-db"),
+        ("ceiling-async", "insert"),
+        ("ceiling-async", "mixed"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let result = run(&tiny_cell(approach, workload, dir.path()));

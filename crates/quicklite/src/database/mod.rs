@@ -217,8 +217,9 @@ impl Database {
         }
         let f = f.expect("not run on the caller's thread");
         let sql: Box<str> = sql.into();
-        self.queue_read(deadline, true, false, site, move |conn| f(conn, &sql))
-            .await
+        // Boxed: the reader threads' path would make every read's future as large as its own, and a future is
+        // read from memory at every poll — a cost per read on the caller's thread, where most reads run.
+        Box::pin(self.queue_read(deadline, true, false, site, move |conn| f(conn, &sql))).await
     }
 
     /// The connections for reads on the caller's thread, if a read of `site` (a read `closure`, or a statement
@@ -251,8 +252,8 @@ impl Database {
             }
             None => f,
         };
-        self.queue_read(deadline, one_statement, false, site, f)
-            .await
+        // Boxed, as `read_statement`'s.
+        Box::pin(self.queue_read(deadline, one_statement, false, site, f)).await
     }
 
     /// Queues a read for the reader threads and waits for its answer. A `fresh` read runs in a read transaction

@@ -2,6 +2,7 @@
 
 pub mod async_sqlite;
 pub mod ceiling;
+pub mod ceiling_async;
 pub mod direct_blocking;
 pub mod per_request;
 pub mod postgres;
