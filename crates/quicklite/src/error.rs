@@ -244,13 +244,14 @@ pub enum Error {
     /// storage that stopped answering gives this, and so does a tenant too large to download in time (raise the
     /// timeout).
     #[error(
-        "the restore of tenant {name:?} timed out after {timeout:?} (`litestream {command}` was killed): the tenant \
-         was not opened"
+        "the restore of tenant {name:?} timed out after {timeout:?} ({}): the tenant was not opened",
+        stopped(command)
     )]
     RestoreTimedOut {
         /// The tenant.
         name: String,
-        /// The `litestream` command that was running: `restore`, or `ltx` (the replica's last transaction).
+        /// The `litestream` command that was running: `restore`, or `ltx` (the replica's last transaction); `vfs`
+        /// for a comparison through Litestream's VFS ([`Restore::vfs`](crate::litestream::Restore::vfs)).
         command: String,
         /// The bound it ran past ([`Restore::timeout`](crate::litestream::Restore::timeout)).
         timeout: std::time::Duration,
@@ -574,6 +575,15 @@ pub(crate) fn sqlite_parts(e: &rusqlite::Error) -> (i32, String) {
             msg.clone().unwrap_or_else(|| err.to_string()),
         ),
         other => (ffi::SQLITE_ERROR, other.to_string()),
+    }
+}
+
+/// What became of the run of Litestream that a restore gave up on: `command` as [`Error::RestoreTimedOut`] names it.
+fn stopped(command: &str) -> String {
+    if command == "vfs" {
+        "its comparison through Litestream's VFS was left to finish on its own".into()
+    } else {
+        format!("`litestream {command}` was killed")
     }
 }
 

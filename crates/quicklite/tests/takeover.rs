@@ -27,6 +27,9 @@ use common::litestream::{BUCKET, Process, Tools, config_entry, signal, start_s3,
 /// Set in the child's environment: machine A's directory.
 const CHILD_DIR: &str = "QUICKLITE_TAKEOVER_CHILD_DIR";
 
+/// Set in the environment of the child that runs the takeover test itself (see the test).
+const IN_CHILD: &str = "QUICKLITE_TAKEOVER_IN_CHILD";
+
 const TENANTS: [&str; 3] = ["t0", "t1", "t2"];
 
 /// Machine A: one writer per tenant inserting ids 1, 2, … and printing `ack <tenant> <id>` once each returned; one
@@ -168,24 +171,43 @@ fn run_machine_a(
     seen
 }
 
-/// A registry in `dir` that restores missing tenants from the replicas at `url`.
-async fn restoring(tools: &Tools, dir: &Path, url: &str) -> Registry {
+/// A registry in `dir` that restores missing tenants from the replicas at `url`, and compares the copies here with
+/// them through Litestream's VFS if `through_vfs`, else by restoring them.
+async fn restoring(tools: &Tools, dir: &Path, url: &str, through_vfs: bool) -> Registry {
+    let mut restore = Restore::litestream(&tools.litestream, url);
+    if through_vfs {
+        restore = restore.vfs(tools.vfs.as_ref().expect("the VFS was required"));
+    }
     Registry::builder(dir)
-        .restore_missing(Restore::litestream(&tools.litestream, url))
+        .restore_missing(restore)
         .open()
         .await
         .unwrap()
 }
 
 /// Machine A comes back with the copies in `dir_a`: a registry there refuses each tenant, with positions that pass
-/// `positions` (Litestream's last transaction here, the replica's).
+/// `positions` (Litestream's last transaction here, the replica's) — comparing content by restoring the replicas,
+/// and again through Litestream's VFS.
 async fn machine_a_is_refused(
     dir_a: &Path,
     url: &str,
     tools: &Tools,
     positions: impl Fn(Position, Position) -> bool,
 ) {
-    let back = restoring(tools, dir_a, url).await;
+    for through_vfs in [false, true] {
+        machine_a_is_refused_comparing(dir_a, url, tools, &positions, through_vfs).await;
+    }
+}
+
+/// [`machine_a_is_refused`], comparing through the VFS or not.
+async fn machine_a_is_refused_comparing(
+    dir_a: &Path,
+    url: &str,
+    tools: &Tools,
+    positions: impl Fn(Position, Position) -> bool,
+    through_vfs: bool,
+) {
+    let back = restoring(tools, dir_a, url, through_vfs).await;
     for tenant in TENANTS {
         let started = Instant::now();
         match back.get(tenant).await {
@@ -197,7 +219,8 @@ async fn machine_a_is_refused(
                 assert_eq!(name, tenant);
                 assert!(positions(local, replica), "{tenant}: {local} {replica}");
                 println!(
-                    "{tenant}: A's copy (last transaction {local}) refused against the replica at {replica} in {:?}",
+                    "{tenant}: A's copy (last transaction {local}) refused against the replica at {replica} in {:?} \
+                     (through the VFS: {through_vfs})",
                     started.elapsed()
                 );
             }
@@ -209,15 +232,27 @@ async fn machine_a_is_refused(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_machine_s_tenants_are_restored_and_written_elsewhere() {
-    let Some(tools) = Tools::require(false) else {
+    let Some(tools) = Tools::require(true) else {
         return;
     };
-    // SAFETY (of the environment): this binary's only other test is the child, which does not run here; the
-    // registry's `litestream restore` inherits these.
-    unsafe {
-        std::env::set_var("AWS_ACCESS_KEY_ID", "test");
-        std::env::set_var("AWS_SECRET_ACCESS_KEY", "test");
-        std::env::remove_var("AWS_CA_BUNDLE");
+    // Litestream's VFS, which compares content in this process, reads the environment the process started with:
+    // the credentials for the S3 server must be there from the start. This test runs again in a child given them.
+    if std::env::var_os(IN_CHILD).is_none() {
+        let status = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "a_dead_machine_s_tenants_are_restored_and_written_elsewhere",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(IN_CHILD, "1")
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env_remove("AWS_CA_BUNDLE")
+            .status()
+            .unwrap();
+        assert!(status.success(), "the test, run in a child: {status:?}");
+        return;
     }
     let tmp = tempfile::tempdir().unwrap();
     let (dir_a, dir_b) = (tmp.path().join("a"), tmp.path().join("b"));
@@ -266,7 +301,7 @@ async fn a_dead_machine_s_tenants_are_restored_and_written_elsewhere() {
         matches!(refused, Err(quicklite::Error::InvalidConfig(_))),
         "a restore URL without {{name}}: {refused:?}"
     );
-    let registry = restoring(&tools, &dir_b, &url).await;
+    let registry = restoring(&tools, &dir_b, &url, false).await;
     for tenant in TENANTS {
         let seen = &seen[tenant];
         assert!(
@@ -374,8 +409,19 @@ async fn a_dead_machine_s_tenants_are_restored_and_written_elsewhere() {
     }
     registry.close().await.unwrap();
     machine_a_is_refused(&dir_a, &url, &tools, |local, replica| local < replica).await;
-    // B, restarted, opens its own copies: its Litestream recorded the replicas' last transactions.
-    let registry = restoring(&tools, &dir_b, &url).await;
+    // B, restarted, opens its own copies: its Litestream recorded the replicas' last transactions. Once comparing
+    // through the VFS (its registry closed before the next opens the same files), then by restoring.
+    let registry = restoring(&tools, &dir_b, &url, true).await;
+    for tenant in TENANTS {
+        let started = Instant::now();
+        registry.get(tenant).await.unwrap();
+        println!(
+            "{tenant}: B's own copy compared with its replica through the VFS and opened in {:?}",
+            started.elapsed()
+        );
+    }
+    registry.close().await.unwrap();
+    let registry = restoring(&tools, &dir_b, &url, false).await;
     for tenant in TENANTS {
         let started = Instant::now();
         let db = registry.get(tenant).await.unwrap();
@@ -403,4 +449,121 @@ async fn a_dead_machine_s_tenants_are_restored_and_written_elsewhere() {
         0
     );
     registry.close().await.unwrap();
+}
+
+/// How large a tenant [`a_large_tenant_is_compared_by_its_pages`] makes, in MiB (`QUICKLITE_COMPARE_MIB`; 1,024 by
+/// default).
+const COMPARE_MIB: &str = "QUICKLITE_COMPARE_MIB";
+
+/// A tenant of a gibibyte, replicated, its first transaction (the whole tenant) compacted in the replica and gone
+/// from here; then twice a few transactions more, after which a registry opens the copy here: first comparing it
+/// with its replica by restoring the replica, then through Litestream's VFS. Both open it; the times are printed.
+/// A measurement (minutes), run by hand: `AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test env -u AWS_CA_BUNDLE
+/// QUICKLITE_LITESTREAM_REQUIRED=1 cargo test --release --test takeover -- --ignored --nocapture a_large_tenant`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, run by hand"]
+async fn a_large_tenant_is_compared_by_its_pages() {
+    let Some(tools) = Tools::require(true) else {
+        return;
+    };
+    assert!(
+        std::env::var_os("AWS_ACCESS_KEY_ID").is_some()
+            && std::env::var_os("AWS_CA_BUNDLE").is_none(),
+        "run with AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test and without AWS_CA_BUNDLE: Litestream's VFS reads \
+         the environment the process started with"
+    );
+    let mib: u64 = std::env::var(COMPARE_MIB).map_or(1024, |v| v.parse().unwrap());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("here");
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("big.db");
+    let started = Instant::now();
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; \
+             CREATE TABLE t(id INTEGER PRIMARY KEY, body BLOB)",
+        )
+        .unwrap();
+        // Rows of 4,000 random bytes: a page each, incompressible.
+        let rows = (mib * 1024 * 1024 / 4096) as i64;
+        for chunk in 0..(rows + 9_999) / 10_000 {
+            let tx = conn.unchecked_transaction().unwrap();
+            for id in chunk * 10_000..((chunk + 1) * 10_000).min(rows) {
+                tx.execute("INSERT INTO t VALUES (?1, randomblob(4000))", [id])
+                    .unwrap();
+            }
+            tx.commit().unwrap();
+        }
+        conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+            .unwrap();
+    }
+    let size = std::fs::metadata(&db).unwrap().len();
+    println!(
+        "a tenant of {} MiB made in {:?}",
+        size >> 20,
+        started.elapsed()
+    );
+    let (_s3, endpoint) = start_s3();
+    // Level 0 compacted every 10 s and kept here 5 s after (as the replica test's configuration).
+    let yaml = format!(
+        "socket:\n  enabled: true\n  path: {}\nlevels:\n  - interval: 10s\n  - interval: 5m\n  - interval: 1h\n\
+         l0-retention: 5s\nl0-retention-check-interval: 2s\ndbs:\n{}",
+        dir.join("litestream.sock").display(),
+        config_entry(&db, "tenants/big", &endpoint)
+    );
+    std::fs::write(dir.join("litestream.yml"), yaml).unwrap();
+    let started = Instant::now();
+    let _replicating = tools.replicate(&dir.join("litestream.yml"));
+    until_listening(&dir.join("litestream.sock"));
+    let litestream = Litestream::socket(dir.join("litestream.sock"));
+    let position = litestream
+        .sync(&db, Duration::from_secs(600))
+        .await
+        .unwrap();
+    println!("replicated (to {position}) in {:?}", started.elapsed());
+    let level0 = dir.join(".big.db-litestream/ltx/0");
+    let first = level0.join("0000000000000001-0000000000000001.ltx");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while first.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the first transaction stayed in level 0 here"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    println!(
+        "the first transaction compacted in the replica and gone from here after {:?}",
+        started.elapsed()
+    );
+    let url = format!(
+        "s3://{BUCKET}/tenants/{{name}}?endpoint={endpoint}&region=us-east-1&force-path-style=true"
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    for (round, through_vfs) in [(0_i64, false), (1, true)] {
+        // Twenty transactions, a page each, which Litestream here keeps in level 0 for a few seconds.
+        for n in 0..20_i64 {
+            conn.execute(
+                "UPDATE t SET body = randomblob(4000) WHERE id = ?1",
+                [round * 100_000 + n * 1000],
+            )
+            .unwrap();
+            litestream.sync(&db, Duration::from_secs(60)).await.unwrap();
+        }
+        let files = std::fs::read_dir(&level0).unwrap().count();
+        let registry = restoring(&tools, &dir, &url, through_vfs).await;
+        let started = Instant::now();
+        let opened = registry.get("big").await.unwrap();
+        println!(
+            "compared with its replica ({}; {files} files in level 0 here) and opened in {:?}",
+            if through_vfs {
+                "through the VFS"
+            } else {
+                "restored beside it"
+            },
+            started.elapsed()
+        );
+        drop(opened);
+        registry.close().await.unwrap();
+    }
 }

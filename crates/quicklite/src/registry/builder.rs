@@ -177,7 +177,8 @@ impl RegistryBuilder {
     /// registry opened also compares content: transactions this machine recorded but never uploaded share their
     /// numbers with the other machine's first ones, so the replica, restored as of its last transaction, must hold
     /// the pages this machine's transactions up to that one wrote (as Litestream still keeps them beside the file),
-    /// or the tenant is refused too. That comparison downloads the tenant once; a tenant whose transactions up to the
+    /// or the tenant is refused too. That comparison downloads the tenant once, or with
+    /// [`Restore::vfs`](crate::litestream::Restore::vfs) only those pages; a tenant whose transactions up to the
     /// replica's last Litestream no longer keeps here (the replica compacted them: they were this machine's) is
     /// not downloaded. (A file Litestream keeps no state for here is not checked.)
     ///

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ffi};
 
+mod pages;
 mod program;
 mod restore;
 mod scratch;

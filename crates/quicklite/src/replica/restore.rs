@@ -1,14 +1,29 @@
 //! Tenants restored from their replicas with the `litestream` program, and told apart from a copy written elsewhere.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
+use super::pages::Pages;
 use super::program::{self, Failure, Stop};
 use super::scratch::{self, Scratch};
 use super::{Position, state};
+use crate::util::{lock, spawn};
 
 /// How long one look at a tenant's replica may take by default ([`Restore::timeout`]).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How often a look waiting for a comparison through the VFS sees whether its callers gave up.
+const STOP_LOOK_EVERY: Duration = Duration::from_millis(20);
+
+/// A comparison reads pages through the VFS while they are no more than the tenant has of these bytes: each page
+/// is a request to object storage (10–20 ms to S3, one after another), where a restore downloads the tenant at
+/// 50–100 MB/s. So about a page per megabyte…
+const BYTES_PER_PAGE_READ: u64 = 1 << 20;
+
+/// …and at least this many pages, whatever the tenant's size (a few seconds of requests at most).
+const PAGES_READ_AT_LEAST: u64 = 256;
 
 /// Where a [`Registry`](crate::Registry) finds a tenant it does not have on local disk: restored from the replica
 /// Litestream keeps of it, before its first open. Given to
@@ -18,6 +33,8 @@ pub struct Restore {
     program: PathBuf,
     url: String,
     timeout: Duration,
+    /// Litestream's VFS, to compare a tenant's pages through ([`Restore::vfs`]).
+    vfs: Option<PathBuf>,
 }
 
 impl Restore {
@@ -29,7 +46,24 @@ impl Restore {
             program: program.into(),
             url: url.into(),
             timeout: DEFAULT_TIMEOUT,
+            vfs: None,
         }
+    }
+
+    /// Compares a tenant's copy here with its replica through Litestream's VFS, the shared library at `extension`
+    /// (as [`Replica::litestream`](crate::litestream::Replica::litestream) loads it; every replica and restore of a
+    /// process uses the same one), instead of restoring the replica beside it: the comparison reads only the pages
+    /// this machine's transactions wrote (the VFS fetches the page index of the replica's files, then each page
+    /// asked for), not the whole tenant.
+    ///
+    /// The VFS runs in this process, where nothing can kill it: a comparison past [`Restore::timeout`], or whose
+    /// callers all gave up, is left to finish on its thread (Litestream's HTTP client gives up on its own, after a
+    /// day at most) and the `get` fails or ends at once. While such a comparison of a tenant is still running,
+    /// the next comparison of that tenant restores the replica with the `litestream` program, which can be killed.
+    /// The VFS finds S3 credentials in the environment the process started with (not in variables set later).
+    pub fn vfs(mut self, extension: impl Into<PathBuf>) -> Restore {
+        self.vfs = Some(extension.into());
+        self
     }
 
     /// How long a [`Registry::get`](crate::Registry::get) waits for Litestream before a tenant opens: the restore of
@@ -136,7 +170,8 @@ impl Restore {
     /// Whether the replica of tenant `name` as of transaction `at` holds other pages than the transactions
     /// Litestream recorded on this machine for the file `db`, up to `at`, wrote: another machine wrote transactions
     /// under the same numbers. `false` if Litestream keeps none of them here any more (the replica compacted them:
-    /// they were this machine's). Restores the replica as of `at` beside `db` to compare, then removes it; blocks.
+    /// they were this machine's). Reads the replica's pages through Litestream's VFS ([`Restore::vfs`]), or
+    /// restores the replica as of `at` beside `db` to compare, then removes it; blocks.
     pub(crate) fn diverged(
         &self,
         name: &str,
@@ -147,6 +182,12 @@ impl Restore {
         let Some(written) = state::written(db, at, state::KEPT_PAGES_MAX_BYTES)? else {
             return Ok(false);
         };
+        if let Some(extension) = &self.vfs
+            && worth_reading_pages(&written, db)
+            && let Some(comparing) = Comparing::begin(db)
+        {
+            return self.diverged_through_vfs(extension, name, db, at, written, comparing, look);
+        }
         let dir = db.parent().unwrap_or(Path::new("."));
         let scratch = Scratch::new(dir, scratch::COMPARING)
             .map_err(|e| format!("a directory to compare in, in {}: {e}", dir.display()))?;
@@ -166,6 +207,68 @@ impl Restore {
         Ok(written
             .differs_from(&replica)
             .map_err(|e| format!("{name} restored as of {at}: {e}"))?)
+    }
+
+    /// [`Restore::diverged`] through Litestream's VFS at `extension`, on a thread of its own that `look` waits for
+    /// within its bounds (and leaves to finish past them). The replica is read as of its last transaction when the
+    /// VFS opened it: past `local`, the last one recorded here, it went further (diverged); otherwise what this
+    /// machine's transactions up to that one wrote is compared.
+    #[allow(clippy::too_many_arguments)]
+    fn diverged_through_vfs(
+        &self,
+        extension: &Path,
+        name: &str,
+        db: &Path,
+        at: Position,
+        written: state::Written,
+        comparing: Comparing,
+        look: &Look,
+    ) -> Result<bool, Failure> {
+        let url = self.url.replace("{name}", name);
+        let local = state::local_position(db).unwrap_or(at);
+        let (extension, file) = (extension.to_owned(), db.to_owned());
+        let (tx, rx) = mpsc::channel();
+        spawn("quicklite-compare", move || {
+            let _comparing = comparing;
+            let outcome = (|| {
+                let mut pages = Pages::open(&extension, &url, &file)?;
+                let position = pages.position();
+                if position > local {
+                    return Ok(true);
+                }
+                let written = if position == at {
+                    Some(written)
+                } else {
+                    state::written(&file, position, state::KEPT_PAGES_MAX_BYTES)?
+                };
+                match written {
+                    Some(written) => written
+                        .differs(&mut pages)
+                        .map_err(|e| format!("the replica at {url} as of {position}: {e}")),
+                    None => Ok(false),
+                }
+            })();
+            let _ = tx.send(outcome);
+        })
+        .map_err(|e| format!("a thread to compare {name} with its replica: {e}"))?;
+        loop {
+            if look.stop.is_stopped() {
+                return Err(Failure::Stopped);
+            }
+            let now = Instant::now();
+            if now >= look.deadline {
+                return Err(Failure::TimedOut("vfs".into()));
+            }
+            match rx.recv_timeout(STOP_LOOK_EVERY.min(look.deadline - now)) {
+                Ok(outcome) => return outcome.map_err(Failure::Failed),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(Failure::Failed(format!(
+                        "the comparison of {name} with its replica ended without an answer"
+                    )));
+                }
+            }
+        }
     }
 
     /// Runs `litestream <command> <args…> <url>` within `look`'s bounds and returns what it printed.
@@ -199,6 +302,42 @@ impl Look {
                 .checked_add(restore.timeout)
                 .unwrap_or(now + Duration::from_secs(1 << 32)),
             stop,
+        }
+    }
+}
+
+/// Whether comparing `written` through the VFS costs less than restoring the tenant at `db`: few enough pages
+/// for its size ([`BYTES_PER_PAGE_READ`], [`PAGES_READ_AT_LEAST`]). Past the cap on pages kept in memory, never.
+fn worth_reading_pages(written: &state::Written, db: &Path) -> bool {
+    let size = std::fs::metadata(db).map_or(0, |m| m.len());
+    let most = (size / BYTES_PER_PAGE_READ).max(PAGES_READ_AT_LEAST);
+    let pages = written.pages_written();
+    tracing::debug!(db = %db.display(), ?pages, most, "pages this machine wrote, to compare with the replica");
+    pages.is_some_and(|pages| pages as u64 <= most)
+}
+
+/// A comparison of a tenant's copy through Litestream's VFS under way, perhaps left to finish by the look that
+/// started it: while one is, another comparison of the same file goes through the `litestream` program (which can
+/// be killed), so that a tenant whose object storage stopped answering leaves at most one thread behind.
+struct Comparing(PathBuf);
+
+/// The files being compared through the VFS in this process.
+static COMPARING: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
+
+impl Comparing {
+    /// The comparison of the file at `db`, unless one is under way.
+    fn begin(db: &Path) -> Option<Comparing> {
+        lock(&COMPARING)
+            .get_or_insert_with(HashSet::new)
+            .insert(db.to_owned())
+            .then(|| Comparing(db.to_owned()))
+    }
+}
+
+impl Drop for Comparing {
+    fn drop(&mut self) {
+        if let Some(comparing) = lock(&COMPARING).as_mut() {
+            comparing.remove(&self.0);
         }
     }
 }

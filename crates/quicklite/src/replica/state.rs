@@ -49,17 +49,24 @@ impl Written {
     /// they wrote with other bytes.
     pub(crate) fn differs_from(&self, db: &Path) -> Result<bool, String> {
         let failed = |e: std::io::Error| format!("{}: {e}", db.display());
-        let mut file = std::fs::File::open(db).map_err(failed)?;
-        let len = file.metadata().map_err(failed)?.len();
-        if len != u64::from(self.pages_after) * self.page_size as u64 {
+        let file = std::fs::File::open(db).map_err(failed)?;
+        self.differs(&mut File {
+            file,
+            path: db,
+            page_size: self.page_size,
+        })
+    }
+
+    /// Whether `copy` holds other content than these transactions left: another size, or a page they wrote with
+    /// other bytes. Reads only those pages, each once, and stops at the first that differs.
+    pub(crate) fn differs(&self, copy: &mut impl PageSource) -> Result<bool, String> {
+        if copy.other_size(u64::from(self.pages_after) * self.page_size as u64)? {
             return Ok(true);
         }
         let mut there = vec![0; self.page_size];
         let mut differs = |pgno: u32, page: &[u8]| -> Result<bool, String> {
-            file.seek(SeekFrom::Start(u64::from(pgno - 1) * self.page_size as u64))
-                .and_then(|_| file.read_exact(&mut there))
-                .map_err(failed)?;
-            Ok(there != page)
+            copy.read_page(pgno, &mut there)?;
+            Ok(!same_page(pgno, &there, page))
         };
         if let Some(pages) = &self.pages {
             for (&pgno, page) in pages.range(..=self.pages_after) {
@@ -82,11 +89,62 @@ impl Written {
         Ok(false)
     }
 
+    /// How many distinct pages the transactions wrote, if they are kept in memory (under the cap).
+    pub(crate) fn pages_written(&self) -> Option<usize> {
+        self.pages.as_ref().map(BTreeMap::len)
+    }
+
     /// Whether the pages are kept in memory (under the cap).
     #[cfg(test)]
     fn kept(&self) -> bool {
         self.pages.is_some()
     }
+}
+
+/// A copy of the database the transactions Litestream recorded here are compared with ([`Written::differs`]),
+/// read a page at a time.
+pub(crate) trait PageSource {
+    /// Whether the copy's size says it holds another database than one of `bytes`.
+    fn other_size(&mut self, bytes: u64) -> Result<bool, String>;
+
+    /// Reads page `pgno` (numbered from 1) into `page`, which is a page long.
+    fn read_page(&mut self, pgno: u32, page: &mut [u8]) -> Result<(), String>;
+}
+
+/// A copy in a file of its own: a restored database.
+struct File<'a> {
+    file: std::fs::File,
+    path: &'a Path,
+    page_size: usize,
+}
+
+impl PageSource for File<'_> {
+    fn other_size(&mut self, bytes: u64) -> Result<bool, String> {
+        let len = self
+            .file
+            .metadata()
+            .map_err(|e| format!("{}: {e}", self.path.display()))?
+            .len();
+        Ok(len != bytes)
+    }
+
+    fn read_page(&mut self, pgno: u32, page: &mut [u8]) -> Result<(), String> {
+        self.file
+            .seek(SeekFrom::Start(u64::from(pgno - 1) * self.page_size as u64))
+            .and_then(|_| self.file.read_exact(page))
+            .map_err(|e| format!("{}: {e}", self.path.display()))
+    }
+}
+
+/// Whether page `pgno` of a copy, `there`, holds what the transactions left, `page`. The first page's file format
+/// versions (bytes 18 and 19: rollback journal or WAL) and file change counter (bytes 24–27) are left out: Litestream
+/// rewrites them as it serves a replica (its VFS presents the database as one in rollback-journal mode, with a
+/// counter of its own), and WAL mode does not keep the counter; a transaction of another machine shows in the rest.
+fn same_page(pgno: u32, there: &[u8], page: &[u8]) -> bool {
+    if pgno != 1 || page.len() < 28 || there.len() != page.len() {
+        return there == page;
+    }
+    there[..18] == page[..18] && there[20..24] == page[20..24] && there[28..] == page[28..]
 }
 
 /// What the transactions up to `upto` that Litestream still keeps here wrote to the database at `db`, from its
@@ -382,6 +440,23 @@ mod tests {
         assert!(after4.differs_from(&copy).unwrap());
         database(&copy, 4, |n| [1, 5, 9, 0][n as usize - 1]);
         assert!(after4.differs_from(&copy).unwrap());
+    }
+
+    #[test]
+    fn the_first_page_is_compared_without_its_format_versions_and_change_counter() {
+        let page: Vec<u8> = (0..64).collect();
+        let mut served = page.clone();
+        // As Litestream's VFS serves it: rollback-journal versions, a counter of its own.
+        served[18] = 1;
+        served[19] = 1;
+        served[24..28].copy_from_slice(&[9, 9, 9, 9]);
+        assert!(same_page(1, &served, &page));
+        assert!(!same_page(2, &served, &page), "only the first page");
+        for byte in [0, 17, 20, 23, 28, 63] {
+            let mut other = served.clone();
+            other[byte] ^= 1;
+            assert!(!same_page(1, &other, &page), "byte {byte}");
+        }
     }
 
     #[test]
