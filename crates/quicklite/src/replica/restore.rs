@@ -85,7 +85,8 @@ impl Restore {
         self.timeout
     }
 
-    /// Checks the URL names the tenant somewhere, and the timeout leaves Litestream some time.
+    /// Checks the URL names the tenant somewhere, the timeout leaves Litestream some time, and the VFS to compare
+    /// through, if any, is a file.
     pub(crate) fn validate(&self) -> Result<(), String> {
         if !self.url.contains("{name}") {
             return Err(format!(
@@ -95,6 +96,14 @@ impl Restore {
         }
         if self.timeout.is_zero() {
             return Err("the restore timeout is zero: no restore could run".into());
+        }
+        if let Some(extension) = &self.vfs
+            && !extension.is_file()
+        {
+            return Err(format!(
+                "no Litestream VFS at {} to compare tenants through",
+                extension.display()
+            ));
         }
         Ok(())
     }
@@ -339,5 +348,32 @@ impl Drop for Comparing {
         if let Some(comparing) = lock(&COMPARING).as_mut() {
             comparing.remove(&self.0);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_restore_that_could_not_run_is_refused_with_what_is_wrong() {
+        let restore = Restore::litestream("litestream", "s3://bucket/tenants/{name}");
+        assert_eq!(restore.validate(), Ok(()));
+        let err = Restore::litestream("litestream", "s3://bucket/tenants")
+            .validate()
+            .unwrap_err();
+        assert!(err.contains("{name}"), "{err}");
+        let err = restore
+            .clone()
+            .timeout(Duration::ZERO)
+            .validate()
+            .unwrap_err();
+        assert!(err.contains("zero"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("litestream-vfs.so");
+        let err = restore.clone().vfs(&missing).validate().unwrap_err();
+        assert!(err.contains(&missing.display().to_string()), "{err}");
+        std::fs::write(&missing, b"").unwrap();
+        assert_eq!(restore.vfs(&missing).validate(), Ok(()));
     }
 }
