@@ -188,7 +188,7 @@ pub struct BenchArgs {
 
     /// SQLite build profiles, from crates/lab/build-profiles.txt: default (rusqlite's bundled flags), tuned (the
     /// workspace's LIBSQLITE3_FLAGS), threadsafe2 (tuned in multi-thread mode), … Each profile other than tuned
-    /// is built into <target>/lab-profiles/<name> (once; later runs reuse it) [default: tuned].
+    /// is built into `<target>/lab-profiles/<name>` (once; later runs reuse it) [default: tuned].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub build_profiles: Option<Vec<String>>,
 
