@@ -464,9 +464,11 @@ both_backends! {
         let (writes, inline) = (m.writes - before.writes, m.inline_writes - before.inline_writes);
         let commits = m.write_batch.count - before.write_batch.count;
         assert_eq!(writes, 6_400);
-        // Once writes come together the writer takes them all until it has waited idle: a write run on its
-        // caller's thread meanwhile would commit alone, with the others waiting for it.
-        assert!(inline * 50 < writes, "{inline} of {writes} writes ran on their callers' threads");
+        // Once writes come together the writer takes them until it has waited idle: a write run on its caller's
+        // thread meanwhile commits alone, with the others waiting for it. A few find it idle between two groups,
+        // when the tasks that write next were not polled within its wait (the runtime's two workers busy): 0–98 of
+        // 6,400 on an idle machine, 139 once in a full test run. Thousands would be writes not grouped.
+        assert!(inline * 20 < writes, "{inline} of {writes} writes ran on their callers' threads");
         assert!(commits * 4 < writes, "{commits} commits for {writes} writes: group commit served them");
     }
 }
