@@ -183,7 +183,7 @@ fn check(restore: &Restore, name: &str, path: &Path, compare: bool, look: &Look)
         Some(replica) if replica > local => Err(moved(replica)),
         Some(replica) if compare => {
             if restore
-                .diverged(name, path, replica, look)
+                .diverged(name, path, (local, replica), look)
                 .map_err(failed)?
             {
                 Err(moved(replica))

@@ -177,7 +177,7 @@ impl Restore {
     }
 
     /// Whether the replica of tenant `name` as of transaction `at` holds other pages than the transactions
-    /// Litestream recorded on this machine for the file `db`, up to `at`, wrote: another machine wrote transactions
+    /// Litestream recorded on this machine for the file `db` (the last of them `local`), up to `at`, wrote: another machine wrote transactions
     /// under the same numbers. `false` if Litestream keeps none of them here any more (the replica compacted them:
     /// they were this machine's). Reads the replica's pages through Litestream's VFS ([`Restore::vfs`]), or
     /// restores the replica as of `at` beside `db` to compare, then removes it; blocks.
@@ -185,7 +185,7 @@ impl Restore {
         &self,
         name: &str,
         db: &Path,
-        at: Position,
+        (local, at): (Position, Position),
         look: &Look,
     ) -> Result<bool, Failure> {
         let Some(written) = state::written(db, at, state::KEPT_PAGES_MAX_BYTES)? else {
@@ -195,7 +195,11 @@ impl Restore {
             && worth_reading_pages(&written, db)
             && let Some(comparing) = Comparing::begin(db)
         {
-            return self.diverged_through_vfs(extension, name, db, at, written, comparing, look);
+            let url = self.url.replace("{name}", name);
+            let positions = (local, at);
+            return Self::diverged_through_vfs(
+                extension, url, db, positions, written, comparing, look,
+            );
         }
         let dir = db.parent().unwrap_or(Path::new("."));
         let scratch = Scratch::new(dir, scratch::COMPARING)
@@ -218,48 +222,26 @@ impl Restore {
             .map_err(|e| format!("{name} restored as of {at}: {e}"))?)
     }
 
-    /// [`Restore::diverged`] through Litestream's VFS at `extension`, on a thread of its own that `look` waits for
-    /// within its bounds (and leaves to finish past them). The replica is read as of its last transaction when the
-    /// VFS opened it: past `local`, the last one recorded here, it went further (diverged); otherwise what this
-    /// machine's transactions up to that one wrote is compared.
-    #[allow(clippy::too_many_arguments)]
+    /// [`Restore::diverged`] through Litestream's VFS at `extension` ([`compare_through_vfs`]), on a thread of its
+    /// own that `look` waits for within its bounds (and leaves to finish past them, holding `comparing`).
     fn diverged_through_vfs(
-        &self,
         extension: &Path,
-        name: &str,
+        url: String,
         db: &Path,
-        at: Position,
+        (local, at): (Position, Position),
         written: state::Written,
         comparing: Comparing,
         look: &Look,
     ) -> Result<bool, Failure> {
-        let url = self.url.replace("{name}", name);
-        let local = state::local_position(db).unwrap_or(at);
         let (extension, file) = (extension.to_owned(), db.to_owned());
         let (tx, rx) = mpsc::channel();
         spawn("quicklite-compare", move || {
             let _comparing = comparing;
-            let outcome = (|| {
-                let mut pages = Pages::open(&extension, &url, &file)?;
-                let position = pages.position();
-                if position > local {
-                    return Ok(true);
-                }
-                let written = if position == at {
-                    Some(written)
-                } else {
-                    state::written(&file, position, state::KEPT_PAGES_MAX_BYTES)?
-                };
-                match written {
-                    Some(written) => written
-                        .differs(&mut pages)
-                        .map_err(|e| format!("the replica at {url} as of {position}: {e}")),
-                    None => Ok(false),
-                }
-            })();
-            let _ = tx.send(outcome);
+            let _ = tx.send(compare_through_vfs(
+                &extension, &url, &file, local, at, written,
+            ));
         })
-        .map_err(|e| format!("a thread to compare {name} with its replica: {e}"))?;
+        .map_err(|e| format!("a thread to compare {} with its replica: {e}", db.display()))?;
         loop {
             if look.stop.is_stopped() {
                 return Err(Failure::Stopped);
@@ -273,7 +255,8 @@ impl Restore {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     return Err(Failure::Failed(format!(
-                        "the comparison of {name} with its replica ended without an answer"
+                        "the comparison of {} with its replica ended without an answer",
+                        db.display()
                     )));
                 }
             }
@@ -323,6 +306,36 @@ fn worth_reading_pages(written: &state::Written, db: &Path) -> bool {
     let pages = written.pages_written();
     tracing::debug!(db = %db.display(), ?pages, most, "pages this machine wrote, to compare with the replica");
     pages.is_some_and(|pages| pages as u64 <= most)
+}
+
+/// Whether the replica at `url`, read through Litestream's VFS at `extension` as of its last transaction when the
+/// VFS opened it, diverged from the file `db`: past `local`, the last transaction recorded here, it went further;
+/// otherwise the pages this machine's transactions up to that one wrote are compared (`written`, if the replica
+/// stands at `at`, where they were read).
+fn compare_through_vfs(
+    extension: &Path,
+    url: &str,
+    db: &Path,
+    local: Position,
+    at: Position,
+    written: state::Written,
+) -> Result<bool, String> {
+    let mut pages = Pages::open(extension, url, db)?;
+    let position = pages.position();
+    if position > local {
+        return Ok(true);
+    }
+    let written = if position == at {
+        Some(written)
+    } else {
+        state::written(db, position, state::KEPT_PAGES_MAX_BYTES)?
+    };
+    match written {
+        Some(written) => written
+            .differs(&mut pages)
+            .map_err(|e| format!("the replica at {url} as of {position}: {e}")),
+        None => Ok(false),
+    }
 }
 
 /// A comparison of a tenant's copy through Litestream's VFS under way, perhaps left to finish by the look that
