@@ -38,6 +38,10 @@ const LONG_FACTOR: u64 = 4;
 /// machine. Below it, a long run only raises the average.
 const PREEMPTED: Duration = Duration::from_millis(20);
 
+/// A site's average is kept to the bound's this-many-th part ([`Costs::record`]): finer than any decision made on
+/// it needs.
+const GRAINS: u64 = 64;
+
 /// A site whose average is over the bound but within this many times it is probed on its caller's thread.
 const PROBED_WITHIN: u32 = 4;
 
@@ -153,22 +157,31 @@ impl Costs {
 
     /// Records that a run of `site` took `took`, against a bound of `bound` for reads on callers' threads. A
     /// probe's run replaces the average; other runs move it.
+    ///
+    /// The average is kept to a [`GRAINS`]th of the bound, and an entry is written only when what it says changes:
+    /// a site that keeps costing about the same leaves its cache line unwritten, so the threads reading it each keep
+    /// their copy (one written at every sampled run had to come back from another CPU at every read after it).
     pub(crate) fn record(&self, site: Site, took: Duration, bound: Duration, ran_on: RanOn) {
         let entry = &self.entries[site.index()];
         let took_ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         let bound_ns = u64::try_from(bound.as_nanos()).unwrap_or(u64::MAX);
-        let (average, until) = if entry.site.load(Relaxed) == site.0.get() {
-            let packed = entry.packed.load(Relaxed);
-            let average = packed & u64::from(u32::MAX);
-            let average = match ran_on {
-                RanOn::Probe => took_ns,
-                // An exponential average over about four runs: one cold run does not send a site away.
-                RanOn::Threads | RanOn::Caller => (average * 3 + took_ns) / 4,
-            };
-            (average, packed >> 32)
-        } else {
-            entry.site.store(site.0.get(), Relaxed);
-            (took_ns, 0)
+        let known = (entry.site.load(Relaxed) == site.0.get()).then(|| entry.packed.load(Relaxed));
+        let (average, until) = match known {
+            Some(packed) => {
+                let average = packed & u64::from(u32::MAX);
+                let average = match ran_on {
+                    RanOn::Probe => took_ns,
+                    // An exponential average over about four runs: one cold run does not send a site away.
+                    RanOn::Threads | RanOn::Caller => {
+                        average.saturating_mul(3).saturating_add(took_ns) / 4
+                    }
+                };
+                (average, packed >> 32)
+            }
+            None => {
+                entry.site.store(site.0.get(), Relaxed);
+                (took_ns, 0)
+            }
         };
         let long_ns = bound_ns
             .saturating_mul(LONG_FACTOR)
@@ -182,9 +195,12 @@ impl Costs {
         } else {
             until
         };
-        entry
-            .packed
-            .store((until << 32) | average.min(u64::from(u32::MAX)), Relaxed);
+        let grain = (bound_ns / GRAINS).max(1);
+        let average = average.saturating_add(grain / 2) / grain * grain;
+        let packed = (until << 32) | average.min(u64::from(u32::MAX));
+        if known != Some(packed) {
+            entry.packed.store(packed, Relaxed);
+        }
     }
 }
 
@@ -192,7 +208,8 @@ impl Costs {
 mod tests {
     use super::*;
 
-    const BOUND: Duration = Duration::from_micros(20);
+    /// A bound whose grain is a microsecond.
+    const BOUND: Duration = Duration::from_micros(GRAINS);
 
     #[test]
     fn a_site_is_unknown_until_it_has_run() {
@@ -201,6 +218,20 @@ mod tests {
         assert_eq!(costs.known(site), Known::Unknown);
         costs.record(site, Duration::from_micros(2), BOUND, RanOn::Threads);
         assert_eq!(costs.known(site), Known::Costs(Duration::from_micros(2)));
+    }
+
+    #[test]
+    fn the_average_is_kept_to_a_grain_of_the_bound_and_a_run_that_costs_about_as_much_leaves_it() {
+        let costs = Costs::default();
+        let site = Site::of::<fn(u8)>(None);
+        costs.record(site, Duration::from_nanos(2_400), BOUND, RanOn::Threads);
+        assert_eq!(costs.known(site), Known::Costs(Duration::from_micros(2)));
+        // (3 × 2 + 2.9) / 4 = 2.225 µs: the same grain.
+        costs.record(site, Duration::from_nanos(2_900), BOUND, RanOn::Caller);
+        assert_eq!(costs.known(site), Known::Costs(Duration::from_micros(2)));
+        // (3 × 2 + 6) / 4 = 3 µs.
+        costs.record(site, Duration::from_micros(6), BOUND, RanOn::Caller);
+        assert_eq!(costs.known(site), Known::Costs(Duration::from_micros(3)));
     }
 
     #[test]
