@@ -210,7 +210,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "APPROACH", default_value_t = DEFAULT_BASELINE)]
     pub baseline: ApproachName,
 
-    /// Results directory [default: results/<UTC timestamp>].
+    /// Results directory (by default `results/<UTC timestamp>`).
     #[arg(short, long, visible_alias = "output-dir", value_name = "DIR")]
     pub output: Option<PathBuf>,
 

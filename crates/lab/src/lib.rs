@@ -3,8 +3,8 @@
 //!
 //! # Design
 //!
-//! A [`Cell`](quicklite_lab_core::Cell) goes to a runner as JSON on stdin and a
-//! [`CellResult`](quicklite_lab_core::CellResult) comes back on stdout, so process-wide SQLite state never leaks
+//! A [`Cell`] goes to a runner as JSON on stdin and a
+//! [`CellResult`] comes back on stdout, so process-wide SQLite state never leaks
 //! from one cell into the next and a runner may link any SQLite binding (docs/design.md, "Lab architecture").
 //! A runner that crashes, hangs or prints garbage becomes a failed result and the run goes on. After every cell
 //! the CSV, JSON and reports are rewritten atomically, so an interrupted run keeps what it measured. The CSV

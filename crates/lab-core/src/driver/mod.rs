@@ -53,9 +53,9 @@ pub async fn drive<A: Approach>(cell: &Cell, approach: Arc<A>) -> Result<Measure
     Ok(measurement)
 }
 
-/// Runs `cell` as the ceiling (see [`ceiling`]): `open` gives each of its threads a connection, all opened before
-/// the warm-up begins. Its threads end with the window and close their connections, so its idle window measures
-/// that closing and then the runner's runtime alone.
+/// Runs `cell` as the ceiling (the driver's `ceiling` module): `open` gives each of its threads a connection, all
+/// opened before the warm-up begins. Its threads end with the window and close their connections, so its idle window
+/// measures that closing and then the runner's runtime alone.
 pub async fn drive_ceiling<C, F>(cell: &Cell, open: F) -> Result<Measurement>
 where
     C: CeilingConnection,

@@ -1,5 +1,5 @@
 //! Which program measures which approach ([`Runners`]), found among the programs given or the lab's own runners
-//! (built by [`build`] when asked).
+//! (built by [`build()`] when asked).
 //!
 //! The Rust approaches live in four runner programs because cargo allows one `links = "sqlite3"` crate per
 //! workspace: the main workspace's `quicklite-runner` (rusqlite 0.41), and three peer workspaces under `runners/`
