@@ -47,6 +47,11 @@ impl<R> Inbox<R> {
         self.taken.pop_front()
     }
 
+    /// The requests already taken, not served yet, oldest first.
+    pub(crate) fn taken(&self) -> impl Iterator<Item = &R> {
+        self.taken.iter()
+    }
+
     /// Puts `request` back, to be served first.
     pub(crate) fn push_front(&mut self, request: R) {
         self.taken.push_front(request);
