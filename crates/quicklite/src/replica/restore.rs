@@ -177,9 +177,9 @@ impl Restore {
     }
 
     /// Whether the replica of tenant `name` as of transaction `at` holds other pages than the transactions
-    /// Litestream recorded on this machine for the file `db` (the last of them `local`), up to `at`, wrote: another machine wrote transactions
-    /// under the same numbers. `false` if Litestream keeps none of them here any more (the replica compacted them:
-    /// they were this machine's). Reads the replica's pages through Litestream's VFS ([`Restore::vfs`]), or
+    /// Litestream recorded on this machine for the file `db` (the last of them `local`), up to `at`, wrote: another
+    /// machine wrote transactions under the same numbers. `false` if Litestream keeps none of them here any more (the
+    /// replica compacted them: they were this machine's). Reads the replica's pages through Litestream's VFS ([`Restore::vfs`]), or
     /// restores the replica as of `at` beside `db` to compare, then removes it; blocks.
     pub(crate) fn diverged(
         &self,
@@ -196,9 +196,14 @@ impl Restore {
             && let Some(comparing) = Comparing::begin(db)
         {
             let url = self.url.replace("{name}", name);
-            let positions = (local, at);
             return Self::diverged_through_vfs(
-                extension, url, db, positions, written, comparing, look,
+                extension,
+                url,
+                db,
+                (local, at),
+                written,
+                comparing,
+                look,
             );
         }
         let dir = db.parent().unwrap_or(Path::new("."));
