@@ -286,7 +286,9 @@ impl Database {
             span: tracing::Span::current(),
             job,
         };
-        self.enqueue(&self.inner.read_tx, req, "read").await?;
+        if let Some(req) = self.enqueue_now(&self.inner.read_tx, req, "read")? {
+            Box::pin(self.enqueue(&self.inner.read_tx, req, "read")).await?;
+        }
         self.inner.backend.notify_read();
         receive(rx, Asked::Read).await
     }
@@ -419,7 +421,14 @@ impl Database {
                 Some(not_run) => req = not_run,
             }
         }
-        self.queue_request(req).await?;
+        let queued = match self.inner.shared.gate {
+            None => self.enqueue_now(&self.inner.write_tx, req, "write")?,
+            Some(_) => Some(req),
+        };
+        match queued {
+            None => self.inner.backend.notify_write(),
+            Some(req) => Box::pin(self.queue_request(req)).await?,
+        }
         receive(rx, Asked::Write).await
     }
 
@@ -485,6 +494,23 @@ impl Database {
         self.enqueue(&self.inner.write_tx, req, "write").await?;
         self.inner.backend.notify_write();
         Ok(())
+    }
+
+    /// Puts a request on a queue if it has room now. Without room, gives the request back to wait for it
+    /// ([`Database::enqueue`]), or fails fast with [`Error::Overloaded`], as configured.
+    ///
+    /// A request that waits for room does so in a future of its own, allocated then: a future that awaits one
+    /// holds the request it sends, so the common case's future would carry the request twice more, and every
+    /// caller's future is moved as a whole where it is made.
+    fn enqueue_now<R>(&self, tx: &Sender<R>, req: R, queue: &'static str) -> Result<Option<R>> {
+        match tx.try_send(req) {
+            Ok(()) => Ok(None),
+            Err(TrySendError::Closed(_)) => Err(Error::Closed),
+            Err(TrySendError::Full(req)) => match self.inner.config.on_full {
+                QueueFull::Wait => Ok(Some(req)),
+                QueueFull::Fail => Err(self.overloaded(queue, tx.capacity())),
+            },
+        }
     }
 
     /// Puts a request on a queue: waits for room, or fails fast with [`Error::Overloaded`], as configured.
