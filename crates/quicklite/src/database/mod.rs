@@ -156,8 +156,9 @@ impl Database {
     ///
     /// `f` runs on a reader thread — so it may block, as on any thread of its own — and other reads may share the
     /// snapshot. With [`Builder::inline_read_closures`](crate::Builder::inline_read_closures), a closure whose
-    /// reads have been short lately runs on the thread that polls this future instead, without a hand-off. A write attempted here fails with `SQLITE_READONLY`; transaction
-    /// control (`BEGIN`, `COMMIT`, …) is refused with `SQLITE_AUTH`, because the reader manages the transaction.
+    /// reads have been short lately runs on the thread that polls this future instead, without a hand-off. A write
+    /// attempted here fails with `SQLITE_READONLY`; transaction control (`BEGIN`, `COMMIT`, …) is refused with
+    /// `SQLITE_AUTH`, because the reader manages the transaction.
     /// With a timeout ([`Database::with_timeout`], [`Builder::read_timeout`](crate::Builder::read_timeout)), a read
     /// still queued or running past it fails with [`Error::Timeout`].
     pub async fn read<T, F>(&self, f: F) -> Result<T>
@@ -421,13 +422,8 @@ impl Database {
                 Some(not_run) => req = not_run,
             }
         }
-        let queued = match self.inner.shared.gate {
-            None => self.enqueue_now(&self.inner.write_tx, req, "write")?,
-            Some(_) => Some(req),
-        };
-        match queued {
-            None => self.inner.backend.notify_write(),
-            Some(req) => Box::pin(self.queue_request(req)).await?,
+        if let Some(req) = self.queue_now(req)? {
+            Box::pin(self.queue_request(req)).await?;
         }
         receive(rx, Asked::Write).await
     }
@@ -440,7 +436,10 @@ impl Database {
         job: Box<dyn WriteJob>,
     ) -> Result<()> {
         let req = self.write_request(kind, deadline, None, job)?;
-        self.queue_request(req).await
+        if let Some(req) = self.queue_now(req)? {
+            Box::pin(self.queue_request(req)).await?;
+        }
+        Ok(())
     }
 
     /// The request of a write job (made at call site `made_at`, if known); refused on a read replica.
@@ -476,6 +475,20 @@ impl Database {
             job,
             permit: None,
         })
+    }
+
+    /// Puts a write request on the writer's queue and wakes the writer if it can go there now
+    /// ([`Database::enqueue_now`]); gives it back to [`Database::queue_request`] if it must wait for room, or for its
+    /// room among the writes in flight under [`Acknowledge::Replicated`](crate::Acknowledge::Replicated).
+    fn queue_now(&self, req: WriteRequest) -> Result<Option<WriteRequest>> {
+        if self.inner.shared.gate.is_some() {
+            return Ok(Some(req));
+        }
+        let waits = self.enqueue_now(&self.inner.write_tx, req, "write")?;
+        if waits.is_none() {
+            self.inner.backend.notify_write();
+        }
+        Ok(waits)
     }
 
     /// Puts a write request on the writer's queue and wakes the writer. Under

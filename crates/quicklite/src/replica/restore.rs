@@ -179,8 +179,8 @@ impl Restore {
     /// Whether the replica of tenant `name` as of transaction `at` holds other pages than the transactions
     /// Litestream recorded on this machine for the file `db` (the last of them `local`), up to `at`, wrote: another
     /// machine wrote transactions under the same numbers. `false` if Litestream keeps none of them here any more (the
-    /// replica compacted them: they were this machine's). Reads the replica's pages through Litestream's VFS ([`Restore::vfs`]), or
-    /// restores the replica as of `at` beside `db` to compare, then removes it; blocks.
+    /// replica compacted them: they were this machine's). Reads the replica's pages through Litestream's VFS
+    /// ([`Restore::vfs`]), or restores the replica as of `at` beside `db` to compare, then removes it; blocks.
     pub(crate) fn diverged(
         &self,
         name: &str,
