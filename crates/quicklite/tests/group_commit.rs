@@ -598,3 +598,75 @@ both_backends! {
         }
     }
 }
+
+/// Spawns a write of the row (`k`, `k`) into `kv`.
+fn spawn_insert(db: &Database, k: i64) -> tokio::task::JoinHandle<quicklite::Result<usize>> {
+    let db = db.clone();
+    tokio::spawn(async move {
+        db.write(move |c| c.execute("INSERT INTO kv VALUES (?1, ?1)", [k]))
+            .await
+    })
+}
+
+both_backends! {
+    /// Writes queued while a group runs join it before it commits, in their order — up to a write that must run
+    /// alone, and not one whose caller stopped waiting.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_queued_while_a_group_runs_join_its_commit(backend) {
+        let db = kv(backend).await;
+        let (release, blocker) = common::hold_writer(&db).await;
+        let (running_tx, running) = tokio::sync::oneshot::channel::<()>();
+        let (go, go_rx) = std::sync::mpsc::channel::<()>();
+        let first = {
+            let db = db.clone();
+            tokio::spawn(async move {
+                db.write(move |c| {
+                    let _ = running_tx.send(());
+                    let _ = go_rx.recv();
+                    c.execute("INSERT INTO kv VALUES (1, 1)", [])
+                })
+                .await
+            })
+        };
+        common::until_write_queue_holds(&db, 1).await;
+        let second = spawn_insert(&db, 2);
+        common::until_write_queue_holds(&db, 2).await;
+        release.send(()).unwrap();
+        blocker.await.unwrap();
+        // The first two run as a group, the first held inside its closure while more writes queue.
+        running.await.unwrap();
+        let third = spawn_insert(&db, 3);
+        common::until_write_queue_holds(&db, 1).await;
+        let gone = spawn_insert(&db, 5);
+        common::until_write_queue_holds(&db, 2).await;
+        gone.abort();
+        assert!(gone.await.unwrap_err().is_cancelled());
+        let fourth = spawn_insert(&db, 6);
+        common::until_write_queue_holds(&db, 3).await;
+        let alone = {
+            let db = db.clone();
+            tokio::spawn(async move {
+                db.transaction(|c| c.execute("INSERT INTO kv VALUES (4, 4)", []))
+                    .await
+            })
+        };
+        common::until_write_queue_holds(&db, 4).await;
+        let last = spawn_insert(&db, 7);
+        common::until_write_queue_holds(&db, 5).await;
+        go.send(()).unwrap();
+        for write in [first, second, third, fourth, alone, last] {
+            assert_eq!(write.await.unwrap().unwrap(), 1);
+        }
+        let m = db.metrics();
+        // First, second, third and fourth in one commit; the transaction alone, then the last write.
+        assert_eq!(m.write_batch.max, 4, "{m:?}");
+        assert_eq!(m.abandoned_writes, 1, "{m:?}");
+        db.evict().await;
+        let keys: Vec<i64> = db
+            .query_all("SELECT k FROM kv ORDER BY k", [], |r| r.get(0))
+            .await
+            .unwrap();
+        assert_eq!(keys, [1, 2, 3, 4, 6, 7]);
+        db.close().await;
+    }
+}

@@ -49,11 +49,16 @@ pub(crate) struct LockHeld;
 /// Runs `group` (two or more grouped writes, or one) in one transaction; fills `outcomes`, one per write.
 /// Returns whether a `COMMIT` succeeded (and was published to read-your-writes), or [`LockHeld`] with `outcomes`
 /// left empty: the caller decides whether the group waits on.
+///
+/// Once the group's writes have run, and before it commits, `join` may add writes to a group of several (those
+/// queued meanwhile): they run in the same transaction, each in its savepoint, and share its commit rather than
+/// wait for the next one. It is asked again after they have run, until it adds none.
 pub(crate) fn commit_group(
     conn: &GuardedConnection,
     shared: &Shared,
-    group: &mut [WriteRequest],
+    group: &mut Vec<WriteRequest>,
     outcomes: &mut Outcomes,
+    mut join: impl FnMut(&mut Vec<WriteRequest>),
 ) -> Result<bool, LockHeld> {
     let metrics = &shared.metrics;
     let began = Instant::now();
@@ -73,7 +78,16 @@ pub(crate) fn commit_group(
     let single = group.len() == 1;
     // Writes from `open_from` on have their work in the open transaction.
     let mut open_from = 0;
-    for i in 0..group.len() {
+    let mut next = 0;
+    loop {
+        if next == group.len() && !single {
+            join(group);
+        }
+        if next == group.len() {
+            break;
+        }
+        let i = next;
+        next += 1;
         let savepoint = !single && group[i].kind == WriteKind::Grouped;
         if savepoint && let Err(e) = conn.control(SAVEPOINT_SQL) {
             outcomes.push(Some(Error::copy_sqlite(&e)));
@@ -542,7 +556,7 @@ mod tests {
         let (mut group, replies) = split(vec![insert(1), insert(2)]);
         let mut outcomes = Outcomes::new();
         assert_eq!(
-            commit_group(&conn, &shared, &mut group, &mut outcomes),
+            commit_group(&conn, &shared, &mut group, &mut outcomes, |_| {}),
             Err(LockHeld)
         );
         assert!(outcomes.is_empty(), "{outcomes:?}");
@@ -551,12 +565,64 @@ mod tests {
         // Nothing ran, so the same writes run once the lock is let go (a job that ran twice would fail).
         other.execute_batch("COMMIT").unwrap();
         assert_eq!(
-            commit_group(&conn, &shared, &mut group, &mut outcomes),
+            commit_group(&conn, &shared, &mut group, &mut outcomes, |_| {}),
             Ok(true)
         );
         let answers = answer(group, outcomes, replies);
         assert!(answers.iter().all(|a| matches!(a, Ok(1))), "{answers:?}");
         assert_eq!(rows(&conn), [1, 2]);
+    }
+
+    #[test]
+    fn writes_joined_before_the_commit_run_in_their_savepoints_and_share_it() {
+        let (conn, shared) = connection();
+        let (mut group, mut replies) = split(vec![insert(1), insert(2)]);
+        // Joined after the first two ran: a write, and one that fails (its savepoint undoes it alone); then, once
+        // those ran, one more; then none.
+        let mut later = vec![
+            vec![
+                insert(3),
+                request(WriteKind::Grouped, |c| {
+                    c.execute("INSERT INTO t VALUES (4)", [])?;
+                    c.execute("INSERT INTO nowhere VALUES (1)", [])
+                }),
+            ],
+            vec![insert(5)],
+        ]
+        .into_iter();
+        let mut asked = 0;
+        let mut outcomes = Outcomes::new();
+        let committed = commit_group(&conn, &shared, &mut group, &mut outcomes, |group| {
+            asked += 1;
+            // Asked once every write so far has run, in the open transaction.
+            assert_eq!(group.len(), [2, 4, 5][asked - 1]);
+            assert_eq!(rows(&conn).len(), [2, 3, 4][asked - 1]);
+            for (request, reply) in later.next().into_iter().flatten() {
+                group.push(request);
+                replies.push(reply);
+            }
+        });
+        assert_eq!(committed, Ok(true));
+        assert_eq!(asked, 3, "asked until it added none");
+        let answers = answer(group, outcomes, replies);
+        assert!(
+            matches!(answers[..], [Ok(1), Ok(1), Ok(1), Err(_), Ok(1)]),
+            "{answers:?}"
+        );
+        assert_eq!(rows(&conn), [1, 2, 3, 5]);
+        assert_eq!(shared.commit_seq(), 1, "one commit for all of them");
+    }
+
+    #[test]
+    fn a_lone_write_is_joined_by_nothing() {
+        let (conn, shared) = connection();
+        let (mut group, replies) = split(vec![insert(1)]);
+        let mut outcomes = Outcomes::new();
+        let committed = commit_group(&conn, &shared, &mut group, &mut outcomes, |_| {
+            panic!("a lone write runs without a savepoint: nothing may join it")
+        });
+        assert_eq!(committed, Ok(true));
+        assert!(matches!(answer(group, outcomes, replies)[..], [Ok(1)]));
     }
 
     #[test]
@@ -572,7 +638,7 @@ mod tests {
         ]);
         let mut outcomes = Outcomes::new();
         assert_eq!(
-            commit_group(&conn, &shared, &mut group, &mut outcomes),
+            commit_group(&conn, &shared, &mut group, &mut outcomes, |_| {}),
             Ok(true)
         );
         assert!(outcomes.iter().all(Option::is_none), "{outcomes:?}");
@@ -599,7 +665,7 @@ mod tests {
         ]);
         let mut outcomes = Outcomes::new();
         assert_eq!(
-            commit_group(&conn, &shared, &mut group, &mut outcomes),
+            commit_group(&conn, &shared, &mut group, &mut outcomes, |_| {}),
             Ok(true)
         );
         let answers = answer(group, outcomes, replies);
@@ -623,7 +689,7 @@ mod tests {
         ]);
         let mut outcomes = Outcomes::new();
         assert_eq!(
-            commit_group(&conn, &shared, &mut group, &mut outcomes),
+            commit_group(&conn, &shared, &mut group, &mut outcomes, |_| {}),
             Ok(false)
         );
         for outcome in &outcomes {
@@ -656,7 +722,7 @@ mod tests {
         ]);
         let mut outcomes = Outcomes::new();
         assert_eq!(
-            commit_group(&conn, &shared, &mut group, &mut outcomes),
+            commit_group(&conn, &shared, &mut group, &mut outcomes, |_| {}),
             Ok(true)
         );
         assert!(
@@ -690,7 +756,7 @@ mod tests {
         ]);
         let mut outcomes = Outcomes::new();
         assert_eq!(
-            commit_group(&conn, &shared, &mut group, &mut outcomes),
+            commit_group(&conn, &shared, &mut group, &mut outcomes, |_| {}),
             Ok(true)
         );
         let answers = answer(group, outcomes, replies);

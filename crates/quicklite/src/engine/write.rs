@@ -25,6 +25,7 @@ use crate::engine::{Shared, held, hooks, open, witness, write_lock};
 use crate::feed::{self, Retention};
 use crate::gate::Held;
 use crate::inbox::Inbox;
+use crate::metrics::Metrics;
 use crate::queue::Receiver;
 use crate::reply::{Answers, Relays, Reply};
 use crate::request::{WriteKind, WriteRequest};
@@ -532,7 +533,7 @@ impl Writer {
     /// checkpoint that is due, if any, and looks for commits from outside if a look is due (a writer that is never
     /// idle looks too).
     pub(crate) fn serve(&mut self, first: WriteRequest) {
-        let Some(first) = self.still_wanted(first) else {
+        let Some(first) = still_wanted(&self.shared, &mut self.answers, first) else {
             // Its timeout, if it timed out.
             self.relays.answer_all(&mut self.answers);
             return;
@@ -548,7 +549,16 @@ impl Writer {
             for request in self.inbox.taken() {
                 std::hint::black_box(request.job.abandoned());
             }
-            self.fill(&mut group);
+            let max = self.config.write_batch_max;
+            let linger = self.config.write_linger;
+            fill(
+                &mut self.inbox,
+                &self.shared,
+                &mut self.answers,
+                max,
+                linger,
+                &mut group,
+            );
         }
         // Until the writer waits idle ([`Writer::idle`]): under a load that groups writes, some turns still find
         // one write only.
@@ -566,57 +576,6 @@ impl Writer {
         self.look_outside_if_due();
     }
 
-    /// Adds queued grouped writes to `group`, up to the batch limit; stops at a write that must run alone (left
-    /// first in the inbox). With a linger time, waits up to that long for more writes to join.
-    fn fill(&mut self, group: &mut Vec<WriteRequest>) {
-        let deadline = (!self.config.write_linger.is_zero())
-            .then(|| Instant::now() + self.config.write_linger);
-        let max = self.config.write_batch_max;
-        while group.len() < max {
-            match self.inbox.pop_now_up_to(max - group.len()) {
-                Some(r) if r.kind.is_grouped() => group.extend(self.still_wanted(r)),
-                Some(r) => {
-                    self.inbox.push_front(r);
-                    return;
-                }
-                None => match deadline {
-                    Some(d) if Instant::now() < d => {
-                        std::thread::sleep((d - Instant::now()).min(Duration::from_micros(50)))
-                    }
-                    _ => break,
-                },
-            }
-        }
-    }
-
-    /// `request`, unless its caller has stopped waiting (then it is not run, so not committed, only counted) or it
-    /// is past its deadline (then it is answered with the timeout). A write that has started runs to its end
-    /// whatever its caller does.
-    fn still_wanted(&mut self, request: WriteRequest) -> Option<WriteRequest> {
-        let metrics = &self.shared.metrics;
-        if request.job.abandoned() {
-            metrics.abandoned_writes.fetch_add(1, Ordering::Relaxed);
-            return None;
-        }
-        match request.deadline {
-            Some(deadline) if deadline.passed(Instant::now()) => {
-                self.answer_without_running(request, deadline.error(RequestKind::Write, false));
-                None
-            }
-            _ => Some(request),
-        }
-    }
-
-    /// Answers `request`, which did not run, with `error`.
-    fn answer_without_running(&mut self, request: WriteRequest, error: Error) {
-        let metrics = &self.shared.metrics;
-        let mut job = request.job;
-        job.fail_later(error);
-        metrics.writes.fetch_add(1, Ordering::Relaxed);
-        metrics.write_errors.fetch_add(1, Ordering::Relaxed);
-        self.answers.push((request.caller, job as Box<dyn Reply>));
-    }
-
     /// Runs a group of writes in one transaction; the outcomes wait in `self.outcomes`.
     ///
     /// While another connection holds the write lock, the group waits for it ([`write_lock`]) as long as its
@@ -624,13 +583,21 @@ impl Writer {
     /// those that waited `write_lock_wait` with [`Error::WriteLockHeld`], and the others wait on.
     fn serve_group(&mut self, group: &mut Vec<WriteRequest>) {
         let _span = tracing::debug_span!("quicklite.write_group", writes = group.len()).entered();
-        self.record_waits(group);
+        record_waits(&self.shared.metrics, group);
         let since = Instant::now();
         let bound = self.config.write_lock_wait;
         while !group.is_empty() {
             let wait = write_lock::wait(group, since, bound, Instant::now());
+            let (conn, shared, inbox, answers) =
+                (&self.conn, &self.shared, &mut self.inbox, &mut self.answers);
+            let (outcomes, max) = (&mut self.outcomes, self.config.write_batch_max);
             let began = self.busy.waiting_up_to(wait, || {
-                group::commit_group(&self.conn, &self.shared, group, &mut self.outcomes)
+                group::commit_group(conn, shared, group, outcomes, |group| {
+                    // Writes queued while the group ran join it: they share its commit, with no wait.
+                    let joined = group.len();
+                    fill(inbox, shared, answers, max, Duration::ZERO, group);
+                    record_waits(&shared.metrics, &group[joined..]);
+                })
             });
             if began.is_ok() {
                 return;
@@ -640,13 +607,13 @@ impl Writer {
             let mut held = None;
             let before = group.len();
             for request in std::mem::take(group) {
-                let Some(request) = self.still_wanted(request) else {
+                let Some(request) = still_wanted(&self.shared, &mut self.answers, request) else {
                     continue;
                 };
                 if write_lock::gives_up_at(&request, since, bound) <= Instant::now() {
                     let error = held.get_or_insert_with(|| write_lock::held(self.file(), waited));
                     let error = error.duplicate();
-                    self.answer_without_running(request, error);
+                    answer_without_running(&self.shared, &mut self.answers, request, error);
                 } else {
                     group.push(request);
                 }
@@ -671,7 +638,7 @@ impl Writer {
         let span =
             tracing::debug_span!(parent: &request.span, "quicklite.write", kind = ?request.kind);
         let _span = span.enter();
-        self.record_waits(std::slice::from_ref(request));
+        record_waits(&self.shared.metrics, std::slice::from_ref(request));
         let since = Instant::now();
         let wait = write_lock::gives_up_at(request, since, self.config.write_lock_wait)
             .saturating_duration_since(since);
@@ -701,16 +668,6 @@ impl Writer {
         }
         self.outcomes.clear();
         self.outcomes.push(outcome);
-    }
-
-    fn record_waits(&self, requests: &[WriteRequest]) {
-        let now = Instant::now();
-        for r in requests {
-            self.shared
-                .metrics
-                .write_queue_wait_us
-                .record_duration(now - r.enqueued);
-        }
     }
 
     /// Answers the writes just served, emptying `served`. Under [`Acknowledge::Replicated`](crate::Acknowledge),
@@ -824,5 +781,84 @@ impl Writer {
         if let Some(Err(e)) = self.conn.0.take().map(GuardedConnection::close) {
             tracing::warn!(error = %e, "closing the writer connection failed");
         }
+    }
+}
+
+/// Adds queued grouped writes to `group`, up to `max` in all, leaving out those no longer wanted ([`still_wanted`]);
+/// stops at a write that must run alone (left first in `inbox`). Waits up to `linger` for more writes to join; with
+/// none, takes only what is queued now.
+fn fill(
+    inbox: &mut Inbox<WriteRequest>,
+    shared: &Shared,
+    answers: &mut Answers,
+    max: usize,
+    linger: Duration,
+    group: &mut Vec<WriteRequest>,
+) {
+    let deadline = (!linger.is_zero()).then(|| Instant::now() + linger);
+    while group.len() < max {
+        match inbox.pop_now_up_to(max - group.len()) {
+            Some(r) if r.kind.is_grouped() => group.extend(still_wanted(shared, answers, r)),
+            Some(r) => {
+                inbox.push_front(r);
+                return;
+            }
+            None => match deadline {
+                Some(d) if Instant::now() < d => {
+                    std::thread::sleep((d - Instant::now()).min(Duration::from_micros(50)))
+                }
+                _ => break,
+            },
+        }
+    }
+}
+
+/// `request`, unless its caller has stopped waiting (then it is not run, so not committed, only counted) or it is
+/// past its deadline (then its answer, the timeout, goes to `answers`). A write that has started runs to its end
+/// whatever its caller does.
+fn still_wanted(
+    shared: &Shared,
+    answers: &mut Answers,
+    request: WriteRequest,
+) -> Option<WriteRequest> {
+    if request.job.abandoned() {
+        shared
+            .metrics
+            .abandoned_writes
+            .fetch_add(1, Ordering::Relaxed);
+        return None;
+    }
+    match request.deadline {
+        Some(deadline) if deadline.passed(Instant::now()) => {
+            let error = deadline.error(RequestKind::Write, false);
+            answer_without_running(shared, answers, request, error);
+            None
+        }
+        _ => Some(request),
+    }
+}
+
+/// Puts the answer of `request`, which did not run, with `error`, in `answers`.
+fn answer_without_running(
+    shared: &Shared,
+    answers: &mut Answers,
+    request: WriteRequest,
+    error: Error,
+) {
+    let metrics = &shared.metrics;
+    let mut job = request.job;
+    job.fail_later(error);
+    metrics.writes.fetch_add(1, Ordering::Relaxed);
+    metrics.write_errors.fetch_add(1, Ordering::Relaxed);
+    answers.push((request.caller, job as Box<dyn Reply>));
+}
+
+/// Records how long each of `requests` waited in the queue.
+fn record_waits(metrics: &Metrics, requests: &[WriteRequest]) {
+    let now = Instant::now();
+    for r in requests {
+        metrics
+            .write_queue_wait_us
+            .record_duration(now - r.enqueued);
     }
 }
