@@ -340,8 +340,8 @@ impl Quicklite {
                 eprintln!(
                     "quicklite at the end (warm-up included): {} reads in {} read transactions (batch mean \
                      {:.1}, max {}; {} on callers' threads, {} long, {} handing the runtime's worker away), {} \
-                     writes in {} commits (group mean {:.1}, max {}; the writer on its second connection {} \
-                     times)",
+                     writes in {} commits (group mean {:.1}, max {}; {} on callers' threads; the writer on its second \
+                     connection {} times)",
                     m.reads,
                     m.read_transactions,
                     m.read_batch.mean(),
@@ -353,6 +353,7 @@ impl Quicklite {
                     m.commits,
                     m.write_batch.mean(),
                     m.write_batch.max,
+                    m.inline_writes,
                     m.writer_switches,
                 );
                 eprintln!(
