@@ -88,8 +88,17 @@ pub(crate) fn record(
 /// checkpoint syncs the WAL and then the database file, two fsyncs that would otherwise hold up every write queued
 /// behind the commit that crossed the threshold. A `PASSIVE` checkpoint takes no lock a writer needs, so commits go
 /// on meanwhile. The scheduler runs it on a thread of its own ([`PassiveCheckpoints`]).
+///
+/// SQLite syncs the database file only at a checkpoint that copies the whole WAL back; beside a writer that commits
+/// without pause, that is the writer's own `RESTART` checkpoint, which holds the writes back while it runs, and the
+/// sync then flushed every page the `PASSIVE` checkpoints before it had copied. So, unless `synchronous` is `OFF`,
+/// the checkpointer syncs the database file itself after each of its checkpoints, through SQLite's own handle on it
+/// ([`sync_database_file`]): it only flushes sooner what SQLite flushes later, and leaves the `RESTART` checkpoint
+/// the last few pages (docs/lab.md, 2026-11-28).
 pub(crate) struct Checkpointer {
     conn: Connection,
+    /// Whether to sync the database file after each checkpoint (not under `synchronous=OFF`).
+    syncs: bool,
     shared: Arc<Shared>,
 }
 
@@ -100,16 +109,61 @@ impl Checkpointer {
         let conn = open::open_read_write(path, config, ConnectionRole::Checkpointer)?.into_inner();
         // Never the last connection to close on purpose, but if it were, the writer's policy decides, not this.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
-        Ok(Checkpointer { conn, shared })
+        let synchronous: i64 = conn.pragma_query_value(None, "synchronous", |r| r.get(0))?;
+        Ok(Checkpointer {
+            conn,
+            syncs: synchronous > 0,
+            shared,
+        })
     }
 
-    /// Runs one `PASSIVE` checkpoint and records it.
+    /// Runs one `PASSIVE` checkpoint and records it, then syncs the database file (see [`Checkpointer`]).
     pub(crate) fn passive(&self) {
-        let _ = record(
+        let outcome = record(
             &self.shared.metrics,
             Mode::Passive,
             run(&self.conn, Mode::Passive),
         );
+        if outcome.is_ok()
+            && self.syncs
+            && let Err(e) = sync_database_file(&self.conn)
+        {
+            // The checkpoint that copies the WAL's last frames syncs it again, and the writer hears of a failure.
+            tracing::warn!(error = %e, "could not sync the database file after a checkpoint");
+        }
+    }
+}
+
+/// Syncs the main database file of `conn` through SQLite's own handle on it (its VFS's `xSync`), not through a file
+/// opened beside it: closing another descriptor of the database file would drop every POSIX lock the process holds
+/// on it, SQLite's included.
+fn sync_database_file(conn: &Connection) -> rusqlite::Result<()> {
+    let failed = |rc| rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rc), None);
+    let mut file: *mut rusqlite::ffi::sqlite3_file = std::ptr::null_mut();
+    // SAFETY: the handle is this connection's, used on this thread; `SQLITE_FCNTL_FILE_POINTER` writes a pointer to
+    // the main database's `sqlite3_file`, which the connection owns while it is open.
+    let rc = unsafe {
+        rusqlite::ffi::sqlite3_file_control(
+            conn.handle(),
+            c"main".as_ptr(),
+            rusqlite::ffi::SQLITE_FCNTL_FILE_POINTER,
+            (&raw mut file).cast(),
+        )
+    };
+    if rc != rusqlite::ffi::SQLITE_OK {
+        return Err(failed(rc));
+    }
+    // SAFETY: `file` is null or the open file above; its methods, if it has any (an open file), are its VFS's.
+    let Some(sync) = (unsafe { file.as_ref() })
+        .and_then(|file| unsafe { file.pMethods.as_ref() })
+        .and_then(|methods| methods.xSync)
+    else {
+        return Ok(());
+    };
+    // SAFETY: `xSync` of the file's own VFS, on that file, while no statement of this connection runs.
+    match unsafe { sync(file, rusqlite::ffi::SQLITE_SYNC_NORMAL) } {
+        rusqlite::ffi::SQLITE_OK => Ok(()),
+        rc => Err(failed(rc)),
     }
 }
 
@@ -393,5 +447,39 @@ impl Checkpoints {
                 policy.checkpointed(mode, &failed, now);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_database_file_is_synced_through_sqlites_own_handle() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; CREATE TABLE t (a); INSERT INTO t VALUES (1)",
+        )
+        .unwrap();
+        let copied: i64 = conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(2))
+            .unwrap();
+        assert!(copied > 0);
+        sync_database_file(&conn).unwrap();
+        // Synced beside a write transaction of another connection, which goes on.
+        let other = Connection::open(&path).unwrap();
+        other
+            .execute_batch("BEGIN IMMEDIATE; INSERT INTO t VALUES (2)")
+            .unwrap();
+        sync_database_file(&conn).unwrap();
+        other.execute_batch("COMMIT").unwrap();
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 2);
+        // A database without a file of its own has nothing to sync.
+        sync_database_file(&Connection::open_in_memory().unwrap()).unwrap();
     }
 }
