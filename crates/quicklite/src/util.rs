@@ -19,6 +19,56 @@ pub(crate) fn clock_ms() -> u32 {
         .as_millis() as u32
 }
 
+/// A reading of the system's coarse monotonic clock: a few nanoseconds to take where [`std::time::Instant`] takes
+/// tens, and exact to its tick ([`Coarse::tick`], a few milliseconds). For what every read on a caller's thread
+/// must time — how old its snapshot is, when its connection was last used, whether it ran for ticks — where the fine
+/// clock, read twice a read, would be a sizeable part of a point read's cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Coarse(std::time::Duration);
+
+impl Coarse {
+    /// The clock now.
+    pub(crate) fn now() -> Coarse {
+        #[cfg(target_os = "linux")]
+        {
+            let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
+            Coarse(std::time::Duration::new(
+                u64::try_from(t.tv_sec).unwrap_or(0),
+                u32::try_from(t.tv_nsec).unwrap_or(0),
+            ))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+            Coarse(START.get_or_init(std::time::Instant::now).elapsed())
+        }
+    }
+
+    /// The clock's tick: a reading is at most this much behind the fine clock's.
+    pub(crate) fn tick() -> std::time::Duration {
+        static TICK: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+        *TICK.get_or_init(|| {
+            #[cfg(target_os = "linux")]
+            {
+                let t = rustix::time::clock_getres(rustix::time::ClockId::MonotonicCoarse);
+                std::time::Duration::new(
+                    u64::try_from(t.tv_sec).unwrap_or(0),
+                    u32::try_from(t.tv_nsec).unwrap_or(0),
+                )
+            }
+            #[cfg(not(target_os = "linux"))]
+            {
+                std::time::Duration::ZERO
+            }
+        })
+    }
+
+    /// The time from `earlier` to this reading (zero if `earlier` is later).
+    pub(crate) fn since(self, earlier: Coarse) -> std::time::Duration {
+        self.0.saturating_sub(earlier.0)
+    }
+}
+
 /// Locks `m`, also after a thread panicked while holding it: every lock of the crate guards state that a panic
 /// cannot leave half-updated (user closures never run under one).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -165,4 +215,31 @@ pub(crate) fn blocking_work<T>(f: impl FnOnce() -> T) -> T {
     set(true);
     let _lower = Lower;
     f()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn the_coarse_clock_keeps_the_fine_clock_s_time_within_its_tick() {
+        let tick = Coarse::tick();
+        #[cfg(target_os = "linux")]
+        assert!(
+            tick > Duration::ZERO && tick <= Duration::from_millis(20),
+            "tick {tick:?}"
+        );
+        let (coarse, fine) = (Coarse::now(), Instant::now());
+        std::thread::sleep(Duration::from_millis(50));
+        let (coarse_later, fine_later) = (Coarse::now(), Instant::now());
+        let (by_coarse, by_fine) = (coarse_later.since(coarse), fine_later - fine);
+        assert!(by_coarse > Duration::ZERO, "the coarse clock moved");
+        // The two readings of each pair are taken a moment apart: a millisecond allowed for that.
+        assert!(
+            by_coarse.abs_diff(by_fine) <= tick + Duration::from_millis(1),
+            "{by_coarse:?} by the coarse clock, {by_fine:?} by the fine one, tick {tick:?}"
+        );
+        assert_eq!(coarse.since(coarse_later), Duration::ZERO, "never negative");
+    }
 }

@@ -30,13 +30,12 @@ const LONG_READ_NICE: u8 = 10;
 /// How long a long read that waits for its turn sleeps between two looks.
 const TURN_LOOK_EVERY: Duration = Duration::from_micros(500);
 
-/// A read's bound: when it began and when it passes [`LONG_AFTER`], and what its scheduler does then.
+/// A read's bound: when it began, and what its scheduler does once it passes [`LONG_AFTER`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Bound {
-    /// When the run began.
-    began: Instant,
-    /// When the run passes it.
-    at: Instant,
+    /// When the run began, if its caller read the clock; else the run's time counts from the first look at it
+    /// ([`check`]), a thousand of SQLite's instructions in: a short read then takes no clock reading at all.
+    began: Option<Instant>,
     /// Called once the run is past `at`, on the run's thread; returns whether it did what it had to (then it is
     /// not called again in this run), else is called again once the run is as long again.
     past: Option<fn() -> bool>,
@@ -46,12 +45,11 @@ pub(crate) struct Bound {
 }
 
 impl Bound {
-    /// The bound of a read that began at `began` (the caller's clock reading: a read takes no other), past which
-    /// `past`, if any, is called.
-    pub(crate) fn new(began: Instant, past: Option<fn() -> bool>) -> Bound {
+    /// The bound of a read that began at `began` (the caller's clock reading, if it took one: a read takes no
+    /// other before its first look), past which `past`, if any, is called.
+    pub(crate) fn new(began: Option<Instant>, past: Option<fn() -> bool>) -> Bound {
         Bound {
             began,
-            at: began + LONG_AFTER,
             past,
             takes_turn: true,
         }
@@ -62,7 +60,7 @@ impl Bound {
     pub(crate) fn write(began: Instant, past: Option<fn() -> bool>) -> Bound {
         Bound {
             takes_turn: false,
-            ..Bound::new(began, past)
+            ..Bound::new(Some(began), past)
         }
     }
 }
@@ -86,6 +84,8 @@ pub(crate) fn long_reads_running() -> bool {
 /// The run bounded on this thread.
 struct Run {
     bound: Bound,
+    /// When the run passes its bound, known from its first look on.
+    at: Option<Instant>,
     /// The thread's CPU time, and the time, at the run's first look ([`check`]): from then on the time the
     /// thread spent off its CPU is known, and not counted.
     first_look: Option<(Duration, Instant)>,
@@ -106,6 +106,8 @@ pub(crate) struct Passed {
     pub(crate) long: bool,
     /// Its scheduler's `past` was called.
     pub(crate) past: bool,
+    /// When it began: its bound's time, or else its first look's, if it ran long enough to be looked at.
+    pub(crate) began: Option<Instant>,
 }
 
 /// The CPU time of this thread so far (its wall time where the system does not tell).
@@ -144,6 +146,7 @@ pub(crate) fn within<T>(bound: Bound, f: impl FnOnce() -> T) -> (T, Passed) {
     RUN.with(|run| {
         *run.borrow_mut() = Some(Run {
             bound,
+            at: None,
             first_look: None,
             past_done: bound.past.is_none(),
             past_called: false,
@@ -159,6 +162,7 @@ pub(crate) fn within<T>(bound: Bound, f: impl FnOnce() -> T) -> (T, Passed) {
             .map_or(Passed::default(), |run| Passed {
                 long: run.turn.is_some(),
                 past: run.past_called,
+                began: run.bound.began,
             })
     });
     drop(end);
@@ -173,10 +177,17 @@ pub(crate) fn check(stop: impl Fn() -> bool) {
     let past = RUN.with(|run| {
         let mut run = run.borrow_mut();
         let run = run.as_mut()?;
-        if run.first_look.is_none() {
-            run.first_look = thread_cpu_time().map(|cpu| (cpu, now));
-        }
-        if now < run.bound.at || (run.past_done && (run.turn.is_some() || !run.bound.takes_turn)) {
+        let at = match run.at {
+            Some(at) => at,
+            None => {
+                // The first look: the run's time counts from here if its caller took no clock reading.
+                run.first_look = thread_cpu_time().map(|cpu| (cpu, now));
+                *run.at
+                    .insert(*run.bound.began.get_or_insert(now) + LONG_AFTER)
+            }
+        };
+        let began = run.bound.began.unwrap_or(now);
+        if now < at || (run.past_done && (run.turn.is_some() || !run.bound.takes_turn)) {
             return None;
         }
         // Past the bound by the clock; by the thread's CPU time, perhaps not (the system preempted it).
@@ -186,20 +197,13 @@ pub(crate) fn check(stop: impl Fn() -> bool) {
             let off_cpu = now
                 .saturating_duration_since(then)
                 .saturating_sub(cpu.saturating_sub(cpu_then));
-            let ran = now
-                .saturating_duration_since(run.bound.began)
-                .saturating_sub(off_cpu);
+            let ran = now.saturating_duration_since(began).saturating_sub(off_cpu);
             if ran < LONG_AFTER {
-                run.bound.at = now + (LONG_AFTER - ran);
+                run.at = Some(now + (LONG_AFTER - ran));
                 return None;
             }
         }
-        Some((
-            run.past_done,
-            run.bound.past,
-            run.bound.began,
-            run.bound.takes_turn,
-        ))
+        Some((run.past_done, run.bound.past, began, run.bound.takes_turn))
     });
     let Some((past_done, past, began, takes_turn)) = past else {
         return;
@@ -215,7 +219,7 @@ pub(crate) fn check(stop: impl Fn() -> bool) {
                     let ran = now
                         .saturating_duration_since(began)
                         .max(Duration::from_micros(1));
-                    run.bound.at = now + ran;
+                    run.at = Some(now + ran);
                 }
             }
         });
@@ -261,7 +265,7 @@ mod tests {
     fn past_its_bound_a_run_calls_past_once_takes_a_turn_and_gives_it_back() {
         CALLS.store(0, Ordering::SeqCst);
         let turns = LongReads::turns();
-        let bound = Bound::new(Instant::now() - LONG_AFTER, Some(counted));
+        let bound = Bound::new(Some(Instant::now() - LONG_AFTER), Some(counted));
         let ((), passed) = within(bound, || {
             // A run past its bound by the thread's CPU time too.
             let spin = Instant::now();
@@ -270,25 +274,52 @@ mod tests {
             check(|| false);
             assert!(turns.taken() >= 1, "the run holds a turn");
         });
-        assert_eq!(
-            passed,
-            Passed {
-                long: true,
-                past: true
-            }
-        );
+        assert!(passed.long && passed.past);
         assert_eq!(CALLS.load(Ordering::SeqCst), 1);
         check(|| false);
         assert_eq!(CALLS.load(Ordering::SeqCst), 1, "no run is bounded now");
-        let later = Bound::new(Instant::now() + Duration::from_secs(3600), Some(counted));
+        let later = Bound::new(
+            Some(Instant::now() + Duration::from_secs(3600)),
+            Some(counted),
+        );
         let ((), passed) = within(later, || check(|| false));
-        assert_eq!(passed, Passed::default());
+        assert!(!passed.long && !passed.past);
         assert_eq!(CALLS.load(Ordering::SeqCst), 1, "not past the bound");
     }
 
     #[test]
+    fn a_run_its_caller_did_not_time_counts_from_its_first_look() {
+        static PAST: AtomicUsize = AtomicUsize::new(0);
+        fn past() -> bool {
+            PAST.fetch_add(1, Ordering::SeqCst);
+            true
+        }
+        let before = Instant::now();
+        // `check(|| true)`: a run past its bound that finds no turn free (another test may hold them) stops waiting.
+        let ((), passed) = within(Bound::new(None, Some(past)), || {
+            // Long by the clock before anything looked: not counted.
+            let spin = Instant::now();
+            while spin.elapsed() < LONG_AFTER * 2 {}
+            let first_look = Instant::now();
+            check(|| true);
+            assert_eq!(PAST.load(Ordering::SeqCst), 0, "not past its bound yet");
+            while first_look.elapsed() < LONG_AFTER * 2 {}
+            check(|| true);
+        });
+        assert!(passed.past, "past its bound from its first look");
+        assert_eq!(PAST.load(Ordering::SeqCst), 1);
+        let began = passed.began.expect("it was looked at");
+        assert!(
+            began >= before + LONG_AFTER * 2,
+            "it began at its first look"
+        );
+        let ((), passed) = within(Bound::new(None, None), || {});
+        assert_eq!(passed.began, None, "a run never looked at has no time");
+    }
+
+    #[test]
     fn a_read_whose_thread_was_off_its_cpu_is_no_long_read() {
-        let ((), passed) = within(Bound::new(Instant::now(), None), || {
+        let ((), passed) = within(Bound::new(Some(Instant::now()), None), || {
             check(|| false);
             std::thread::sleep(LONG_AFTER * 3);
             check(|| false);
@@ -305,7 +336,7 @@ mod tests {
         // Every turn taken elsewhere.
         let taken: Vec<_> = std::iter::from_fn(|| turns.take_owned()).collect();
         let stops = AtomicUsize::new(0);
-        within(Bound::new(Instant::now(), None), || {
+        within(Bound::new(Some(Instant::now()), None), || {
             let spin = Instant::now();
             while spin.elapsed() < LONG_AFTER * 2 {}
             check(|| stops.fetch_add(1, Ordering::SeqCst) >= 3);

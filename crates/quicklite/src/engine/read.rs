@@ -263,7 +263,7 @@ impl BatchedReads {
             deadline => {
                 let _span = tracing::debug_span!(parent: &req.span, "quicklite.read").entered();
                 let vetoed = conn.vetoed();
-                let (mut ran, passed) = bound::within(Bound::new(now, None), || {
+                let (mut ran, passed) = bound::within(Bound::new(Some(now), None), || {
                     conn.run_until(deadline.map(|d| d.at), || req.job.run(conn.conn()))
                 });
                 if passed.long {

@@ -24,6 +24,7 @@ use crossbeam_utils::{Backoff, CachePadded};
 use crate::engine::Shared;
 use crate::engine::guard::GuardedConnection;
 use crate::engine::snapshot::KeptSnapshot;
+use crate::util::Coarse;
 
 /// How long the writer waits for the read running on its lent connection before it writes on its second
 /// connection instead: reads come to the lent connection only from call sites that ran within a fraction of this.
@@ -62,10 +63,10 @@ impl std::fmt::Debug for WriterSeat {
     }
 }
 
-/// The writer's connection, lent, and when a read last ended on it.
+/// The writer's connection, lent, and when a read last ended on it (by the coarse clock).
 pub(crate) struct Lent {
     pub(crate) snapshot: KeptSnapshot,
-    pub(crate) last_used: Instant,
+    pub(crate) last_used: Coarse,
 }
 
 /// The lent connection, taken by one read.
@@ -132,7 +133,7 @@ impl WriterSeat {
         conn.set_lent(true);
         *seat = Some(Lent {
             snapshot: KeptSnapshot::lent(conn, commit_seq),
-            last_used: Instant::now(),
+            last_used: Coarse::now(),
         });
         self.held.store(false, Ordering::Release);
         None
@@ -255,7 +256,7 @@ impl WriterSeat {
             .snapshot
             .began()
             .is_some_and(|began| now.saturating_duration_since(began) >= max_age);
-        if now.saturating_duration_since(lent.last_used) >= idle || old {
+        if Coarse::now().since(lent.last_used) >= idle || old {
             lent.snapshot.end(shared);
         } else {
             lent.snapshot.flush(shared);

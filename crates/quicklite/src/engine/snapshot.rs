@@ -24,6 +24,7 @@ use crate::engine::map::ReaderMap;
 use crate::engine::{Shared, open};
 use crate::error::panic_message;
 use crate::request::Deadline;
+use crate::util::Coarse;
 use crate::{Error, RequestKind, Result};
 
 /// A connection for reads and the snapshot it keeps.
@@ -33,8 +34,8 @@ pub(crate) struct KeptSnapshot {
     map: Option<ReaderMap>,
     /// Whether this is the writer's connection, lent.
     lent: bool,
-    /// The open snapshot: the commit sequence it contains, and when it began; `None` when none is open.
-    open: Option<(u64, Instant)>,
+    /// The open snapshot; `None` when none is open.
+    open: Option<Open>,
     /// The commit sequence of the last snapshot begun: a snapshot begun while it is still the sequence finds the
     /// connection's cache as the last one left it.
     last_seq: u64,
@@ -46,15 +47,25 @@ pub(crate) struct KeptSnapshot {
     panics: u64,
 }
 
+/// An open snapshot: the commit sequence it contains, and when it began by both clocks.
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    seq: u64,
+    began: Instant,
+    began_coarse: Coarse,
+}
+
 /// A read run on a kept snapshot ([`KeptSnapshot::read`]): its answer, and what its scheduler learns of it.
 pub(crate) struct Read<T> {
     pub(crate) result: Result<T>,
     /// Whether a snapshot was begun for it.
     pub(crate) began: bool,
-    /// When it ended, if it ran.
-    pub(crate) ended: Option<Instant>,
-    /// How long its closure ran, if it ran and did not panic: what its call site costs (a snapshot begun for it
-    /// serves many reads, and a panic's time is the panic hook's as much as the read's).
+    /// When it ended, if it ran (by the coarse clock).
+    pub(crate) ended: Option<Coarse>,
+    /// How long its closure ran, if it ran, did not panic, and was timed: asked to be, or run long enough to be
+    /// looked at while it ran ([`crate::engine::bound`]), or for a tick of the coarse clock. What its call site
+    /// costs (a snapshot begun for it serves many reads, and a panic's time is the panic hook's as much as the
+    /// read's).
     pub(crate) took: Option<Duration>,
 }
 
@@ -107,21 +118,23 @@ impl KeptSnapshot {
     }
 
     /// Makes sure the open snapshot contains every commit up to `visible_seq` (the sequence that must be visible now,
-    /// [`Shared::visible_seq`]) and is younger than `max_age`, beginning a new one if not (then returns `true`);
-    /// `Err` if none could be begun (a lock held elsewhere), with no snapshot open.
+    /// [`Shared::visible_seq`]) and is younger than `max_age` (by the coarse clock, `now`, allowing for its tick: never
+    /// older), beginning a new one if not (then returns `true`); `Err` if none could be begun (a lock held
+    /// elsewhere), with no snapshot open.
     pub(crate) fn current(
         &mut self,
         shared: &Shared,
         visible_seq: u64,
-        now: Instant,
+        now: Coarse,
         max_age: Duration,
     ) -> std::result::Result<bool, NoSnapshot> {
-        if let Some((seq, began)) = self.open {
-            if seq >= visible_seq && now.duration_since(began) < max_age {
+        if let Some(open) = self.open {
+            if open.seq >= visible_seq && now.since(open.began_coarse) + Coarse::tick() < max_age {
                 return Ok(false);
             }
             self.end(shared);
         }
+        let (now, now_coarse) = (Instant::now(), Coarse::now());
         // What the new snapshot is sure to contain: the commits published before it begins (one under way may be
         // in it too, or not).
         let commit_seq = shared.commit_seq();
@@ -143,7 +156,11 @@ impl KeptSnapshot {
                     .read_transactions
                     .fetch_add(1, Ordering::Relaxed);
                 // Every commit numbered up to `commit_seq` had returned before the snapshot was taken.
-                self.open = Some((commit_seq, now));
+                self.open = Some(Open {
+                    seq: commit_seq,
+                    began: now,
+                    began_coarse: now_coarse,
+                });
                 self.refilling = commit_seq != self.last_seq;
                 self.last_seq = commit_seq;
                 Ok(true)
@@ -157,10 +174,15 @@ impl KeptSnapshot {
     }
 
     /// Runs `f`, one read, in a snapshot that contains every commit up to `visible_seq` ([`KeptSnapshot::current`]),
-    /// under `deadline` (interrupted past it) and its bound ([`crate::engine::bound`], `past` called past it), with the reader threads' guarantees: a panic is caught, a read that tried to write
-    /// fails with `SQLITE_READONLY` ([`KeptSnapshot::after_read`]), the read is counted. Gives `f` back, not run, if
-    /// no snapshot could be begun (a lock held elsewhere). The snapshot stays open for the next read unless a
-    /// checkpoint waits for readers.
+    /// under `deadline` (interrupted past it) and its bound ([`crate::engine::bound`], `past` called past it), with
+    /// the reader threads' guarantees: a panic is caught, a read that tried to write fails with `SQLITE_READONLY`
+    /// ([`KeptSnapshot::after_read`]), the read is counted. Gives `f` back, not run, if no snapshot could be begun (a
+    /// lock held elsewhere). The snapshot stays open for the next read unless a checkpoint waits for readers.
+    ///
+    /// The fine clock is read only where needed — a deadline, a read its scheduler wants `timed`, a snapshot begun,
+    /// a read long enough to be looked at while it runs; the others take two readings of the coarse clock, which
+    /// still tell a read that ran for ticks.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn read<T, F>(
         &mut self,
         shared: &Shared,
@@ -168,13 +190,16 @@ impl KeptSnapshot {
         config: &Config,
         deadline: Option<Deadline>,
         past: Option<fn() -> bool>,
+        timed: bool,
         f: F,
     ) -> std::result::Result<Read<T>, F>
     where
         F: FnOnce(&Connection) -> rusqlite::Result<T>,
     {
-        let now = Instant::now();
+        let start = Coarse::now();
+        let now = (deadline.is_some() || timed).then(Instant::now);
         if let Some(deadline) = deadline
+            && let Some(now) = now
             && deadline.passed(now)
         {
             // Counted as the reader threads count a read answered past its deadline without running.
@@ -186,26 +211,34 @@ impl KeptSnapshot {
                 took: None,
             });
         }
-        let began = match self.current(shared, visible_seq, now, config.read_snapshot_max_age) {
+        let began = match self.current(shared, visible_seq, start, config.read_snapshot_max_age) {
             Ok(began) => began,
             Err(NoSnapshot) => return Err(f),
         };
         let vetoed = self.vetoed();
         // What the read costs starts after the snapshot it may have begun (which serves many reads).
-        let started = if began { Instant::now() } else { now };
+        let (started, start) = match began {
+            true => (Some(Instant::now()), Coarse::now()),
+            false => (now, start),
+        };
         let conn = &self.conn;
         let (outcome, passed) = bound::within(Bound::new(started, past), || {
             conn.run_until(deadline.map(|d| d.at), || {
                 catch_unwind(AssertUnwindSafe(|| f(conn.conn())))
             })
         });
-        let ended = Instant::now();
+        let ended = Coarse::now();
+        // A read timed from its start, or from its first look; else one that ran for ticks of the coarse clock.
+        let took = match passed.began {
+            Some(began) => Some(began.elapsed()),
+            None => Some(ended.since(start)).filter(|&took| took > Coarse::tick()),
+        };
         let wrote = self.after_read(shared, vetoed);
         if shared.checkpoint_waits() {
             // A snapshot kept now would hold the checkpoint back for as long as this thread keeps reading.
             self.end(shared);
         }
-        let took = outcome.is_ok().then(|| ended - started);
+        let took = took.filter(|_| outcome.is_ok());
         let result = match outcome {
             Ok(_) if wrote => {
                 self.count(true, false);
@@ -219,7 +252,7 @@ impl KeptSnapshot {
                 self.count(true, false);
                 match deadline {
                     // Failed past its deadline: interrupted (or failing anyway, too late to tell).
-                    Some(deadline) if deadline.passed(ended) => {
+                    Some(deadline) if deadline.passed(Instant::now()) => {
                         Err(deadline.error(RequestKind::Read, true))
                     }
                     _ => Err(Error::from_closure(e)),
@@ -286,12 +319,12 @@ impl KeptSnapshot {
 
     /// When the open snapshot began, if one is open.
     pub(crate) fn began(&self) -> Option<Instant> {
-        self.open.map(|(_, began)| began)
+        self.open.map(|open| open.began)
     }
 
     /// Ends the open snapshot, if any, and adds the counts to the shared metrics.
     pub(crate) fn end(&mut self, shared: &Shared) {
-        if let Some((_, began)) = self.open.take() {
+        if let Some(Open { began, .. }) = self.open.take() {
             shared
                 .metrics
                 .read_transaction_us
@@ -407,7 +440,7 @@ mod tests {
         let (_dir, path, config) = database();
         let shared = Arc::new(Shared::default());
         let mut snapshot = KeptSnapshot::open(&path, &config, &shared).unwrap();
-        let (now, age) = (Instant::now(), Duration::from_secs(60));
+        let (now, age) = (Coarse::now(), Duration::from_secs(60));
         assert_eq!(
             snapshot
                 .current(&shared, shared.visible_seq(), now, age)
@@ -445,7 +478,7 @@ mod tests {
         conn.set_witness(witness);
         conn.set_lent(true);
         let mut snapshot = KeptSnapshot::lent(conn, 0);
-        let (now, age) = (Instant::now(), Duration::from_secs(60));
+        let (now, age) = (Coarse::now(), Duration::from_secs(60));
         assert_eq!(snapshot.current(&shared, 0, now, age).ok(), Some(true));
         let vetoed = snapshot.vetoed();
         // A read whose statement makes SQLite end the transaction, then writes in autocommit mode.

@@ -3,7 +3,8 @@
 //!
 //! A kept snapshot holds the WAL back: a `RESTART` or `TRUNCATE` checkpoint waits for it to end, and a `PASSIVE`
 //! one cannot copy past it. A thread that stops reading (its task went on to other work, or the service went
-//! idle) would keep its snapshot for ever; the janitor ends it within [`PERIOD`] of the last read. While no
+//! idle) would keep its snapshot for ever; the janitor ends it once it has stood unused for [`PERIOD`] (by the
+//! coarse clock, [`Coarse`](crate::util::Coarse): give or take its tick), looking every [`PERIOD`]. While no
 //! snapshot is open anywhere it dozes, until a snapshot begins or a connection is due to close; while no set keeps
 //! a connection it sleeps.
 

@@ -55,7 +55,7 @@ use crate::engine::seat::{Lent, WriterSeat};
 use crate::engine::snapshot::KeptSnapshot;
 use crate::permits::Permits;
 use crate::request::Deadline;
-use crate::util::{lock, spawn};
+use crate::util::{Coarse, lock, spawn};
 use seats::{Kept, OwnConnection, RETRY_OPEN_AFTER, Seat, try_lock};
 
 /// One inline read in this many records its cost (every one that ran past the bound does).
@@ -232,7 +232,7 @@ impl Inline {
     fn read_on<T, F>(
         &self,
         snapshot: &mut KeptSnapshot,
-        last_used: &mut Instant,
+        last_used: &mut Coarse,
         attempt: Attempt,
         deadline: Option<Deadline>,
         visible_seq: u64,
@@ -242,12 +242,22 @@ impl Inline {
         F: FnOnce(&Connection) -> rusqlite::Result<T>,
     {
         let past: fn() -> bool = hand_off::hand_off;
+        // A panic's time is the panic hook's as much as the read's: it says nothing of what the site costs. Of the
+        // others, a sample is timed and recorded (threads writing one site's entry on every read would pass its cache
+        // line back and forth; and the clock, read twice a read, costs as much as a tenth of a point read), and
+        // every read known to have run past the bound: looked at while it ran, or for a tick of the coarse clock.
+        let sampled = SAMPLED.with(|n| {
+            n.set(n.get().wrapping_add(1));
+            n.get() % SAMPLE_EVERY == 0
+        });
+        let timed = sampled || attempt.ran_on == RanOn::Probe;
         let read = snapshot.read(
             &self.shared,
             visible_seq,
             &self.config,
             deadline,
             Some(past),
+            timed,
             f,
         )?;
         if read.began {
@@ -256,14 +266,8 @@ impl Inline {
         if let Some(ended) = read.ended {
             *last_used = ended;
         }
-        // A panic's time is the panic hook's as much as the read's: it says nothing of what the site costs. Of the
-        // others, a sample: threads writing one site's entry on every read would pass its cache line back and forth.
-        let sampled = SAMPLED.with(|n| {
-            n.set(n.get().wrapping_add(1));
-            n.get() % SAMPLE_EVERY == 0
-        });
         if let Some(took) = read.took
-            && (sampled || attempt.ran_on == RanOn::Probe || took > self.config.inline_read_max)
+            && (timed || took > self.config.inline_read_max)
         {
             self.shared.costs.record(
                 attempt.site,
@@ -328,7 +332,7 @@ impl Inline {
                 }
                 Ok(snapshot) => Seat::Open(Box::new(OwnConnection {
                     snapshot,
-                    last_used: Instant::now(),
+                    last_used: Coarse::now(),
                     writer_seat_taken_at: None,
                     _permit: permit,
                 })),
@@ -356,6 +360,7 @@ impl Inline {
     /// Ends snapshots unused for `idle` (or older than the snapshot age bound) and closes connections unused for
     /// `close_after`; returns what the set still keeps.
     fn sweep(&self, now: Instant, idle: Duration, close_after: Duration) -> Kept {
+        let used_now = Coarse::now();
         let mut kept = Kept::default();
         for seat in self.seats.iter() {
             let Some(mut seat) = try_lock(seat) else {
@@ -363,7 +368,7 @@ impl Inline {
                 continue;
             };
             if let Seat::Open(own) = &mut *seat {
-                let unused = now.saturating_duration_since(own.last_used);
+                let unused = used_now.since(own.last_used);
                 if unused >= close_after || self.closed.load(Ordering::Acquire) {
                     if let Seat::Open(own) = std::mem::replace(&mut *seat, Seat::Empty) {
                         own.snapshot.close(&self.shared);

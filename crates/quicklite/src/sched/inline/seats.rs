@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::snapshot::KeptSnapshot;
 use crate::permits::{Permit, Permits};
-use crate::util::cpus;
+use crate::util::{Coarse, cpus};
 
 /// How long a connection that failed to open waits before it is tried again.
 pub(super) const RETRY_OPEN_AFTER: Duration = Duration::from_secs(1);
@@ -97,8 +97,8 @@ pub(super) enum Seat {
 /// One of the set's own connections, open, and what the janitor needs to know of it.
 pub(super) struct OwnConnection {
     pub(super) snapshot: KeptSnapshot,
-    /// When a read last ended on it.
-    pub(super) last_used: Instant,
+    /// When a read last ended on it (by the coarse clock).
+    pub(super) last_used: Coarse,
     /// The commit sequence at which a read found the writer's connection lent but in use by another thread: until
     /// the next commit this connection serves its thread's reads, cold or not, rather than contend for it.
     pub(super) writer_seat_taken_at: Option<u64>,

@@ -23,6 +23,7 @@ use crate::cost::Site;
 use crate::engine::group;
 use crate::engine::seat::Lent;
 use crate::request::{Ran, WriteRequest};
+use crate::util::Coarse;
 
 use super::{Attempt, Inline, hand_off};
 
@@ -83,7 +84,7 @@ impl Inline {
             let ran = lent.snapshot.write(&self.shared, |conn| {
                 group::run_inline(conn, &self.shared, &mut request, Some(past))
             });
-            lent.last_used = Instant::now();
+            lent.last_used = Coarse::now();
             ran
         });
         drop(lent);
