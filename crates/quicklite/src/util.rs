@@ -1,4 +1,4 @@
-//! Small helpers every layer uses: locks that outlive a panic, companion file names, named threads.
+//! Small helpers every layer uses: locks that outlive a panic, companion file names, named threads, the coarse clock.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
