@@ -31,11 +31,9 @@ impl Coarse {
     pub(crate) fn now() -> Coarse {
         #[cfg(target_os = "linux")]
         {
-            let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
-            Coarse(std::time::Duration::new(
-                u64::try_from(t.tv_sec).unwrap_or(0),
-                u32::try_from(t.tv_nsec).unwrap_or(0),
-            ))
+            Coarse(duration_of(rustix::time::clock_gettime(
+                rustix::time::ClockId::MonotonicCoarse,
+            )))
         }
         #[cfg(not(target_os = "linux"))]
         {
@@ -50,11 +48,9 @@ impl Coarse {
         *TICK.get_or_init(|| {
             #[cfg(target_os = "linux")]
             {
-                let t = rustix::time::clock_getres(rustix::time::ClockId::MonotonicCoarse);
-                std::time::Duration::new(
-                    u64::try_from(t.tv_sec).unwrap_or(0),
-                    u32::try_from(t.tv_nsec).unwrap_or(0),
-                )
+                duration_of(rustix::time::clock_getres(
+                    rustix::time::ClockId::MonotonicCoarse,
+                ))
             }
             #[cfg(not(target_os = "linux"))]
             {
@@ -67,6 +63,15 @@ impl Coarse {
     pub(crate) fn since(self, earlier: Coarse) -> std::time::Duration {
         self.0.saturating_sub(earlier.0)
     }
+}
+
+/// A clock's reading (or resolution) as a `Duration` (zero for a negative part, which no clock here gives).
+#[cfg(target_os = "linux")]
+pub(crate) fn duration_of(t: rustix::time::Timespec) -> std::time::Duration {
+    std::time::Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
 }
 
 /// Locks `m`, also after a thread panicked while holding it: every lock of the crate guards state that a panic

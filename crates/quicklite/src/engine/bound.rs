@@ -114,11 +114,9 @@ pub(crate) struct Passed {
 fn thread_cpu_time() -> Option<Duration> {
     #[cfg(target_os = "linux")]
     {
-        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-        Some(Duration::new(
-            u64::try_from(t.tv_sec).unwrap_or(0),
-            u32::try_from(t.tv_nsec).unwrap_or(0),
-        ))
+        Some(crate::util::duration_of(rustix::time::clock_gettime(
+            rustix::time::ClockId::ThreadCPUTime,
+        )))
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -186,6 +184,7 @@ pub(crate) fn check(stop: impl Fn() -> bool) {
                     .insert(*run.bound.began.get_or_insert(now) + LONG_AFTER)
             }
         };
+        // Set at the first look, if not before.
         let began = run.bound.began.unwrap_or(now);
         if now < at || (run.past_done && (run.turn.is_some() || !run.bound.takes_turn)) {
             return None;

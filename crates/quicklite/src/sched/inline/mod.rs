@@ -244,8 +244,8 @@ impl Inline {
         let past: fn() -> bool = hand_off::hand_off;
         // A panic's time is the panic hook's as much as the read's: it says nothing of what the site costs. Of the
         // others, a sample is timed and recorded (threads writing one site's entry on every read would pass its cache
-        // line back and forth; and the clock, read twice a read, costs as much as a tenth of a point read), and
-        // every read known to have run past the bound: looked at while it ran, or for a tick of the coarse clock.
+        // line back and forth; and the fine clock, read twice a read, is a sizeable part of a point read), and every
+        // read known to have run past the bound: looked at while it ran, or for a tick of the coarse clock.
         let sampled = SAMPLED.with(|n| {
             n.set(n.get().wrapping_add(1));
             n.get() % SAMPLE_EVERY == 0
