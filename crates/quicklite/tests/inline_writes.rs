@@ -473,6 +473,63 @@ both_backends! {
     }
 }
 
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_in_bursts_between_idle_spells_keep_every_promise_wherever_they_run(backend) {
+        // A load that leaves the writer idle most of the time but sends its writes a few at once: some run on their
+        // callers' threads, the others meet in the writer's groups, turn by turn.
+        const BURSTS: i64 = 40;
+        const EACH: i64 = 8;
+        let db = with_table(backend, |b| b).await;
+        let start = until_inline(&db, 0).await;
+        let mut changes = db.subscribe();
+        let (before, seq_before) = (db.metrics(), db.commit_seq());
+        for burst in 0..BURSTS {
+            let mut tasks = Vec::new();
+            for i in 0..EACH {
+                let db: Database = db.db.clone();
+                let id = start + burst * EACH + i;
+                tasks.push(tokio::spawn(async move {
+                    db.execute(INSERT, (id, format!("v{id}"))).await.unwrap();
+                    let read: Vec<String> = db
+                        .query_all("SELECT v FROM t WHERE id = ?1", [id], |r| r.get(0))
+                        .await
+                        .unwrap();
+                    assert_eq!(read, [format!("v{id}")], "its own write read back at once");
+                }));
+            }
+            for t in tasks {
+                t.await.unwrap();
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let m = db.metrics();
+        let (writes, inline) = (m.writes - before.writes, m.inline_writes - before.inline_writes);
+        assert_eq!(writes, (BURSTS * EACH) as u64);
+        if backend == Backend::Standalone {
+            assert!(0 < inline && inline < writes, "{inline} of {writes} writes ran on their callers' threads");
+        } else {
+            assert_eq!(inline, 0, "a registry's writes run on its pool");
+        }
+        let ids: Vec<i64> = db
+            .query_all("SELECT id FROM t ORDER BY id", (), |r| r.get(0))
+            .await
+            .unwrap();
+        assert_eq!(ids, (0..start + BURSTS * EACH).collect::<Vec<_>>(), "every write once");
+        // Every commit told, in order, each row in one of them.
+        let mut told = Vec::new();
+        let mut seq = seq_before;
+        while seq < db.commit_seq() {
+            let commit = next_commit(&mut changes).await;
+            assert_eq!(commit.seq, seq + 1, "commits told in order, none skipped");
+            seq = commit.seq;
+            told.extend(commit.tables.iter().flat_map(|t| t.rowids.clone().unwrap_or_default()));
+        }
+        told.sort_unstable();
+        assert_eq!(told, (start..start + BURSTS * EACH).collect::<Vec<_>>());
+    }
+}
+
 /// A write closure of one type whatever it does, so that every call is one call site.
 fn hostile(
     id: i64,

@@ -5,6 +5,7 @@
 pub(crate) mod bound;
 pub(crate) mod busy;
 pub(crate) mod checkpoint;
+mod duty;
 mod external;
 pub(crate) mod group;
 pub(crate) mod guard;

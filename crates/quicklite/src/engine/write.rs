@@ -16,6 +16,7 @@ use rusqlite::config::DbConfig;
 use crate::config::{Config, ConnectionRole, Migration};
 use crate::engine::busy::BusyLimit;
 use crate::engine::checkpoint::{Checkpoints, PassiveCheckpoints};
+use crate::engine::duty::Duty;
 use crate::engine::external::ExternalCommits;
 use crate::engine::group::{self, BEGIN, COMMIT, Outcomes, ROLLBACK};
 use crate::engine::guard::GuardedConnection;
@@ -69,12 +70,14 @@ pub(crate) struct Writer {
     inline_writes: bool,
     /// The commit sequence when the connection was last lent: commits past it were made on callers' threads.
     lent_at_seq: u64,
-    /// Whether a turn served writes of several callers together since the writer last waited idle: writes come
-    /// together lately, and group commit serves them best, so the connection is lent to reads only until the
-    /// writer has waited idle.
+    /// Whether a turn served writes of several callers together since the writer last waited idle, and the writer
+    /// has been busy since ([`Duty`]): writes come together lately, and group commit serves them best, so the
+    /// connection is lent to reads only, until the writer has waited idle or a window found it mostly idle.
     grouping: bool,
     /// Writes served in the last turn.
     last_turn: usize,
+    /// How much of its time the writer spent in turns lately ([`Writer::grouping`]).
+    duty: Duty,
     /// The commit sequence when the turn being served began: its writes committed if it moved.
     turn_began_at: u64,
     /// A second read-write connection, for while a read keeps the first past a take-back ([`Writer::take_back`]);
@@ -269,6 +272,7 @@ impl Writer {
             lent_at_seq: 0,
             grouping: false,
             last_turn: 0,
+            duty: Duty::new(Instant::now()),
             turn_began_at: 0,
             spare: None,
             path: path.to_path_buf(),
@@ -327,8 +331,9 @@ impl Writer {
         }
     }
 
-    /// Whether a turn served several callers' writes together since the writer last waited idle ([`Writer::idle`]),
-    /// and the last turn too: writes still come together.
+    /// Whether a turn served several callers' writes together since the writer last waited idle ([`Writer::idle`])
+    /// and the writer has been busy since ([`Duty`]), and the last turn served several too: writes still come
+    /// together.
     pub(crate) fn grouping(&self) -> bool {
         self.grouping && self.last_turn >= GROUPED_AT
     }
@@ -538,6 +543,7 @@ impl Writer {
             self.relays.answer_all(&mut self.answers);
             return;
         };
+        let turn_began = Instant::now();
         self.turn_began_at = self.shared.commit_seq();
         let mut group = std::mem::take(&mut self.group);
         let alone = !first.kind.is_grouped();
@@ -560,8 +566,8 @@ impl Writer {
                 &mut group,
             );
         }
-        // Until the writer waits idle ([`Writer::idle`]): under a load that groups writes, some turns still find
-        // one write only.
+        // Until the writer waits idle ([`Writer::idle`]) or is found mostly idle (below): under a load that groups
+        // writes, some turns still find one write only.
         self.grouping |= group.len() >= GROUPED_AT;
         self.last_turn = group.len();
         match group.as_mut_slice() {
@@ -574,6 +580,11 @@ impl Writer {
         self.group = group;
         self.checkpoints.after_commit(&self.conn, &self.shared);
         self.look_outside_if_due();
+        self.duty.turn(turn_began, Instant::now());
+        if !self.duty.busy() {
+            // Turns of several writes by chance, at a load that leaves the writer mostly idle.
+            self.grouping = false;
+        }
     }
 
     /// Runs a group of writes in one transaction; the outcomes wait in `self.outcomes`.

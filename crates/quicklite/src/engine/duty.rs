@@ -1,0 +1,113 @@
+//! How busy the writer has been lately: the share of its time spent in turns, over windows of [`WINDOW`].
+//!
+//! Group commit repays the hand-off to the writer thread while the writer is busy: the writes that queue behind a
+//! turn share its commit. Turns of several writes also come by chance where the writer is idle most of the time — a
+//! service whose requests come in bursts, a few thousand or tens of thousands of writes a second — and there the
+//! writes gain more from running on their callers' threads, without the hand-off, than from the commits they
+//! would share. So the writer keeps its connection for group commit only while it is busy for at least a
+//! [`BUSY_SHARE`]th of its time ([`Writer::grouping`](crate::engine::write::Writer::grouping)).
+
+use std::time::{Duration, Instant};
+
+/// The window over which the writer's share of time in turns is taken: many turns at the rates where writes come
+/// in small bursts, a few turns where a checkpoint makes one long.
+pub(crate) const WINDOW: Duration = Duration::from_millis(2);
+
+/// The writer is busy while it spends at least one part in this many of its time in turns.
+pub(crate) const BUSY_SHARE: u32 = 4;
+
+/// The writer's time in turns over the window under way, and whether the last whole window was busy.
+#[derive(Debug)]
+pub(crate) struct Duty {
+    window_began: Instant,
+    in_turns: Duration,
+    busy: bool,
+}
+
+impl Duty {
+    /// A writer that has not served a turn yet: not busy.
+    pub(crate) fn new(now: Instant) -> Duty {
+        Duty {
+            window_began: now,
+            in_turns: Duration::ZERO,
+            busy: false,
+        }
+    }
+
+    /// Counts a turn from `began` to `ended`; once the window under way is whole, it says whether the writer is busy
+    /// ([`Duty::busy`]) and the next window begins. A writer idle for long is found not busy at its next turn.
+    pub(crate) fn turn(&mut self, began: Instant, ended: Instant) {
+        self.in_turns += ended.saturating_duration_since(began);
+        let window = ended.saturating_duration_since(self.window_began);
+        if window >= WINDOW {
+            self.busy = self.in_turns * BUSY_SHARE >= window;
+            self.window_began = ended;
+            self.in_turns = Duration::ZERO;
+        }
+    }
+
+    /// Whether the writer spent at least a [`BUSY_SHARE`]th of the last whole window in turns.
+    pub(crate) fn busy(&self) -> bool {
+        self.busy
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const US: Duration = Duration::from_micros(1);
+
+    /// Turns of `turn` every `every`, from `start`, for `n` turns; returns when the last ended.
+    fn turns(duty: &mut Duty, start: Instant, turn: Duration, every: Duration, n: u32) -> Instant {
+        let mut at = start;
+        for _ in 0..n {
+            duty.turn(at, at + turn);
+            at += every;
+        }
+        at - every + turn
+    }
+
+    #[test]
+    fn a_writer_is_busy_only_once_a_whole_window_was_a_quarter_in_turns() {
+        let t0 = Instant::now();
+        let mut duty = Duty::new(t0);
+        assert!(!duty.busy(), "a new writer is not busy");
+        // Back to back, but the window not yet whole.
+        turns(&mut duty, t0, 100 * US, 100 * US, 19);
+        assert!(!duty.busy(), "1.9 ms of a 2 ms window");
+        turns(&mut duty, t0 + 1_900 * US, 100 * US, 100 * US, 1);
+        assert!(duty.busy(), "a whole window in turns");
+        // Turns of 20 µs every 100 µs: a fifth of the time.
+        let at = turns(&mut duty, t0 + 2_000 * US, 20 * US, 100 * US, 25);
+        assert!(
+            !duty.busy(),
+            "a fifth of the window in turns, up to {:?}",
+            at - t0
+        );
+        // A third of the time.
+        turns(&mut duty, at, 50 * US, 150 * US, 20);
+        assert!(duty.busy(), "a third of the window in turns");
+    }
+
+    #[test]
+    fn a_writer_idle_for_long_is_not_busy_at_its_next_turn() {
+        let t0 = Instant::now();
+        let mut duty = Duty::new(t0);
+        let at = turns(&mut duty, t0, 100 * US, 100 * US, 30);
+        assert!(duty.busy());
+        // A long turn after a second's rest: its window is the whole second.
+        let later = at + Duration::from_secs(1);
+        duty.turn(later, later + 300 * US);
+        assert!(!duty.busy(), "300 µs in turns over a second");
+    }
+
+    #[test]
+    fn a_long_turn_alone_makes_its_window_busy() {
+        let t0 = Instant::now();
+        let mut duty = Duty::new(t0);
+        // A checkpoint of 10 ms in one turn: the window it closes is all turn.
+        duty.turn(t0 + 100 * US, t0 + 10_100 * US);
+        assert!(duty.busy());
+    }
+}
