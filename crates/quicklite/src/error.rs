@@ -38,9 +38,10 @@ pub enum Error {
     },
 
     /// [`Database::execute`](crate::Database::execute) was given a statement that returns rows (`INSERT …
-    /// RETURNING`, a `SELECT`); it was not run. Run such a write in a closure: `db.write(|c| c.query_row(…))`.
+    /// RETURNING`, a `SELECT`); it was not run. Run a write that returns rows with
+    /// [`Database::execute_returning`](crate::Database::execute_returning).
     #[error(
-        "execute runs statements that return no rows, and this one returns rows; it was not run (for `… RETURNING`, use db.write(|c| c.query_row(…)))"
+        "execute runs statements that return no rows, and this one returns rows; it was not run (for `… RETURNING`, use execute_returning)"
     )]
     ReturnsRows,
 

@@ -192,18 +192,122 @@ both_backends! {
             matches!(e, Error::ReturnsRows),
             "{e:?}"
         );
-        assert!(e.to_string().contains("db.write(|c| c.query_row("), "{e}");
+        assert!(e.to_string().contains("execute_returning"), "{e}");
         assert_eq!(
             common::count(&db, "kv").await,
             0,
             "the row was not inserted"
         );
-        // `write` runs it.
-        let k: i64 = db
-            .write(|c| c.query_row("INSERT INTO kv VALUES (1, 1) RETURNING k", [], |r| r.get(0)))
+        // `execute_returning` runs it, and so does `write`.
+        let k: Vec<i64> = db
+            .execute_returning("INSERT INTO kv VALUES (1, 1) RETURNING k", (), |r| r.get(0))
             .await
             .unwrap();
-        assert_eq!(k, 1);
+        assert_eq!(k, [1]);
+        let k: i64 = db
+            .write(|c| c.query_row("INSERT INTO kv VALUES (2, 1) RETURNING k", [], |r| r.get(0)))
+            .await
+            .unwrap();
+        assert_eq!(k, 2);
+        db.close().await;
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn execute_returning_gives_every_returned_row_and_a_failing_mapper_undoes_its_statement(backend) {
+        let db = kv(backend).await;
+        for k in 0..10_i64 {
+            let rows: Vec<(i64, i64)> = db
+                .execute_returning("INSERT INTO kv VALUES (?1, ?2) RETURNING k, v", (k, k * 10), |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .await
+                .unwrap();
+            assert_eq!(rows, [(k, k * 10)], "the inserted row, read back by its caller at once");
+            assert_eq!(common::count(&db, "kv").await, k + 1);
+        }
+        // A statement that changed nothing returns nothing; one that changed several returns each.
+        let none: Vec<i64> = db
+            .execute_returning("UPDATE kv SET v = v + 1 WHERE k < 0 RETURNING k", (), |r| r.get(0))
+            .await
+            .unwrap();
+        assert!(none.is_empty());
+        let mut deleted: Vec<i64> = db
+            .execute_returning("DELETE FROM kv WHERE k >= ?1 RETURNING k", (7_i64,), |r| r.get(0))
+            .await
+            .unwrap();
+        deleted.sort_unstable();
+        assert_eq!(deleted, [7, 8, 9]);
+        // The mapper fails after the statement changed its row: the change goes with it, and so does its commit.
+        let seq = db.commit_seq();
+        let e = db
+            .execute_returning("UPDATE kv SET v = 99 WHERE k = 1 RETURNING v", (), |r| {
+                r.get::<_, String>(0)
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(e, Error::Sqlite(rusqlite::Error::InvalidColumnType(..))), "{e:?}");
+        let v: i64 = db.query_row("SELECT v FROM kv WHERE k = 1", (), |r| r.get(0)).await.unwrap();
+        assert_eq!(v, 10, "the update undone with its failed mapper");
+        assert_eq!(db.commit_seq(), seq, "nothing committed");
+        // A constraint it breaks fails it alone, with what SQLite said.
+        let e = db
+            .execute_returning("UPDATE kv SET v = -1 WHERE k = 2 RETURNING k", (), |r| r.get::<_, i64>(0))
+            .await
+            .unwrap_err();
+        assert_eq!(e.sqlite_code(), Some(ErrorCode::ConstraintViolation), "{e:?}");
+        db.close().await;
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_that_return_rows_share_groups_and_each_fails_alone(backend) {
+        let db = kv(backend).await;
+        let mut tasks = Vec::new();
+        for task in 0..32_i64 {
+            let db: Database = db.db.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut kept = Vec::new();
+                for i in 0..20_i64 {
+                    let k = task * 20 + i;
+                    // One write in five fails in its mapper, after its row went in.
+                    let fails = i % 5 == 4;
+                    let out = db
+                        .execute_returning("INSERT INTO kv VALUES (?1, 0) RETURNING k", (k,), move |r| {
+                            if fails {
+                                r.get::<_, String>(0).map(|_| 0)
+                            } else {
+                                r.get::<_, i64>(0)
+                            }
+                        })
+                        .await;
+                    match out {
+                        Ok(rows) => {
+                            assert!(!fails);
+                            assert_eq!(rows, [k]);
+                            kept.push(k);
+                        }
+                        Err(e) => assert!(fails, "{e:?}"),
+                    }
+                }
+                kept
+            }));
+        }
+        let mut kept = Vec::new();
+        for t in tasks {
+            kept.extend(t.await.unwrap());
+        }
+        kept.sort_unstable();
+        let rows: Vec<i64> = db
+            .query_all("SELECT k FROM kv ORDER BY k", (), |r| r.get(0))
+            .await
+            .unwrap();
+        assert_eq!(rows, kept, "every row whose mapper failed undone, every other one kept");
+        assert_eq!(rows.len(), 32 * 16);
+        let m = db.metrics();
+        assert!(m.write_batch.count < m.writes, "some writes shared a commit: {m:?}");
         db.close().await;
     }
 }

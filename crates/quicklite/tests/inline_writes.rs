@@ -530,6 +530,71 @@ both_backends! {
     }
 }
 
+const INSERT_RETURNING: &str = "INSERT INTO t (id, v) VALUES (?1, ?2) RETURNING id";
+
+/// A row mapper of one type whatever it does, so that every call is one call site: fails (after its statement
+/// inserted the row) when `fails`.
+fn returned_id(
+    fails: bool,
+) -> impl FnMut(&quicklite::rusqlite::Row<'_>) -> quicklite::rusqlite::Result<i64> + Send {
+    move |r| {
+        if fails {
+            r.get::<_, String>(0).map(|_| -1)
+        } else {
+            r.get(0)
+        }
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_that_returns_rows_runs_on_its_callers_thread_and_a_failing_mapper_undoes_it(backend) {
+        let db = with_table(backend, |b| b).await;
+        let start = Instant::now();
+        let mut id = 0_i64;
+        // Until one ran inline (a registry's never do).
+        loop {
+            let before = db.metrics().inline_writes;
+            let ids = db
+                .execute_returning(INSERT_RETURNING, (id, format!("v{id}")), returned_id(false))
+                .await
+                .unwrap();
+            assert_eq!(ids, [id]);
+            id += 1;
+            if db.metrics().inline_writes > before || (backend == Backend::Registry && id == 50) {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "no write ran inline in 10 s");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let mut failed_inline = 0;
+        for attempt in 0..20 {
+            let (before, seq) = (db.metrics().inline_writes, db.commit_seq());
+            let e = db
+                .execute_returning(INSERT_RETURNING, (id, format!("v{id}")), returned_id(true))
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(e, Error::Sqlite(quicklite::rusqlite::Error::InvalidColumnType(..))),
+                "attempt {attempt}: {e:?}"
+            );
+            failed_inline += usize::from(db.metrics().inline_writes > before);
+            assert_eq!(db.commit_seq(), seq, "nothing committed");
+            assert_eq!(common::count(&db, "t").await, id, "its row undone");
+            let ids = db
+                .execute_returning(INSERT_RETURNING, (id, format!("v{id}")), returned_id(false))
+                .await
+                .unwrap();
+            assert_eq!(ids, [id]);
+            id += 1;
+        }
+        match backend {
+            Backend::Standalone => assert!(failed_inline > 0, "no failing write ran on its caller's thread"),
+            Backend::Registry => assert_eq!(failed_inline, 0),
+        }
+    }
+}
+
 /// A write closure of one type whatever it does, so that every call is one call site.
 fn hostile(
     id: i64,

@@ -16,7 +16,7 @@ impl Database {
     /// Unlike a [`Database::write`] closure, the statement runs without a savepoint of its own: one statement is
     /// atomic by itself (if it fails, SQLite undoes its changes — except what `INSERT OR FAIL` / `UPDATE OR FAIL`
     /// keep by definition), and the savepoint would cost a copy of every page it touches. A statement that returns
-    /// rows is refused before it runs ([`Error::ReturnsRows`]): use [`Database::write`] for `RETURNING`.
+    /// rows is refused before it runs ([`Error::ReturnsRows`]): use [`Database::execute_returning`] for `RETURNING`.
     ///
     /// Parameters cross to the writer's thread, so they must be `Send + 'static`: tuples and arrays of owned
     /// values are; `rusqlite::params![…]`, a slice of borrowed `&dyn ToSql`, is not (E0277, "`dyn ToSql` cannot
@@ -33,6 +33,34 @@ impl Database {
             })
             .await;
         refused_if_rows(outcome)
+    }
+
+    /// Executes one statement that returns rows — `INSERT … RETURNING`, `UPDATE … RETURNING`, `DELETE … RETURNING`
+    /// — as a grouped write (prepared once and cached), and maps each row it returns with `f`; a statement that
+    /// changed no row returns none. `params` must own its values, as [`Database::execute`]'s.
+    ///
+    /// Unlike [`Database::execute`]'s statement, it runs in a savepoint of its own, as a [`Database::write`]
+    /// closure does: `f` may fail after the statement changed its rows, and then its changes go with it. As a
+    /// statement of [`Database::execute`]'s, one whose SQL has run short lately may run on the thread that polls this
+    /// future while the writer is idle ([`Builder::inline_writes`](crate::Builder::inline_writes)), and `f` with it:
+    /// `f` must not block on the async runtime (tokio's `blocking_send`, `block_on`).
+    pub async fn execute_returning<T, P, F>(
+        &self,
+        sql: impl AsRef<str>,
+        params: P,
+        f: F,
+    ) -> Result<Vec<T>>
+    where
+        P: Params + Send + 'static,
+        F: FnMut(&Row<'_>) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let sql = owned(sql);
+        let site = Site::of::<F>(Some(&sql));
+        self.submit_write_at(WriteKind::Grouped, site, false, move |c| {
+            c.prepare_cached(&sql)?.query_map(params, f)?.collect()
+        })
+        .await
     }
 
     /// Executes one statement once per parameter set, all in one grouped write (one savepoint, one commit);

@@ -485,11 +485,18 @@ impl Approach for Quicklite {
         Ok(())
     }
 
+    // The claim returns the job it marked (`UPDATE … RETURNING`): `execute_returning`, quicklite's API for a
+    // statement that returns rows, maps it as `ops::claim` does.
     async fn claim(&self, owner: i64, now_ms: i64) -> Result<Option<i64>> {
-        Ok(self
+        let claimed = self
             .db(0)?
-            .write(move |c| ops::claim(c, owner, now_ms))
-            .await?)
+            .execute_returning(sql::CLAIM, (owner, now_ms), |r| {
+                let id: i64 = r.get(0)?;
+                let _payload: String = r.get(1)?;
+                Ok(id)
+            })
+            .await?;
+        Ok(claimed.into_iter().next())
     }
 
     async fn ack(&self, id: i64, owner: i64) -> Result<()> {
