@@ -543,7 +543,7 @@ impl Writer {
             self.relays.answer_all(&mut self.answers);
             return;
         };
-        let turn_began = Instant::now();
+        let started = Instant::now();
         self.turn_began_at = self.shared.commit_seq();
         let mut group = std::mem::take(&mut self.group);
         let alone = !first.kind.is_grouped();
@@ -580,7 +580,7 @@ impl Writer {
         self.group = group;
         self.checkpoints.after_commit(&self.conn, &self.shared);
         self.look_outside_if_due();
-        self.duty.turn(turn_began, Instant::now());
+        self.duty.turn(started, Instant::now());
         if !self.duty.busy() {
             // Turns of several writes by chance, at a load that leaves the writer mostly idle.
             self.grouping = false;
