@@ -93,12 +93,18 @@ impl Shared {
     }
 
     /// Makes a commit visible to read-your-writes: readers serving requests made after this point start a new
-    /// snapshot if theirs is older. Called once the `COMMIT` has returned.
+    /// snapshot if theirs is older. Called once the `COMMIT` has returned, by the one thread that holds the writer's
+    /// connection.
+    ///
+    /// The commit's notice goes out before its number: whoever reads the commit sequence finds the notices of every
+    /// commit up to it (`Database::commit_seq`'s promise), also those of other callers' commits. Reads made
+    /// meanwhile see the commit already: the sequence they must see moved when it began ([`Shared::commit_starts`]).
     pub(crate) fn publish_commit(&self) {
-        let seq = self.published.commit_seq.fetch_add(1, Ordering::SeqCst) + 1;
+        let seq = self.commit_seq() + 1;
+        self.changes.committed(seq);
+        self.published.commit_seq.store(seq, Ordering::SeqCst);
         self.published.visible_seq.store(seq, Ordering::SeqCst);
         self.metrics.commits.fetch_add(1, Ordering::Relaxed);
-        self.changes.committed(seq);
     }
 
     /// Says the writer has just found the write lock held by another connection: its busy handler is waiting for
@@ -158,6 +164,41 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_commit_is_numbered_only_once_its_notice_is_out() {
+        use crate::Notice;
+
+        const COMMITS: u64 = 20_000;
+        let shared = Arc::new(Shared::new(Changes::new(COMMITS as usize, 8), None));
+        let mut notices = shared.changes.subscribe();
+        let done = Arc::new(AtomicBool::new(false));
+        // Another thread reads the sequence as a caller does and takes every notice up to it, without waiting.
+        let reader = {
+            let (shared, done) = (shared.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut told = 0;
+                while !done.load(Ordering::SeqCst) || told < shared.commit_seq() {
+                    let seq = shared.commit_seq();
+                    while told < seq {
+                        match notices.try_recv() {
+                            Ok(Notice::Committed(commit)) => told = commit.seq,
+                            other => panic!(
+                                "commit {seq} read, its notice not out after {told}: {other:?}"
+                            ),
+                        }
+                    }
+                }
+                told
+            })
+        };
+        for _ in 0..COMMITS {
+            shared.commit_starts();
+            shared.publish_commit();
+        }
+        done.store(true, Ordering::SeqCst);
+        assert_eq!(reader.join().unwrap(), COMMITS);
+    }
 
     #[test]
     fn the_write_lock_is_contended_from_the_writers_wait_until_it_is_that_old() {
