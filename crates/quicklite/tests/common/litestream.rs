@@ -162,14 +162,17 @@ pub fn start_s3_logging(log: Option<&Path>) -> (Process, String) {
     let mut response = String::new();
     loop {
         if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
-            // S3's CreateBucket: `PUT /<bucket>` (moto does not check signatures).
-            write!(
+            // S3's CreateBucket: `PUT /<bucket>` (moto does not check signatures). A server still starting may
+            // accept the connection and reset it: then it is tried again, until the deadline.
+            response.clear();
+            let sent = write!(
                 stream,
                 "PUT /{BUCKET} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-            )
-            .unwrap();
-            stream.read_to_string(&mut response).unwrap();
-            break;
+            );
+            if sent.is_ok() && stream.read_to_string(&mut response).is_ok() && !response.is_empty()
+            {
+                break;
+            }
         }
         assert!(Instant::now() < deadline, "moto's server did not start");
         std::thread::sleep(Duration::from_millis(100));
