@@ -546,6 +546,15 @@ fn returned_id(
     }
 }
 
+/// Inserts row `id` with [`INSERT_RETURNING`] and checks that it returned its id.
+async fn insert_returning(db: &common::TestDb, id: i64) {
+    let ids = db
+        .execute_returning(INSERT_RETURNING, (id, format!("v{id}")), returned_id(false))
+        .await
+        .unwrap();
+    assert_eq!(ids, [id]);
+}
+
 both_backends! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_write_that_returns_rows_runs_on_its_callers_thread_and_a_failing_mapper_undoes_it(backend) {
@@ -555,11 +564,7 @@ both_backends! {
         // Until one ran inline (a registry's never do).
         loop {
             let before = db.metrics().inline_writes;
-            let ids = db
-                .execute_returning(INSERT_RETURNING, (id, format!("v{id}")), returned_id(false))
-                .await
-                .unwrap();
-            assert_eq!(ids, [id]);
+            insert_returning(&db, id).await;
             id += 1;
             if db.metrics().inline_writes > before || (backend == Backend::Registry && id == 50) {
                 break;
@@ -581,11 +586,7 @@ both_backends! {
             failed_inline += usize::from(db.metrics().inline_writes > before);
             assert_eq!(db.commit_seq(), seq, "nothing committed");
             assert_eq!(common::count(&db, "t").await, id, "its row undone");
-            let ids = db
-                .execute_returning(INSERT_RETURNING, (id, format!("v{id}")), returned_id(false))
-                .await
-                .unwrap();
-            assert_eq!(ids, [id]);
+            insert_returning(&db, id).await;
             id += 1;
         }
         match backend {

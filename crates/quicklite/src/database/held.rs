@@ -11,7 +11,7 @@ use rusqlite::{Connection, Params, Row};
 use tokio::sync::oneshot;
 
 use crate::database::Database;
-use crate::database::statements::{execute_one, owned, refused_if_rows};
+use crate::database::statements::{all_rows, execute_one, owned, refused_if_rows};
 use crate::reply::{Answer, Asked, receive};
 use crate::request::held::{HeldEnds, HeldJob, Message, STEP_DROPPED};
 use crate::request::{Deadline, Job, WriteKind};
@@ -203,10 +203,8 @@ impl Transaction {
         T: Send + 'static,
     {
         let sql = owned(sql);
-        self.step(false, move |c| {
-            c.prepare_cached(&sql)?.query_map(params, f)?.collect()
-        })
-        .await
+        self.step(false, move |c| all_rows(c, &sql, params, f))
+            .await
     }
 
     /// Runs `f` with the writer's connection inside the transaction, as one step in a savepoint of its own: if `f`

@@ -58,7 +58,7 @@ impl Database {
         let sql = owned(sql);
         let site = Site::of::<F>(Some(&sql));
         self.submit_write_at(WriteKind::Grouped, site, false, move |c| {
-            c.prepare_cached(&sql)?.query_map(params, f)?.collect()
+            all_rows(c, &sql, params, f)
         })
         .await
     }
@@ -123,10 +123,8 @@ impl Database {
     {
         let sql = sql.as_ref();
         let site = Site::of::<F>(Some(sql));
-        self.read_statement(site, sql, move |c, sql| {
-            c.prepare_cached(sql)?.query_map(params, f)?.collect()
-        })
-        .await
+        self.read_statement(site, sql, move |c, sql| all_rows(c, sql, params, f))
+            .await
     }
 }
 
@@ -147,6 +145,20 @@ pub(super) fn execute_one<P: Params>(
         return Err(rusqlite::Error::ExecuteReturnedResults);
     }
     stmt.execute(params)
+}
+
+/// Every row `sql` returns with `params` (prepared once and cached), each mapped with `f`.
+pub(super) fn all_rows<T, P, F>(
+    c: &Connection,
+    sql: &str,
+    params: P,
+    f: F,
+) -> rusqlite::Result<Vec<T>>
+where
+    P: Params,
+    F: FnMut(&Row<'_>) -> rusqlite::Result<T>,
+{
+    c.prepare_cached(sql)?.query_map(params, f)?.collect()
 }
 
 /// `outcome` of [`execute_one`], with a statement that returns rows told as [`Error::ReturnsRows`].
