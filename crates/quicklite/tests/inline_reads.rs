@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
@@ -114,6 +116,36 @@ both_backends! {
         until_inline(&db).await;
         let m = db.metrics();
         assert!(m.inline_reads >= 1 && m.reads > m.inline_reads, "{m:?}");
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_task_reading_on_its_callers_thread_in_a_loop_lets_the_other_tasks_of_its_worker_run(backend) {
+        let db = with_table(backend, |b| b).await;
+        let turns = Arc::new(AtomicU64::new(0));
+        // Both tasks on the runtime's one worker: the other runs only when the reading task returns to the runtime.
+        let other = tokio::spawn(common::take_turns(turns.clone()));
+        let reading = tokio::spawn({
+            let (db, turns) = (db.db.clone(), turns.clone());
+            async move {
+                until_inline(&db).await;
+                let turns_before = turns.load(Ordering::Relaxed);
+                let mut here_count = 0;
+                for _ in 0..2_000 {
+                    let (thread, _) = db.read(probe(Mode::Point)).await.unwrap();
+                    here_count += usize::from(thread == here());
+                }
+                (here_count, turns.load(Ordering::Relaxed) - turns_before)
+            }
+        });
+        let (here_count, turns_meanwhile) = reading.await.unwrap();
+        other.abort();
+        assert!(here_count >= 1_900, "{here_count} of 2,000 reads ran on the caller's thread");
+        assert!(
+            turns_meanwhile >= 500,
+            "the other task of the worker ran {turns_meanwhile} times during 2,000 reads"
+        );
     }
 }
 

@@ -90,6 +90,43 @@ both_backends! {
 }
 
 both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_task_writing_on_its_callers_thread_in_a_loop_lets_the_other_tasks_of_its_worker_run(backend) {
+        let db = with_table(backend, |b| b).await;
+        let from = until_inline(&db, 0).await;
+        let turns = Arc::new(AtomicU64::new(0));
+        // Both tasks on the runtime's one worker: the other runs only when the writing task returns to the runtime.
+        let other = tokio::spawn(common::take_turns(turns.clone()));
+        let writing = tokio::spawn({
+            let (db, turns) = (db.db.clone(), turns.clone());
+            async move {
+                // Writes that ran here, and of them those during whose call the other task never ran.
+                let (mut inline, mut holding) = (0, 0);
+                for id in from..from + 1_000 {
+                    let (inline_before, turns_before) = (db.metrics().inline_writes, turns.load(Ordering::Relaxed));
+                    db.execute(INSERT, (id, format!("v{id}"))).await.unwrap();
+                    if db.metrics().inline_writes > inline_before {
+                        inline += 1;
+                        holding += usize::from(turns.load(Ordering::Relaxed) == turns_before);
+                    }
+                }
+                (inline, holding)
+            }
+        });
+        let (inline, holding) = writing.await.unwrap();
+        other.abort();
+        if backend == Backend::Standalone {
+            assert!(inline >= 900, "{inline} of 1,000 writes ran on the caller's thread");
+        }
+        assert!(
+            holding <= inline / 20,
+            "{holding} of the {inline} writes on the caller's thread held its worker from the other task"
+        );
+        assert_eq!(common::count(&db, "t").await, from + 1_000);
+    }
+}
+
+both_backends! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failing_write_on_its_callers_thread_rolls_back_alone_and_says_why(backend) {
         let db = with_table(backend, |b| b).await;

@@ -210,7 +210,7 @@ impl Database {
         let deadline = self.read_deadline(None);
         let mut f = Some(f);
         if let Some((inline, attempt)) = self.inline_for(site, false) {
-            inline::take_turn().await;
+            inline::take_turn(inline.turn(self.inner.write_tx.len() > 0)).await;
             let run_here = |conn: &Connection| (f.take().expect("runs once"))(conn, sql);
             if let Ok(result) = inline.run(attempt, deadline, true, run_here) {
                 return result;
@@ -245,7 +245,7 @@ impl Database {
     {
         let f = match self.inline_for(site, true) {
             Some((inline, attempt)) => {
-                inline::take_turn().await;
+                inline::take_turn(inline.turn(self.inner.write_tx.len() > 0)).await;
                 match inline.run(attempt, deadline, false, f) {
                     Ok(result) => return result,
                     Err(f) => f,
@@ -416,7 +416,7 @@ impl Database {
                     // Its turn taken after it ran, as a write handed to the writer takes it while it waits: a task
                     // writing in a loop goes behind the others ready to run, and a write given back (queued) pays
                     // no yield for nothing.
-                    inline::take_turn().await;
+                    inline::take_turn(inline.turn(self.inner.write_tx.len() > 0)).await;
                     return answered(rx);
                 }
                 Some(not_run) => req = not_run,

@@ -116,6 +116,25 @@ where
     results
 }
 
+/// Counts its own turns on the runtime until aborted: it wakes itself at each, and goes behind the tasks ready on
+/// its worker. On a runtime of one worker it runs only while another task there returns to the runtime.
+#[allow(dead_code)] // Not every test binary uses it.
+pub async fn take_turns(turns: std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    loop {
+        turns.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut woken = false;
+        std::future::poll_fn(|cx| {
+            if woken {
+                return std::task::Poll::Ready(());
+            }
+            woken = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        })
+        .await;
+    }
+}
+
 /// Number of rows in `table`, read through the handle (so through a reader's snapshot).
 pub async fn count(db: &Database, table: &'static str) -> i64 {
     db.read(move |c| c.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)))

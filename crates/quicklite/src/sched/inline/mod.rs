@@ -19,10 +19,10 @@
 //! read runs on it, so no thread ever waits for another here. Where that connection's page cache is cold — the
 //! database was written since its last snapshot began, and SQLite threw the cache away — a standalone database's
 //! statement read takes the writer's connection instead if the writer is waiting for work ([`WriterSeat`]): the
-//! one connection whose cache commits leave warm. Before it runs, a read yields once to the runtime
-//! ([`take_turn`]): a task reading in a loop then takes its turn with the others like a task awaiting a reader
-//! thread's answer, and the runtime's timers and woken tasks never wait behind a run of reads (docs/design.md has
-//! the measurements behind the choice). An idle connection's snapshot is ended by the
+//! one connection whose cache commits leave warm. Before it runs, a read takes a turn on the runtime
+//! ([`take_turn`], [`Inline::turn`]): a task reading in a loop then takes its turn with the others like a task
+//! awaiting a reader thread's answer, and while writes wait for the writer, the tasks its answers wake and the
+//! runtime's timers never wait behind a run of reads (docs/design.md has the measurements behind the choice). An idle connection's snapshot is ended by the
 //! [`janitor`] within [`janitor::PERIOD`], so that it holds no checkpoint back; a connection unused for
 //! [`janitor::CLOSE_AFTER`] is closed.
 //!
@@ -42,6 +42,7 @@ use std::cell::Cell;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
@@ -95,19 +96,57 @@ thread_local! {
     };
 }
 
-/// Waits for this task's turn to run a read inline: yields once to the runtime, which polls the task again after
-/// the others ready to run (tokio's `yield_now`: the task goes behind them, not to the front of the line).
+/// Where a task that runs inline goes while others take their turns ([`take_turn`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Turn {
+    /// Behind the tasks ready on its worker: it wakes itself and returns to the runtime once, as a task whose
+    /// cooperative budget ran out does.
+    Worker,
+    /// Behind every task of the runtime, its timers and its I/O (tokio's `yield_now`: the worker runs the task
+    /// again only once it finds nothing else to run, anywhere).
+    Runtime,
+}
+
+/// Waits for this task's turn to run inline (`turn` says behind whom).
 ///
 /// A read on the caller's thread costs about as much as a yield; a task that read without yielding would hold its
 /// worker for as long as it has reads to make (a task's cooperative budget, 128 of them, is a quarter of a
 /// millisecond), and every task woken meanwhile — an answer from the writer, a timer — would wait behind it.
 /// Yielding before every read measured faster than yielding after each slice of reads on a thread (10 µs), with
 /// the runtime's lateness no worse (docs/design.md).
-pub(crate) async fn take_turn() {
-    tokio::task::yield_now().await;
+pub(crate) async fn take_turn(turn: Turn) {
+    match turn {
+        Turn::Runtime => tokio::task::yield_now().await,
+        Turn::Worker => {
+            let mut woken = false;
+            std::future::poll_fn(|cx| {
+                if woken {
+                    return Poll::Ready(());
+                }
+                woken = true;
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            })
+            .await;
+        }
+    }
 }
 
 impl Inline {
+    /// Behind whom a task that runs inline now takes its turn: while writes wait for the writer (`writes_queued`,
+    /// or the writer in a turn), behind every task of the runtime — the writer wakes their callers from its thread,
+    /// and tasks woken from another thread wait for a worker to look beyond its own — else behind its worker's: to
+    /// find out that nothing else waits, `yield_now` makes the worker look for work to steal, poll its I/O driver (a
+    /// system call) and wake a sleeping worker to look as well, at every read and write of a task alone.
+    pub(crate) fn turn(&self, writes_queued: bool) -> Turn {
+        let writer_busy = self.writer_seat.as_ref().is_some_and(|seat| !seat.lent());
+        if writes_queued || writer_busy {
+            Turn::Runtime
+        } else {
+            Turn::Worker
+        }
+    }
+
     /// The set for the database at `path`; `budget` bounds its connections together with other databases'; reads
     /// may also take the writer's connection at `writer_seat` while the writer waits.
     pub(crate) fn new(
