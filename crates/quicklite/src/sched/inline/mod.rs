@@ -22,9 +22,9 @@
 //! one connection whose cache commits leave warm. Before it runs, a read takes a turn on the runtime
 //! ([`take_turn`], [`Inline::turn`]): a task reading in a loop then takes its turn with the others like a task
 //! awaiting a reader thread's answer, and while writes wait for the writer, the tasks its answers wake and the
-//! runtime's timers never wait behind a run of reads (docs/design.md has the measurements behind the choice). An idle connection's snapshot is ended by the
-//! [`janitor`] within [`janitor::PERIOD`], so that it holds no checkpoint back; a connection unused for
-//! [`janitor::CLOSE_AFTER`] is closed.
+//! runtime's timers never wait behind a run of reads (docs/design.md has the measurements behind the choice). An
+//! idle connection's snapshot is ended by the [`janitor`] within [`janitor::PERIOD`], so that it holds no
+//! checkpoint back; a connection unused for [`janitor::CLOSE_AFTER`] is closed.
 //!
 //! While another connection contends for the write lock (another process committing, [`Shared::write_lock_contended`]),
 //! every read goes to the reader threads or the pool. Reads run inline without pause keep the runtime's threads busy,
