@@ -210,7 +210,7 @@ impl Database {
         let deadline = self.read_deadline(None);
         let mut f = Some(f);
         if let Some((inline, attempt)) = self.inline_for(site, false) {
-            inline::take_turn(inline.turn(self.inner.write_tx.len() > 0)).await;
+            self.take_turn(inline).await;
             let run_here = |conn: &Connection| (f.take().expect("runs once"))(conn, sql);
             if let Ok(result) = inline.run(attempt, deadline, true, run_here) {
                 return result;
@@ -221,6 +221,12 @@ impl Database {
         // Boxed: the reader threads' path would make every read's future as large as its own, and a future is
         // read from memory at every poll — a cost per read on the caller's thread, where most reads run.
         Box::pin(self.queue_read(deadline, true, false, site, move |conn| f(conn, &sql))).await
+    }
+
+    /// Takes this task's turn on the runtime around a request run on its thread, behind whom `inline` says while
+    /// this database's writes are queued or not ([`Inline::turn`]).
+    async fn take_turn(&self, inline: &Inline) {
+        inline::take_turn(inline.turn(self.inner.write_tx.len() > 0)).await;
     }
 
     /// The connections for reads on the caller's thread, if a read of `site` (a read `closure`, or a statement
@@ -245,7 +251,7 @@ impl Database {
     {
         let f = match self.inline_for(site, true) {
             Some((inline, attempt)) => {
-                inline::take_turn(inline.turn(self.inner.write_tx.len() > 0)).await;
+                self.take_turn(inline).await;
                 match inline.run(attempt, deadline, false, f) {
                     Ok(result) => return result,
                     Err(f) => f,
@@ -416,7 +422,7 @@ impl Database {
                     // Its turn taken after it ran, as a write handed to the writer takes it while it waits: a task
                     // writing in a loop goes behind the others ready to run, and a write given back (queued) pays
                     // no yield for nothing.
-                    inline::take_turn(inline.turn(self.inner.write_tx.len() > 0)).await;
+                    self.take_turn(inline).await;
                     return answered(rx);
                 }
                 Some(not_run) => req = not_run,
