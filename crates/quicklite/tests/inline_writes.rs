@@ -1,9 +1,9 @@
 //! A short write that finds the writer idle runs on its caller's thread, on the writer's connection, with every
 //! promise it has on the writer's thread: answered after its commit, rolled back alone, read-your-writes, its commit
-//! told (a partial `OR FAIL` commit too), a write beside another connection's lock waiting as before, checkpoints
-//! still run, the runtime's worker handed away when a write turns long, a cancelled write not run, no write lost or
-//! run twice under contention. Every test runs on both backends: a registry's writers run on its pool, and there
-//! every write goes to the writer as before (the same promises, checked the same way).
+//! told (a partial `OR FAIL` commit too), a write beside another connection's lock waiting for it while the runtime
+//! goes on, checkpoints still run, the runtime's worker handed away when a write turns long, a cancelled write not
+//! run, no write lost or run twice under contention. Every test runs on both backends: a registry's writers run on
+//! its pool, and there every write goes to the writer as before (the same promises, checked the same way).
 
 mod common;
 
@@ -241,9 +241,23 @@ both_backends! {
     }
 }
 
+/// Counts, on the runtime, how late a 1 ms timer fires at most (in microseconds) until `stop` is set.
+fn ticker(stop: Arc<AtomicU64>) -> tokio::task::JoinHandle<Duration> {
+    tokio::spawn(async move {
+        let mut late = Duration::ZERO;
+        while stop.load(Ordering::SeqCst) == 0 {
+            let at = Instant::now();
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            late = late.max(at.elapsed().saturating_sub(Duration::from_millis(1)));
+        }
+        late
+    })
+}
+
 both_backends! {
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_write_beside_another_connection_holding_the_lock_waits_for_it_on_the_writer(backend) {
+    // One worker: a write that held it while it waited would stall the runtime, its timers included.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_write_beside_another_connection_holding_the_lock_waits_for_it_and_the_runtime_goes_on(backend) {
         let db = with_table(backend, |b| b).await;
         let id = until_inline(&db, 0).await;
         let other = Connection::open(db.path()).unwrap();
@@ -257,12 +271,58 @@ both_backends! {
                 other.execute_batch("COMMIT").unwrap();
             })
         };
-        let inline_before = db.metrics().inline_writes;
-        // Not refused with `SQLITE_BUSY` on the caller's thread: it goes to the writer, which waits for the lock.
-        db.execute(INSERT, (id, format!("v{id}"))).await.unwrap();
+        let stop = Arc::new(AtomicU64::new(0));
+        let late = ticker(stop.clone());
+        // From a task of the runtime's one worker: the statement met the lock on its caller's thread (its parameters
+        // bound: it cannot go to the writer unrun) or on the writer, and waited for it either way — not refused
+        // with `SQLITE_BUSY`.
+        let write = tokio::spawn({
+            let db = db.db.clone();
+            async move { db.execute(INSERT, (id, format!("v{id}"))).await }
+        });
+        write.await.unwrap().unwrap();
         assert_eq!(released.load(Ordering::SeqCst), 1, "answered only once the other connection let go");
+        stop.store(1, Ordering::SeqCst);
+        let late = late.await.unwrap();
         release.join().unwrap();
-        assert_eq!(db.metrics().inline_writes, inline_before, "it ran on the writer");
+        assert!(late < Duration::from_millis(100), "the runtime's timer was {late:?} late while the write waited");
+        assert_eq!(common::count(&db, "t").await, id + 2);
+        if backend == Backend::Standalone {
+            assert!(db.metrics().runtime_hand_offs > 0, "{:?}", db.metrics());
+        }
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_write_that_waited_for_the_lock_past_its_bound_says_who_held_it_and_changed_nothing(backend) {
+        let db = with_table(backend, |b| b.write_lock_wait(Duration::from_millis(200))).await;
+        let id = until_inline(&db, 0).await;
+        let other = Connection::open(db.path()).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE; INSERT INTO t (id, v) VALUES (-1, 'other')").unwrap();
+        let stop = Arc::new(AtomicU64::new(0));
+        let late = ticker(stop.clone());
+        let started = Instant::now();
+        let e = tokio::spawn({
+            let db = db.db.clone();
+            async move { db.execute(INSERT, (id, format!("v{id}"))).await }
+        })
+        .await
+        .unwrap()
+        .unwrap_err();
+        let waited = started.elapsed();
+        stop.store(1, Ordering::SeqCst);
+        let late = late.await.unwrap();
+        let Error::WriteLockHeld { pid, .. } = &e else {
+            panic!("not WriteLockHeld: {e:?}");
+        };
+        assert_eq!(*pid, Some(std::process::id()), "{e}");
+        assert!(waited >= Duration::from_millis(200), "gave up after {waited:?}");
+        assert!(late < Duration::from_millis(100), "the runtime's timer was {late:?} late while the write waited");
+        other.execute_batch("COMMIT").unwrap();
+        // Nothing of it committed; the next write of the site commits.
+        assert_eq!(common::count(&db, "t").await, id + 1);
+        db.execute(INSERT, (id, format!("v{id}"))).await.unwrap();
         assert_eq!(common::count(&db, "t").await, id + 2);
     }
 }

@@ -167,6 +167,27 @@ pub(crate) fn within<T>(bound: Bound, f: impl FnOnce() -> T) -> (T, Passed) {
     (out, passed)
 }
 
+/// For a busy handler about to wait for a lock another connection holds: a wait of unknown length is no short run,
+/// so the run on this thread does at once what its scheduler asked of it past its bound (a write on its caller's
+/// thread hands the runtime's worker away before it sleeps), if it has not yet.
+pub(crate) fn before_waiting() {
+    let past = RUN.with(|run| {
+        let run = run.borrow();
+        let run = run.as_ref()?;
+        if run.past_done { None } else { run.bound.past }
+    });
+    let Some(past) = past else {
+        return;
+    };
+    let done = past();
+    RUN.with(|run| {
+        if let Some(run) = run.borrow_mut().as_mut() {
+            run.past_done = done;
+            run.past_called = true;
+        }
+    });
+}
+
 /// For SQLite's progress handler: if the run on this thread is past its bound, does what its scheduler asked, then
 /// waits for a turn among the long reads — until `stop` says the read is to stop (its deadline passed, its caller
 /// left), which the progress handler then does.
@@ -293,6 +314,27 @@ mod tests {
         let ((), passed) = within(later, || check(|| false));
         assert!(!passed.long && !passed.past);
         assert_eq!(CALLS.load(Ordering::SeqCst), 1, "not past the bound");
+    }
+
+    #[test]
+    fn a_run_about_to_wait_for_a_lock_does_at_once_what_its_bound_asks_once() {
+        static WAITS: AtomicUsize = AtomicUsize::new(0);
+        fn counted_wait() -> bool {
+            WAITS.fetch_add(1, Ordering::SeqCst);
+            true
+        }
+        let far = Bound::write(
+            Instant::now() + Duration::from_secs(3600),
+            Some(counted_wait),
+        );
+        let ((), passed) = within(far, || {
+            before_waiting();
+            before_waiting();
+        });
+        assert!(passed.past && !passed.long, "{passed:?}");
+        assert_eq!(WAITS.load(Ordering::SeqCst), 1);
+        before_waiting();
+        assert_eq!(WAITS.load(Ordering::SeqCst), 1, "no run is bounded now");
     }
 
     #[test]

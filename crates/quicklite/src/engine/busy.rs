@@ -160,6 +160,8 @@ impl BusyLimit {
                 return false;
             }
             metrics.busy_retries.fetch_add(1, Ordering::Relaxed);
+            // On a caller's thread, the runtime goes on without it first.
+            bound::before_waiting();
             std::thread::sleep(busy.delay(count).min(limit - waited));
             true
         })

@@ -7,12 +7,15 @@
 //! `COMMIT` returned, so no write is ever reported as committed that is not.
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use crate::changes::Mark;
 use crate::cost::{Known, RanOn};
 use crate::engine::Shared;
 use crate::engine::bound::{self, Bound};
 use crate::engine::guard::{GuardedConnection, savepoint_name};
+use crate::engine::write_lock;
+use crate::metrics::Metrics;
 use crate::request::{Ran, WriteKind, WriteRequest};
 use crate::util::blocking_work;
 use crate::wal_frames::wal_counts;
@@ -306,17 +309,7 @@ pub(crate) fn run_alone(
             // statement returns that error.
             // Its commit, and its fsync, happen inside the statement: blocking work as much as the statement.
             let ran = conn.committing(|| run_learning(conn, shared, request));
-            // Committed as it ended — also when it failed after changing rows it keeps (`OR FAIL`): every commit
-            // that reaches the file is published and told, whatever the statement returned.
-            if conn.settle() {
-                metrics.write_batch.record(1);
-                metrics
-                    .write_transaction_us
-                    .record_duration(started.elapsed());
-            } else if !ran.is_ok() {
-                metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
-                shared.changes.undo_to(mark);
-            }
+            settle_statement(conn, shared, ran, mark, started);
             (ran, None)
         }
         WriteKind::Unmanaged => {
@@ -354,18 +347,22 @@ pub(crate) fn run_alone(
     outcome
 }
 
-/// Runs a grouped write (a closure, or one statement) in a transaction of its own on the writer's connection
-/// borrowed by its caller's thread ([`crate::sched::inline`]), with the promises it has on the writer's thread:
-/// answered after its `COMMIT` returned, rolled back alone if it fails, every commit witnessed. A statement that
-/// fails after changing rows it keeps (`OR FAIL`) commits them, as it would in autocommit mode. Past its bound the
-/// run calls `past` ([`Bound::write`]). Returns how its closure ended and its outcome (see [`Outcomes`]), or why it was not run ([`NotRun`]):
-/// the write lock is held elsewhere (the connection waits for no lock on a caller's thread), or the write would
-/// start the WAL over, with an fsync.
+/// Runs a grouped write on the writer's connection borrowed by its caller's thread ([`crate::sched::inline`]), with
+/// the promises it has on the writer's thread: answered after its `COMMIT` returned, rolled back alone if it fails,
+/// every commit witnessed. A closure runs in a transaction of its own; one statement runs in autocommit mode, as on
+/// the writer ([`run_alone`]), and a statement that fails after changing rows it keeps (`OR FAIL`) commits them. Past
+/// its bound the run calls `past` ([`Bound::write`]). Returns how its closure ended and its outcome (see
+/// [`Outcomes`]), or why it was not run ([`NotRun`]): the write would start the WAL over, with an fsync, or the
+/// write lock is held elsewhere and a closure's `BEGIN IMMEDIATE` found it so (the connection waits for no lock on a
+/// caller's thread before a closure runs). A statement that finds the lock held waits for it as on the writer, up to
+/// its deadline or `write_lock_wait`: its parameters are bound by then, so it cannot be given back unrun, and the
+/// busy handler hands the runtime's worker away before it sleeps ([`bound::before_waiting`]).
 pub(crate) fn run_inline(
     conn: &GuardedConnection,
     shared: &Shared,
     request: &mut WriteRequest,
     past: Option<fn() -> bool>,
+    write_lock_wait: Duration,
 ) -> Result<(Ran, Option<Error>), NotRun> {
     let metrics = &shared.metrics;
     let started = Instant::now();
@@ -376,6 +373,15 @@ pub(crate) fn run_inline(
         return Err(NotRun::WalStartsOver);
     }
     shared.changes.discard();
+    if request.kind == WriteKind::GroupedStatement {
+        return Ok(run_statement_inline(
+            conn,
+            shared,
+            request,
+            Bound::write(started, past),
+            write_lock_wait,
+        ));
+    }
     match conn.control(BEGIN) {
         Ok(()) => {}
         Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => {
@@ -419,6 +425,72 @@ pub(crate) fn run_inline(
     Ok((ran, None))
 }
 
+/// One statement of [`run_inline`], in autocommit mode: a transaction by itself that takes the write lock when it
+/// starts — waiting for it up to the statement's deadline or `write_lock_wait` — and commits as it ends.
+fn run_statement_inline(
+    conn: &GuardedConnection,
+    shared: &Shared,
+    request: &mut WriteRequest,
+    bound: Bound,
+    write_lock_wait: Duration,
+) -> (Ran, Option<Error>) {
+    let metrics = &shared.metrics;
+    let started = Instant::now();
+    let mark = shared.changes.mark();
+    let wait = write_lock::gives_up_at(request, started, write_lock_wait)
+        .saturating_duration_since(started);
+    let (ran, passed) = bound::within(bound, || {
+        let _span = tracing::debug_span!(parent: &request.span, "quicklite.write").entered();
+        conn.waiting_up_to(wait, || conn.committing(|| request.job.run(conn.conn())))
+    });
+    if ran == Ran::Panicked {
+        metrics.panics.fetch_add(1, Ordering::Relaxed);
+    }
+    if passed.past {
+        metrics.runtime_hand_offs.fetch_add(1, Ordering::Relaxed);
+    }
+    if settle_statement(conn, shared, ran, mark, started) && request.job.failed_busy() {
+        // It waited for the write lock as long as it could, and changed nothing.
+        let path = conn.conn().path().filter(|p| !p.is_empty());
+        let error = write_lock::gave_up(request, path, started.elapsed());
+        request.job.fail_later(error);
+    }
+    (ran, None)
+}
+
+/// After one statement in autocommit mode, which began at `started`: publishes its commit if it made one — also
+/// when it failed after changing rows it keeps (`OR FAIL`): every commit that reaches the file is published and
+/// told, whatever the statement returned — or else, if it failed, undoes the changes it recorded since `mark`.
+/// Returns whether it failed having committed nothing.
+fn settle_statement(
+    conn: &GuardedConnection,
+    shared: &Shared,
+    ran: Ran,
+    mark: Mark,
+    started: Instant,
+) -> bool {
+    let metrics = &shared.metrics;
+    if committed_alone(conn, metrics, started) || ran.is_ok() {
+        return false;
+    }
+    metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+    shared.changes.undo_to(mark);
+    true
+}
+
+/// Whether a write's own transaction, begun at `started`, reached the file: its commit published
+/// ([`GuardedConnection::settle`]) and counted, a commit of one write.
+fn committed_alone(conn: &GuardedConnection, metrics: &Metrics, started: Instant) -> bool {
+    if !conn.settle() {
+        return false;
+    }
+    metrics.write_batch.record(1);
+    metrics
+        .write_transaction_us
+        .record_duration(started.elapsed());
+    true
+}
+
 /// Commits a write's own transaction.
 pub(crate) fn commit_alone(
     conn: &GuardedConnection,
@@ -427,11 +499,7 @@ pub(crate) fn commit_alone(
 ) -> Option<Error> {
     let metrics = &shared.metrics;
     let result = conn.committing(|| blocking_work(|| conn.control(COMMIT)));
-    if conn.settle() {
-        metrics.write_batch.record(1);
-        metrics
-            .write_transaction_us
-            .record_duration(started.elapsed());
+    if committed_alone(conn, metrics, started) {
         return None;
     }
     match result {

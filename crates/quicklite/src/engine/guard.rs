@@ -3,11 +3,12 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 
+use crate::engine::busy::BusyLimit;
 use crate::engine::hooks::Armed;
 use crate::engine::witness::Witness;
 
@@ -136,6 +137,8 @@ pub(crate) struct GuardedConnection {
     armed: Vec<Armed>,
     /// The witness of commits, on a read-write connection ([`crate::engine::witness`]).
     witness: Option<Witness>,
+    /// How long its busy handler waits for a lock held elsewhere, once installed ([`BusyLimit::install`]).
+    busy: Option<BusyLimit>,
 }
 
 /// Holders of a connection's sentinel while its authorizer and progress handler are its own: itself and the two.
@@ -195,6 +198,7 @@ impl GuardedConnection {
             sentinel,
             armed: Vec::new(),
             witness: None,
+            busy: None,
         })
     }
 
@@ -240,6 +244,20 @@ impl GuardedConnection {
     /// Keeps `armed`, a hook registered through SQLite's C API, to register it again after a lending.
     pub(crate) fn keep_armed(&mut self, armed: Armed) {
         self.armed.push(armed);
+    }
+
+    /// Keeps `busy`, the limit of the busy handler installed on the connection.
+    pub(crate) fn set_busy(&mut self, busy: BusyLimit) {
+        self.busy = Some(busy);
+    }
+
+    /// Runs `f`, which may wait for a lock another connection holds, with the connection's busy handler waiting up
+    /// to `limit` ([`BusyLimit::waiting_up_to`]; without a handler of quicklite's, as the connection waits).
+    pub(crate) fn waiting_up_to<T>(&self, limit: Duration, f: impl FnOnce() -> T) -> T {
+        match &self.busy {
+            Some(busy) => busy.waiting_up_to(limit, f),
+            None => f(),
+        }
     }
 
     /// Makes this a writer's connection, whose commits a witness sees ([`crate::engine::witness`]).

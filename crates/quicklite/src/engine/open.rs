@@ -120,6 +120,7 @@ pub(crate) fn instrument(
 ) -> Result<()> {
     let armed = busy.install(guarded.conn_mut(), shared)?;
     guarded.keep_armed(armed);
+    guarded.set_busy(busy.clone());
     let conn = guarded.conn_mut();
     if let Some(threshold) = config.slow_statement {
         let counters = shared.clone();

@@ -669,12 +669,7 @@ impl Writer {
         };
         if lock_held {
             outcome = None;
-            let error = match request.deadline {
-                Some(deadline) if deadline.passed(Instant::now()) => {
-                    deadline.error(RequestKind::Write, false)
-                }
-                _ => write_lock::held(self.file(), since.elapsed()),
-            };
+            let error = write_lock::gave_up(request, self.file(), since.elapsed());
             request.job.fail_later(error);
         }
         self.outcomes.clear();

@@ -11,8 +11,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::Error;
 use crate::request::WriteRequest;
+use crate::{Error, RequestKind};
 
 /// When `request`, whose wait for the write lock began at `since`, stops waiting: at its deadline if it has one
 /// (then it fails with [`Error::Timeout`], as any write still waiting at its deadline), else `bound` after `since`
@@ -36,6 +36,17 @@ pub(crate) fn wait(
         .map(|r| gives_up_at(r, since, bound))
         .min()
         .map_or(Duration::ZERO, |at| at.saturating_duration_since(now))
+}
+
+/// The error of `request`, which waited `waited` for the write lock of the database at `path` and gave up without
+/// running: its deadline's timeout if that passed, else who held the lock ([`held`]).
+pub(crate) fn gave_up(request: &WriteRequest, path: Option<&str>, waited: Duration) -> Error {
+    match request.deadline {
+        Some(deadline) if deadline.passed(Instant::now()) => {
+            deadline.error(RequestKind::Write, false)
+        }
+        _ => held(path, waited),
+    }
 }
 
 /// The error of a write that waited `waited` for the write lock of the database at `path` and gave up: it names

@@ -5,15 +5,19 @@
 //! waiting for work has no one to share its commit with, and the hand-off — the writer woken, the answer sent
 //! back — costs more than the write. So while the writer waits it lends its connection ([`WriterSeat`](crate::engine::seat::WriterSeat)) to writes
 //! as well as reads; a write of a call site that ran short lately ([`Config::inline_write_max`](crate::config::Config::inline_write_max)) takes it, runs in a
-//! transaction of its own ([`group::run_inline`]) and is answered at once. Everything else goes to the writer's
+//! transaction of its own — a closure between `BEGIN IMMEDIATE` and `COMMIT`, a statement in autocommit mode, as on
+//! the writer ([`group::run_inline`]) — and is answered at once. Everything else goes to the writer's
 //! queue, as before: a write that finds writes queued (group commit serves it best with them), a write while the
 //! connection is in use (another caller's write or read, or the writer's own
 //! turn — the writer takes over as soon as a second write comes), the first writes of a call site, a write that
 //! would find a checkpoint due ([`WriterSeat::takes_writes`](crate::engine::seat::WriterSeat::takes_writes): the writer runs it after the write, in its turn), one
 //! past its deadline (the writer answers it), one that would start the WAL over (every frame checkpointed: SQLite
 //! syncs a new WAL's header even under `synchronous=NORMAL`), and every write while another connection contends for
-//! the write lock, which the lent connection does not wait for. A write's commit is witnessed on the writer's connection whoever
-//! runs it: read-your-writes and change notices hold, and the writer learns of the commits at its next turn.
+//! the write lock. A closure that finds the lock held goes to the writer unrun; a statement cannot (its parameters
+//! are bound as it meets the lock), so it waits for the lock here as it would on the writer — up to its deadline or
+//! `write_lock_wait` — once the runtime's worker has gone to another thread. A write's commit is witnessed on the
+//! writer's connection whoever runs it: read-your-writes and change notices hold, and the writer learns of the
+//! commits at its next turn.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -82,7 +86,13 @@ impl Inline {
         let past: fn() -> bool = hand_off::hand_off;
         let ran = writer_seat.write(&mut lent, |lent: &mut Lent| {
             let ran = lent.snapshot.write(&self.shared, |conn| {
-                group::run_inline(conn, &self.shared, &mut request, Some(past))
+                group::run_inline(
+                    conn,
+                    &self.shared,
+                    &mut request,
+                    Some(past),
+                    self.config.write_lock_wait,
+                )
             });
             lent.last_used = Coarse::now();
             ran
