@@ -538,7 +538,7 @@ fn lock_holder(pid: Option<u32>, program: Option<&str>) -> String {
 /// What a closure that tried to control its transaction is told.
 const TRANSACTION_CONTROL_REFUSED: &str = "not authorized: BEGIN, COMMIT, ROLLBACK and the handle's own savepoint are \
      refused inside a read or write closure, whose transaction quicklite manages (a write's is shared with other \
-     writes); use Database::transaction for a transaction of its own, or Database::with_write_connection for code \
+     writes), and so is any savepoint as an execute statement by itself; use Database::transaction for a transaction of its own, or Database::with_write_connection for code \
      that runs them itself. A read on the writer's connection (right after a commit) is also refused a PRAGMA that \
      sets something, a checkpoint, ATTACH and DETACH, which would change the writer's connection";
 

@@ -357,6 +357,72 @@ both_backends! {
     }
 }
 
+/// Whether the row `id` of `t` is committed: read by a connection of its own, outside the handle.
+fn committed(db: &common::TestDb, id: i64) -> bool {
+    let outside = rusqlite::Connection::open(db.path()).unwrap();
+    outside
+        .query_row("SELECT count(*) FROM t WHERE a = ?1", [id], |r| {
+            r.get::<_, i64>(0)
+        })
+        .unwrap()
+        == 1
+}
+
+both_backends! {
+    // Two workers: `execute`'s statements may run on their callers' threads as well as on the writer.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn transaction_control_is_refused_through_the_statement_cache_and_execute_too(backend) {
+        let db = common::open(backend, |b| b).await;
+        db.execute_batch("CREATE TABLE t (a)").await.unwrap();
+        let mut id = 0;
+        // The handle's own statements are in the statement cache: a statement found there is not prepared again,
+        // so the authorizer would not see it.
+        for sql in [
+            "COMMIT",
+            "ROLLBACK",
+            "BEGIN",
+            "BEGIN IMMEDIATE",
+            "END",
+            "RELEASE quicklite_write",
+            "ROLLBACK TO quicklite_write",
+            "SAVEPOINT quicklite_write",
+        ] {
+            for _ in 0..3 {
+                let e = db.execute(sql, ()).await.unwrap_err();
+                assert_eq!(e.sqlite_code(), Some(ErrorCode::AuthorizationForStatementDenied), "{sql}: {e}");
+                let e = db
+                    .write(move |c| c.prepare_cached(sql)?.execute([]))
+                    .await
+                    .unwrap_err();
+                assert_eq!(e.sqlite_code(), Some(ErrorCode::AuthorizationForStatementDenied), "{sql}: {e}");
+                // The next write commits when it is answered.
+                db.execute("INSERT INTO t VALUES (?1)", (id,)).await.unwrap();
+                assert!(committed(&db, id), "after {sql}, an answered insert was not committed");
+                id += 1;
+            }
+        }
+        // A savepoint of the caller's own as a statement: by itself it would begin a transaction and leave it
+        // open (the writes after it would run in it, answered before anything committed them); in a group, a later
+        // `ROLLBACK TO` would undo the writes between.
+        for sql in ["SAVEPOINT mine", "RELEASE mine", "ROLLBACK TO mine"] {
+            let e = db.execute(sql, ()).await.unwrap_err();
+            assert_eq!(e.sqlite_code(), Some(ErrorCode::AuthorizationForStatementDenied), "{sql}: {e}");
+        }
+        // A closure may take one (and leaves it to the handle's own), which puts the statement in the cache, where
+        // the authorizer does not see it again: by itself it is rolled back.
+        db.write(|c| c.prepare_cached("SAVEPOINT mine")?.execute([])).await.unwrap();
+        for _ in 0..20 {
+            let e = db.execute("SAVEPOINT mine", ()).await.unwrap_err();
+            assert!(matches!(e, Error::TransactionLeftOpen), "{e:?}");
+            db.execute("INSERT INTO t VALUES (?1)", (id,)).await.unwrap();
+            assert!(committed(&db, id), "after a savepoint, an answered insert was not committed");
+            id += 1;
+        }
+        assert_eq!(common::count(&db, "t").await, id);
+        db.close().await;
+    }
+}
+
 both_backends! {
     #[tokio::test]
     async fn a_panicking_closure_does_not_kill_the_threads(backend) {

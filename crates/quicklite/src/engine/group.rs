@@ -13,7 +13,7 @@ use crate::changes::Mark;
 use crate::cost::{Known, RanOn};
 use crate::engine::Shared;
 use crate::engine::bound::{self, Bound};
-use crate::engine::guard::{GuardedConnection, savepoint_name};
+use crate::engine::guard::{Control, GuardedConnection};
 use crate::engine::write_lock;
 use crate::metrics::Metrics;
 use crate::request::{Ran, WriteKind, WriteRequest};
@@ -21,13 +21,10 @@ use crate::util::blocking_work;
 use crate::wal_frames::wal_counts;
 use crate::{Error, RequestKind};
 
-/// Transaction-control statements, kept prepared in the statement cache.
-pub(crate) const BEGIN: &str = "BEGIN IMMEDIATE";
-pub(crate) const COMMIT: &str = "COMMIT";
-pub(crate) const ROLLBACK: &str = "ROLLBACK";
-const SAVEPOINT_SQL: &str = concat!("SAVEPOINT ", savepoint_name!());
-const RELEASE_SQL: &str = concat!("RELEASE ", savepoint_name!());
-const ROLLBACK_TO_SQL: &str = concat!("ROLLBACK TO ", savepoint_name!());
+/// A write transaction's control statements.
+pub(crate) const BEGIN: Control = Control::BeginImmediate;
+pub(crate) const COMMIT: Control = Control::Commit;
+pub(crate) const ROLLBACK: Control = Control::Rollback;
 
 /// What happened to each write of a transaction, in order: `None` if its work was committed — or if its own
 /// closure failed, which its own answer reports — and otherwise the failure that took its work with it (the
@@ -92,7 +89,7 @@ pub(crate) fn commit_group(
         let i = next;
         next += 1;
         let savepoint = !single && group[i].kind == WriteKind::Grouped;
-        if savepoint && let Err(e) = conn.control(SAVEPOINT_SQL) {
+        if savepoint && let Err(e) = conn.control(Control::Savepoint) {
             outcomes.push(Some(Error::copy_sqlite(&e)));
             continue;
         }
@@ -141,11 +138,11 @@ pub(crate) fn commit_group(
             // A single statement: SQLite undid a failing one's changes itself.
             None
         } else if ran.is_ok() {
-            Some(conn.control(RELEASE_SQL))
+            Some(conn.control(Control::Release))
         } else {
             Some(
-                conn.control(ROLLBACK_TO_SQL)
-                    .and_then(|_| conn.control(RELEASE_SQL)),
+                conn.control(Control::RollbackTo)
+                    .and_then(|_| conn.control(Control::Release)),
             )
         };
         // A failing statement without a savepoint keeps what SQLite kept of it (`OR FAIL`, a trigger's
@@ -221,16 +218,25 @@ fn run_learning(conn: &GuardedConnection, shared: &Shared, request: &mut WriteRe
         .site
         .filter(|&(site, _)| sampled || shared.costs.known(site) == Known::Unknown)
     else {
-        return blocking_work(|| request.job.run(conn.conn()));
+        return blocking_work(|| run_job(conn, request));
     };
     let started = Instant::now();
-    let ran = blocking_work(|| request.job.run(conn.conn()));
+    let ran = blocking_work(|| run_job(conn, request));
     if ran != Ran::Panicked {
         shared
             .costs
             .record(site, started.elapsed(), bound, RanOn::Threads);
     }
     ran
+}
+
+/// Runs `request`'s closure on `conn`; one of `execute`'s statements with every savepoint refused
+/// ([`GuardedConnection::statement`]).
+fn run_job(conn: &GuardedConnection, request: &mut WriteRequest) -> Ran {
+    match request.kind {
+        WriteKind::GroupedStatement => conn.statement(|| request.job.run(conn.conn())),
+        _ => request.job.run(conn.conn()),
+    }
 }
 
 /// Runs a write alone: one that asked for a transaction of its own or for none, or a single statement that
@@ -309,8 +315,8 @@ pub(crate) fn run_alone(
             // statement returns that error.
             // Its commit, and its fsync, happen inside the statement: blocking work as much as the statement.
             let ran = conn.committing(|| run_learning(conn, shared, request));
-            settle_statement(conn, shared, ran, mark, started);
-            (ran, None)
+            let (outcome, _) = settle_statement(conn, shared, ran, mark, started);
+            (ran, outcome)
         }
         WriteKind::Unmanaged => {
             // It may commit at any point; it is published after it returns, whatever it did.
@@ -392,7 +398,7 @@ pub(crate) fn run_inline(
     let changed_before = conn.conn().total_changes();
     let (ran, passed) = bound::within(Bound::write(started, past), || {
         let _span = tracing::debug_span!(parent: &request.span, "quicklite.write").entered();
-        request.job.run(conn.conn())
+        run_job(conn, request)
     });
     if ran == Ran::Panicked {
         metrics.panics.fetch_add(1, Ordering::Relaxed);
@@ -441,7 +447,7 @@ fn run_statement_inline(
         .saturating_duration_since(started);
     let (ran, passed) = bound::within(bound, || {
         let _span = tracing::debug_span!(parent: &request.span, "quicklite.write").entered();
-        conn.waiting_up_to(wait, || conn.committing(|| request.job.run(conn.conn())))
+        conn.waiting_up_to(wait, || conn.committing(|| run_job(conn, request)))
     });
     if ran == Ran::Panicked {
         metrics.panics.fetch_add(1, Ordering::Relaxed);
@@ -449,33 +455,46 @@ fn run_statement_inline(
     if passed.past {
         metrics.runtime_hand_offs.fetch_add(1, Ordering::Relaxed);
     }
-    if settle_statement(conn, shared, ran, mark, started) && request.job.failed_busy() {
+    let (outcome, failed) = settle_statement(conn, shared, ran, mark, started);
+    if failed && request.job.failed_busy() {
         // It waited for the write lock as long as it could, and changed nothing.
         let path = conn.conn().path().filter(|p| !p.is_empty());
         let error = write_lock::gave_up(request, path, started.elapsed());
         request.job.fail_later(error);
     }
-    (ran, None)
+    (ran, outcome)
 }
 
 /// After one statement in autocommit mode, which began at `started`: publishes its commit if it made one — also
 /// when it failed after changing rows it keeps (`OR FAIL`): every commit that reaches the file is published and
-/// told, whatever the statement returned — or else, if it failed, undoes the changes it recorded since `mark`.
-/// Returns whether it failed having committed nothing.
+/// told, whatever the statement returned — or else, if it failed, undoes the changes it recorded since `mark`. A
+/// statement that began a transaction and left it open (a `SAVEPOINT` outside one: SQLite's `BEGIN DEFERRED`) has
+/// it rolled back, and fails with [`Error::TransactionLeftOpen`]: the writes after it would run in it, answered
+/// before anything committed them.
+///
+/// Returns the statement's outcome (see [`Outcomes`]), and whether it failed having committed nothing.
 fn settle_statement(
     conn: &GuardedConnection,
     shared: &Shared,
     ran: Ran,
     mark: Mark,
     started: Instant,
-) -> bool {
+) -> (Option<Error>, bool) {
     let metrics = &shared.metrics;
+    if !conn.conn().is_autocommit() {
+        if let Err(e) = conn.control(ROLLBACK) {
+            tracing::error!(error = %e, "could not roll back the transaction a statement left open");
+        }
+        metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+        shared.changes.undo_to(mark);
+        return (Some(Error::TransactionLeftOpen), false);
+    }
     if committed_alone(conn, metrics, started) || ran.is_ok() {
-        return false;
+        return (None, false);
     }
     metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
     shared.changes.undo_to(mark);
-    true
+    (None, true)
 }
 
 /// Whether a write's own transaction, begun at `started`, reached the file: its commit published

@@ -13,16 +13,70 @@ use crate::engine::hooks::Armed;
 use crate::engine::witness::Witness;
 
 /// Name of the savepoint each write of a group runs in, as a macro so that the statements that use it are
-/// constants made from it (`engine/group`): the guard refuses closures exactly the savepoint the engine runs.
+/// constants made from it ([`Control`]): the guard refuses closures exactly the savepoint the engine runs.
 macro_rules! savepoint_name {
     () => {
         "quicklite_write"
     };
 }
-pub(crate) use savepoint_name;
 
 /// Name of the savepoint each write of a group runs in.
 pub(crate) const SAVEPOINT: &str = savepoint_name!();
+
+/// The handle's own transaction-control statements ([`GuardedConnection::control`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Control {
+    /// `BEGIN`: a read's snapshot.
+    Begin,
+    /// `BEGIN IMMEDIATE`: a write transaction, the write lock taken at once.
+    BeginImmediate,
+    Commit,
+    Rollback,
+    /// The savepoint each write of a group runs in ([`SAVEPOINT`]), begun, released and rolled back to.
+    Savepoint,
+    Release,
+    RollbackTo,
+}
+
+impl Control {
+    fn sql(self) -> &'static str {
+        match self {
+            Control::Begin => "BEGIN",
+            Control::BeginImmediate => "BEGIN IMMEDIATE",
+            Control::Commit => "COMMIT",
+            Control::Rollback => "ROLLBACK",
+            Control::Savepoint => concat!("SAVEPOINT ", savepoint_name!()),
+            Control::Release => concat!("RELEASE ", savepoint_name!()),
+            Control::RollbackTo => concat!("ROLLBACK TO ", savepoint_name!()),
+        }
+    }
+
+    /// The statement's key in rusqlite's statement cache: its SQL and a comment holding a number drawn once per
+    /// process. SQLite's authorizer sees a statement only when it is prepared, and rusqlite does not prepare again
+    /// a statement found in its cache: under its bare SQL the handle's own `COMMIT` (prepared while the guard was
+    /// open) would be found and run, unrefused, by anyone's `prepare_cached("COMMIT")` — `Database::execute`
+    /// prepares that way. No other SQL finds it under this key.
+    fn key(self) -> &'static str {
+        static KEYS: OnceLock<[String; 7]> = OnceLock::new();
+        let keys = KEYS.get_or_init(|| {
+            let drawn = std::hash::BuildHasher::hash_one(
+                &std::collections::hash_map::RandomState::new(),
+                std::process::id(),
+            );
+            [
+                Control::Begin,
+                Control::BeginImmediate,
+                Control::Commit,
+                Control::Rollback,
+                Control::Savepoint,
+                Control::Release,
+                Control::RollbackTo,
+            ]
+            .map(|control| format!("{} -- quicklite {drawn:016x}", control.sql()))
+        });
+        &keys[self as usize]
+    }
+}
 
 /// PRAGMAs that take an argument and only report: allowed to reads on the writer's connection, as any PRAGMA that
 /// takes none but those in [`ACTIONS`].
@@ -76,6 +130,10 @@ pub(crate) struct TxGuard {
     open: Arc<AtomicBool>,
     /// True while the connection is lent to reads.
     lent: Arc<AtomicBool>,
+    /// True while one of `execute`'s statements runs: a statement alone has no use for a savepoint, and in a group
+    /// (where it runs without a savepoint of its own) one it left open would outlive it — a later `ROLLBACK TO`
+    /// would undo the writes between them.
+    statement: Arc<AtomicBool>,
 }
 
 impl TxGuard {
@@ -88,7 +146,12 @@ impl TxGuard {
     }
 
     fn install(&self, conn: &mut Connection, sentinel: &Arc<()>) -> rusqlite::Result<()> {
-        let (open, lent, sentinel) = (self.open.clone(), self.lent.clone(), sentinel.clone());
+        let (open, lent, statement, sentinel) = (
+            self.open.clone(),
+            self.lent.clone(),
+            self.statement.clone(),
+            sentinel.clone(),
+        );
         conn.authorizer(Some(move |ctx: AuthContext<'_>| {
             let _ = &sentinel;
             if open.load(Ordering::Relaxed) {
@@ -98,7 +161,8 @@ impl TxGuard {
             match ctx.action {
                 AuthAction::Transaction { .. } => Authorization::Deny,
                 AuthAction::Savepoint { savepoint_name, .. }
-                    if savepoint_name.eq_ignore_ascii_case(SAVEPOINT) =>
+                    if savepoint_name.eq_ignore_ascii_case(SAVEPOINT)
+                        || statement.load(Ordering::Relaxed) =>
                 {
                     Authorization::Deny
                 }
@@ -300,10 +364,19 @@ impl GuardedConnection {
         }
     }
 
-    /// Runs one of the handle's own transaction-control statements (kept prepared in the statement cache).
-    pub(crate) fn control(&self, sql: &str) -> rusqlite::Result<()> {
+    /// Runs `f`, one of `execute`'s statements, with every savepoint refused ([`TxGuard::statement`]).
+    pub(crate) fn statement<T>(&self, f: impl FnOnce() -> T) -> T {
+        self.guard.statement.store(true, Ordering::Relaxed);
+        let out = f();
+        self.guard.statement.store(false, Ordering::Relaxed);
+        out
+    }
+
+    /// Runs one of the handle's own transaction-control statements (kept prepared in the statement cache, under a
+    /// key no other SQL has: [`Control::key`]).
+    pub(crate) fn control(&self, control: Control) -> rusqlite::Result<()> {
         self.guard.allow_tx_control(|| {
-            self.conn.prepare_cached(sql)?.execute([])?;
+            self.conn.prepare_cached(control.key())?.execute([])?;
             Ok(())
         })
     }

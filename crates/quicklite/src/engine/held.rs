@@ -17,15 +17,11 @@ use std::time::{Duration, Instant};
 
 use crate::engine::Shared;
 use crate::engine::group::{self, BEGIN, ROLLBACK};
-use crate::engine::guard::{GuardedConnection, savepoint_name};
+use crate::engine::guard::{Control, GuardedConnection};
 use crate::request::held::{Held, Message, STEP_DROPPED};
 use crate::request::{Ran, WriteJob, WriteRequest};
 use crate::util::blocking_work;
 use crate::{Error, RequestKind};
-
-const SAVEPOINT_SQL: &str = concat!("SAVEPOINT ", savepoint_name!());
-const RELEASE_SQL: &str = concat!("RELEASE ", savepoint_name!());
-const ROLLBACK_TO_SQL: &str = concat!("ROLLBACK TO ", savepoint_name!());
 
 /// Runs a held transaction's request ([`WriteKind::Held`](crate::request::WriteKind::Held)): its `BEGIN
 /// IMMEDIATE`, then its steps until it ends. Returns its outcome, as [`group::run_alone`] does: a `BEGIN` that
@@ -155,7 +151,7 @@ fn run_step(
     expires: Instant,
 ) -> Step {
     let metrics = &shared.metrics;
-    if savepoint && let Err(e) = conn.control(SAVEPOINT_SQL) {
+    if savepoint && let Err(e) = conn.control(Control::Savepoint) {
         job.fail_later(Error::copy_sqlite(&e));
         return Step::Open;
     }
@@ -182,10 +178,10 @@ fn run_step(
     }
     if savepoint {
         let ended = if ran.is_ok() {
-            conn.control(RELEASE_SQL)
+            conn.control(Control::Release)
         } else {
-            conn.control(ROLLBACK_TO_SQL)
-                .and_then(|()| conn.control(RELEASE_SQL))
+            conn.control(Control::RollbackTo)
+                .and_then(|()| conn.control(Control::Release))
         };
         if let Err(e) = ended {
             tracing::error!(error = %e, "could not end a held transaction's savepoint");

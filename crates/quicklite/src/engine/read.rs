@@ -18,7 +18,7 @@ use crate::config::Config;
 use crate::cost::RanOn;
 use crate::engine::bound::{self, Bound};
 use crate::engine::busy::BusyLimit;
-use crate::engine::guard::GuardedConnection;
+use crate::engine::guard::{Control, GuardedConnection};
 use crate::engine::map::ReaderMap;
 use crate::engine::{Shared, open};
 use crate::inbox::Inbox;
@@ -278,7 +278,7 @@ impl BatchedReads {
                 let writing = conn.writing();
                 if writing || conn.vetoed() > vetoed {
                     if writing {
-                        let _ = conn.control("ROLLBACK");
+                        let _ = conn.control(Control::Rollback);
                     }
                     req.job.fail_later(crate::Error::read_wrote());
                     ran = Ran::Failed;
@@ -343,9 +343,10 @@ impl BatchedReads {
             .read_transactions
             .fetch_add(1, Ordering::Relaxed);
         let r = if conn.conn().is_autocommit() {
-            conn.control("BEGIN")
+            conn.control(Control::Begin)
         } else {
-            conn.control("ROLLBACK").and_then(|_| conn.control("BEGIN"))
+            conn.control(Control::Rollback)
+                .and_then(|_| conn.control(Control::Begin))
         };
         self.began = Some(Instant::now());
         if let Err(e) = r {
@@ -364,7 +365,7 @@ impl BatchedReads {
         if conn.conn().is_autocommit() {
             return;
         }
-        if let Err(e) = conn.control("COMMIT") {
+        if let Err(e) = conn.control(Control::Commit) {
             tracing::warn!(error = %e, "reader could not end its read transaction");
         }
     }

@@ -19,7 +19,7 @@ use rusqlite::Connection;
 use crate::config::Config;
 use crate::engine::bound::{self, Bound};
 use crate::engine::busy::BusyLimit;
-use crate::engine::guard::GuardedConnection;
+use crate::engine::guard::{Control, GuardedConnection};
 use crate::engine::map::ReaderMap;
 use crate::engine::{Shared, open};
 use crate::error::panic_message;
@@ -143,7 +143,7 @@ impl KeptSnapshot {
         }
         // `BEGIN` is deferred: the snapshot is taken by the first read, here, so that a lock held elsewhere is met
         // before any closure runs (and the read can still go to the threads).
-        let begun = self.conn.control("BEGIN").and_then(|()| {
+        let begun = self.conn.control(Control::Begin).and_then(|()| {
             self.conn
                 .conn()
                 .prepare_cached("PRAGMA schema_version")?
@@ -330,7 +330,7 @@ impl KeptSnapshot {
                 .read_transaction_us
                 .record_duration(began.elapsed());
             if !self.conn.conn().is_autocommit()
-                && let Err(e) = self.conn.control("COMMIT")
+                && let Err(e) = self.conn.control(Control::Commit)
             {
                 tracing::warn!(error = %e, "could not end a kept snapshot");
                 self.rollback();
@@ -400,7 +400,7 @@ impl KeptSnapshot {
     fn rollback(&mut self) {
         self.open = None;
         if !self.conn.conn().is_autocommit()
-            && let Err(e) = self.conn.control("ROLLBACK")
+            && let Err(e) = self.conn.control(Control::Rollback)
         {
             tracing::warn!(error = %e, "could not roll back a kept snapshot");
         }
