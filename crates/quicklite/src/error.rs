@@ -46,8 +46,9 @@ pub enum Error {
     ReturnsRows,
 
     /// A closure given to [`Database::with_write_connection`](crate::Database::with_write_connection) returned
-    /// with a transaction still open; the handle rolled it back.
-    #[error("the closure left a transaction open; it was rolled back")]
+    /// with a transaction still open, or a statement given to [`Database::execute`](crate::Database::execute) left
+    /// one open; the handle rolled it back.
+    #[error("the closure or statement left a transaction open; it was rolled back")]
     TransactionLeftOpen,
 
     /// A transaction held across `.await` ([`Database::begin`](crate::Database::begin)) stayed open past its limit

@@ -144,7 +144,39 @@ pub(super) fn execute_one<P: Params>(
     if stmt.column_count() > 0 {
         return Err(rusqlite::Error::ExecuteReturnedResults);
     }
+    // SQLite counts transaction control as read-only, and a write is rarely that: the SQL is looked at only then.
+    if stmt.readonly() && controls_savepoints(sql) {
+        return Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_AUTH),
+            None,
+        ));
+    }
     stmt.execute(params)
+}
+
+/// Whether `sql` begins with `SAVEPOINT`, `RELEASE` or `ROLLBACK` (after whitespace and comments): refused as a
+/// statement of [`Database::execute`]'s, which has no use for one. By itself, in autocommit mode, a `SAVEPOINT` would
+/// begin a transaction and leave it open; in a group, where a statement runs without a savepoint of its own, one left
+/// open would outlive it, and a later `ROLLBACK TO` would undo the writes between them. SQLite's authorizer refuses
+/// them only when a statement is prepared, and one a closure put in the statement cache is not prepared again.
+fn controls_savepoints(sql: &str) -> bool {
+    let mut rest = sql;
+    loop {
+        rest = rest.trim_start();
+        if let Some(comment) = rest.strip_prefix("--") {
+            rest = comment.split_once('\n').map_or("", |(_, after)| after);
+        } else if let Some(comment) = rest.strip_prefix("/*") {
+            rest = comment.split_once("*/").map_or("", |(_, after)| after);
+        } else {
+            break;
+        }
+    }
+    let word = &rest[..rest
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(rest.len())];
+    ["SAVEPOINT", "RELEASE", "ROLLBACK"]
+        .iter()
+        .any(|keyword| word.eq_ignore_ascii_case(keyword))
 }
 
 /// Every row `sql` returns with `params` (prepared once and cached), each mapped with `f`.
@@ -166,5 +198,33 @@ pub(super) fn refused_if_rows(outcome: Result<usize>) -> Result<usize> {
     match outcome {
         Err(Error::Sqlite(rusqlite::Error::ExecuteReturnedResults)) => Err(Error::ReturnsRows),
         outcome => outcome,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::controls_savepoints;
+
+    #[test]
+    fn savepoint_statements_are_known_by_their_first_keyword_after_comments() {
+        for sql in [
+            "SAVEPOINT a",
+            "  release a",
+            "/* x */ ROLLBACK TO a",
+            "-- c\nsavepoint a",
+            "\n\tRollback",
+        ] {
+            assert!(controls_savepoints(sql), "{sql:?}");
+        }
+        for sql in [
+            "INSERT INTO savepoint_log VALUES (1)",
+            "PRAGMA foreign_keys = ON",
+            "rollbacks",
+            "",
+            "-- only a comment",
+            "/* unterminated savepoint",
+        ] {
+            assert!(!controls_savepoints(sql), "{sql:?}");
+        }
     }
 }

@@ -218,25 +218,16 @@ fn run_learning(conn: &GuardedConnection, shared: &Shared, request: &mut WriteRe
         .site
         .filter(|&(site, _)| sampled || shared.costs.known(site) == Known::Unknown)
     else {
-        return blocking_work(|| run_job(conn, request));
+        return blocking_work(|| request.job.run(conn.conn()));
     };
     let started = Instant::now();
-    let ran = blocking_work(|| run_job(conn, request));
+    let ran = blocking_work(|| request.job.run(conn.conn()));
     if ran != Ran::Panicked {
         shared
             .costs
             .record(site, started.elapsed(), bound, RanOn::Threads);
     }
     ran
-}
-
-/// Runs `request`'s closure on `conn`; one of `execute`'s statements with every savepoint refused
-/// ([`GuardedConnection::statement`]).
-fn run_job(conn: &GuardedConnection, request: &mut WriteRequest) -> Ran {
-    match request.kind {
-        WriteKind::GroupedStatement => conn.statement(|| request.job.run(conn.conn())),
-        _ => request.job.run(conn.conn()),
-    }
 }
 
 /// Runs a write alone: one that asked for a transaction of its own or for none, or a single statement that
@@ -398,7 +389,7 @@ pub(crate) fn run_inline(
     let changed_before = conn.conn().total_changes();
     let (ran, passed) = bound::within(Bound::write(started, past), || {
         let _span = tracing::debug_span!(parent: &request.span, "quicklite.write").entered();
-        run_job(conn, request)
+        request.job.run(conn.conn())
     });
     if ran == Ran::Panicked {
         metrics.panics.fetch_add(1, Ordering::Relaxed);
@@ -447,7 +438,7 @@ fn run_statement_inline(
         .saturating_duration_since(started);
     let (ran, passed) = bound::within(bound, || {
         let _span = tracing::debug_span!(parent: &request.span, "quicklite.write").entered();
-        conn.waiting_up_to(wait, || conn.committing(|| run_job(conn, request)))
+        conn.waiting_up_to(wait, || conn.committing(|| request.job.run(conn.conn())))
     });
     if ran == Ran::Panicked {
         metrics.panics.fetch_add(1, Ordering::Relaxed);

@@ -130,10 +130,6 @@ pub(crate) struct TxGuard {
     open: Arc<AtomicBool>,
     /// True while the connection is lent to reads.
     lent: Arc<AtomicBool>,
-    /// True while one of `execute`'s statements runs: a statement alone has no use for a savepoint, and in a group
-    /// (where it runs without a savepoint of its own) one it left open would outlive it — a later `ROLLBACK TO`
-    /// would undo the writes between them.
-    statement: Arc<AtomicBool>,
 }
 
 impl TxGuard {
@@ -146,12 +142,7 @@ impl TxGuard {
     }
 
     fn install(&self, conn: &mut Connection, sentinel: &Arc<()>) -> rusqlite::Result<()> {
-        let (open, lent, statement, sentinel) = (
-            self.open.clone(),
-            self.lent.clone(),
-            self.statement.clone(),
-            sentinel.clone(),
-        );
+        let (open, lent, sentinel) = (self.open.clone(), self.lent.clone(), sentinel.clone());
         conn.authorizer(Some(move |ctx: AuthContext<'_>| {
             let _ = &sentinel;
             if open.load(Ordering::Relaxed) {
@@ -161,8 +152,7 @@ impl TxGuard {
             match ctx.action {
                 AuthAction::Transaction { .. } => Authorization::Deny,
                 AuthAction::Savepoint { savepoint_name, .. }
-                    if savepoint_name.eq_ignore_ascii_case(SAVEPOINT)
-                        || statement.load(Ordering::Relaxed) =>
+                    if savepoint_name.eq_ignore_ascii_case(SAVEPOINT) =>
                 {
                     Authorization::Deny
                 }
@@ -362,14 +352,6 @@ impl GuardedConnection {
         if let Some(witness) = &self.witness {
             witness.settle_all();
         }
-    }
-
-    /// Runs `f`, one of `execute`'s statements, with every savepoint refused ([`TxGuard::statement`]).
-    pub(crate) fn statement<T>(&self, f: impl FnOnce() -> T) -> T {
-        self.guard.statement.store(true, Ordering::Relaxed);
-        let out = f();
-        self.guard.statement.store(false, Ordering::Relaxed);
-        out
     }
 
     /// Runs one of the handle's own transaction-control statements (kept prepared in the statement cache, under a
