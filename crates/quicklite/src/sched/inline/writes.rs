@@ -58,9 +58,9 @@ impl Inline {
     }
 
     /// Runs `request` here, on the writer's connection, and answers it (its answer waits on its receiver), if the
-    /// connection is lent and free, no checkpoint is due, the request is not past its deadline, and the write lock
-    /// can be had at once, and the write would not start the WAL over (then returns `None`); otherwise gives it
-    /// back, not run, for the writer's queue.
+    /// connection is lent and free, no checkpoint is due, the request is not past its deadline, the write would not
+    /// start the WAL over, and — for a closure — the write lock can be had at once (then returns `None`); otherwise
+    /// gives it back, not run, for the writer's queue. A statement waits for the lock here ([`group::run_inline`]).
     pub(crate) fn write(
         self: &Arc<Self>,
         attempt: Attempt,
