@@ -459,9 +459,9 @@ fn run_statement_inline(
 /// After one statement in autocommit mode, which began at `started`: publishes its commit if it made one — also
 /// when it failed after changing rows it keeps (`OR FAIL`): every commit that reaches the file is published and
 /// told, whatever the statement returned — or else, if it failed, undoes the changes it recorded since `mark`. A
-/// statement that began a transaction and left it open (a `SAVEPOINT` outside one: SQLite's `BEGIN DEFERRED`) has
-/// it rolled back, and fails with [`Error::TransactionLeftOpen`]: the writes after it would run in it, answered
-/// before anything committed them.
+/// statement that began a transaction and left it open (as a `SAVEPOINT` outside one would: SQLite's `BEGIN
+/// DEFERRED`; `execute` refuses savepoints before they run) has it rolled back, and fails with
+/// [`Error::TransactionLeftOpen`]: the writes after it would run in it, answered before anything committed them.
 ///
 /// Returns the statement's outcome (see [`Outcomes`]), and whether it failed having committed nothing.
 fn settle_statement(
