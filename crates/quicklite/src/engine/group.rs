@@ -375,7 +375,8 @@ pub(crate) fn run_inline(
             conn,
             shared,
             request,
-            Bound::write(started, past),
+            started,
+            past,
             write_lock_wait,
         ));
     }
@@ -422,21 +423,22 @@ pub(crate) fn run_inline(
     Ok((ran, None))
 }
 
-/// One statement of [`run_inline`], in autocommit mode: a transaction by itself that takes the write lock when it
-/// starts — waiting for it up to the statement's deadline or `write_lock_wait` — and commits as it ends.
+/// One statement of [`run_inline`], begun at `started`, with `past` for its bound, in autocommit mode: a
+/// transaction by itself that takes the write lock when it starts — waiting for it up to the statement's deadline
+/// or `write_lock_wait` — and commits as it ends.
 fn run_statement_inline(
     conn: &GuardedConnection,
     shared: &Shared,
     request: &mut WriteRequest,
-    bound: Bound,
+    started: Instant,
+    past: Option<fn() -> bool>,
     write_lock_wait: Duration,
 ) -> (Ran, Option<Error>) {
     let metrics = &shared.metrics;
-    let started = Instant::now();
     let mark = shared.changes.mark();
     let wait = write_lock::gives_up_at(request, started, write_lock_wait)
         .saturating_duration_since(started);
-    let (ran, passed) = bound::within(bound, || {
+    let (ran, passed) = bound::within(Bound::write(started, past), || {
         let _span = tracing::debug_span!(parent: &request.span, "quicklite.write").entered();
         conn.waiting_up_to(wait, || conn.committing(|| request.job.run(conn.conn())))
     });
