@@ -563,9 +563,10 @@ both_backends! {
         assert_eq!(writes, 6_400);
         // Once writes come together the writer takes them until it has waited idle: a write run on its caller's
         // thread meanwhile commits alone, with the others waiting for it. A few find it idle between two groups,
-        // when the tasks that write next were not polled within its wait (the runtime's two workers busy): 0–98 of
-        // 6,400 on an idle machine, 139 once in a full test run. Thousands would be writes not grouped.
-        assert!(inline * 20 < writes, "{inline} of {writes} writes ran on their callers' threads");
+        // when the tasks that write next were not polled within its wait (the runtime's two workers busy, or the
+        // machine): 0–120 of 6,400 on an idle machine, up to 523 beside a build. Thousands would be writes not
+        // grouped.
+        assert!(inline * 8 < writes, "{inline} of {writes} writes ran on their callers' threads");
         assert!(commits * 4 < writes, "{commits} commits for {writes} writes: group commit served them");
     }
 }

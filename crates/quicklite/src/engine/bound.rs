@@ -179,11 +179,17 @@ pub(crate) fn before_waiting() {
     let Some(past) = past else {
         return;
     };
-    let done = past();
+    called_past(past(), |_| {});
+}
+
+/// Records that the run on this thread called its `past`, and whether that did what was asked; `then` may set more
+/// of the run.
+fn called_past(done: bool, then: impl FnOnce(&mut Run)) {
     RUN.with(|run| {
         if let Some(run) = run.borrow_mut().as_mut() {
             run.past_done = done;
             run.past_called = true;
+            then(run);
         }
     });
 }
@@ -230,17 +236,13 @@ pub(crate) fn check(stop: impl Fn() -> bool) {
     };
     if !past_done && let Some(past) = past {
         let done = past();
-        RUN.with(|run| {
-            if let Some(run) = run.borrow_mut().as_mut() {
-                run.past_done = done;
-                run.past_called = true;
-                if !done {
-                    // Not done: try again once the run is as long again.
-                    let ran = now
-                        .saturating_duration_since(began)
-                        .max(Duration::from_micros(1));
-                    run.at = Some(now + ran);
-                }
+        called_past(done, |run| {
+            if !done {
+                // Not done: try again once the run is as long again.
+                let ran = now
+                    .saturating_duration_since(began)
+                    .max(Duration::from_micros(1));
+                run.at = Some(now + ran);
             }
         });
     }
