@@ -387,17 +387,11 @@ pub(crate) fn run_inline(
         }
         Err(e) => return Ok((Ran::Failed, Some(Error::copy_sqlite(&e)))),
     }
-    let changed_before = conn.conn().total_changes();
     let (ran, passed) = bound::within(Bound::write(started, past), || {
         let _span = tracing::debug_span!(parent: &request.span, "quicklite.write").entered();
         request.job.run(conn.conn())
     });
-    if ran == Ran::Panicked {
-        metrics.panics.fetch_add(1, Ordering::Relaxed);
-    }
-    if passed.past {
-        metrics.runtime_hand_offs.fetch_add(1, Ordering::Relaxed);
-    }
+    count_inline_run(metrics, ran, passed);
     if conn.conn().is_autocommit() {
         // SQLite rolled the transaction back by itself (I/O error, full disk, an `OR ROLLBACK` conflict).
         metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
@@ -411,9 +405,7 @@ pub(crate) fn run_inline(
             }),
         ));
     }
-    let kept =
-        request.kind == WriteKind::GroupedStatement && conn.conn().total_changes() > changed_before;
-    if ran.is_ok() || kept {
+    if ran.is_ok() {
         return Ok((ran, commit_alone(conn, shared, started)));
     }
     if let Err(e) = conn.control(ROLLBACK) {
@@ -421,6 +413,16 @@ pub(crate) fn run_inline(
     }
     metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
     Ok((ran, None))
+}
+
+/// Counts what a run on its caller's thread did beside its work: a panic, the runtime's worker handed away.
+fn count_inline_run(metrics: &Metrics, ran: Ran, passed: bound::Passed) {
+    if ran == Ran::Panicked {
+        metrics.panics.fetch_add(1, Ordering::Relaxed);
+    }
+    if passed.past {
+        metrics.runtime_hand_offs.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// One statement of [`run_inline`], begun at `started`, with `past` for its bound, in autocommit mode: a
@@ -442,12 +444,7 @@ fn run_statement_inline(
         let _span = tracing::debug_span!(parent: &request.span, "quicklite.write").entered();
         conn.waiting_up_to(wait, || conn.committing(|| request.job.run(conn.conn())))
     });
-    if ran == Ran::Panicked {
-        metrics.panics.fetch_add(1, Ordering::Relaxed);
-    }
-    if passed.past {
-        metrics.runtime_hand_offs.fetch_add(1, Ordering::Relaxed);
-    }
+    count_inline_run(metrics, ran, passed);
     let (outcome, failed) = settle_statement(conn, shared, ran, mark, started);
     if failed && request.job.failed_busy() {
         // It waited for the write lock as long as it could, and changed nothing.
