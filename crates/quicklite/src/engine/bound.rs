@@ -179,17 +179,19 @@ pub(crate) fn before_waiting() {
     let Some(past) = past else {
         return;
     };
-    called_past(past(), |_| {});
+    called_past(past(), None);
 }
 
-/// Records that the run on this thread called its `past`, and whether that did what was asked; `then` may set more
-/// of the run.
-fn called_past(done: bool, then: impl FnOnce(&mut Run)) {
+/// Records that the run on this thread called its `past`, and whether that did what was asked; `again_at`, if any,
+/// is when the run is next looked at.
+fn called_past(done: bool, again_at: Option<Instant>) {
     RUN.with(|run| {
         if let Some(run) = run.borrow_mut().as_mut() {
             run.past_done = done;
             run.past_called = true;
-            then(run);
+            if again_at.is_some() {
+                run.at = again_at;
+            }
         }
     });
 }
@@ -236,15 +238,13 @@ pub(crate) fn check(stop: impl Fn() -> bool) {
     };
     if !past_done && let Some(past) = past {
         let done = past();
-        called_past(done, |run| {
-            if !done {
-                // Not done: try again once the run is as long again.
-                let ran = now
-                    .saturating_duration_since(began)
-                    .max(Duration::from_micros(1));
-                run.at = Some(now + ran);
-            }
+        // Not done: try again once the run is as long again.
+        let again_at = (!done).then(|| {
+            now + now
+                .saturating_duration_since(began)
+                .max(Duration::from_micros(1))
         });
+        called_past(done, again_at);
     }
     if !takes_turn || RUN.with(|run| run.borrow().as_ref().is_some_and(|run| run.turn.is_some())) {
         return;
