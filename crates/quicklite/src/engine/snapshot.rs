@@ -41,6 +41,11 @@ pub(crate) struct KeptSnapshot {
     last_seq: u64,
     /// Whether the last snapshot began after a commit, with the cache thrown away: it is being filled again.
     refilling: bool,
+    /// Reads the last snapshot kept served before it ended.
+    last_served: u64,
+    /// The commit sequence when the last read ran as a transaction of its own ([`KeptSnapshot::runs_alone`]), until
+    /// a snapshot is kept again.
+    alone_at: Option<u64>,
     /// Reads served since the counts were last added to the shared metrics.
     reads: u64,
     read_errors: u64,
@@ -51,6 +56,8 @@ pub(crate) struct KeptSnapshot {
 #[derive(Debug, Clone, Copy)]
 struct Open {
     seq: u64,
+    /// Reads served in it.
+    served: u64,
     began: Instant,
     began_coarse: Coarse,
 }
@@ -103,6 +110,8 @@ impl KeptSnapshot {
             lent: false,
             open: None,
             last_seq: commit_seq,
+            last_served: u64::MAX,
+            alone_at: None,
             refilling: false,
             reads: 0,
             read_errors: 0,
@@ -128,8 +137,8 @@ impl KeptSnapshot {
         now: Coarse,
         max_age: Duration,
     ) -> std::result::Result<bool, NoSnapshot> {
-        if let Some(open) = self.open {
-            if open.seq >= visible_seq && now.since(open.began_coarse) + Coarse::tick() < max_age {
+        if self.open.is_some() {
+            if self.serves(visible_seq, now, max_age) {
                 return Ok(false);
             }
             self.end(shared);
@@ -158,6 +167,7 @@ impl KeptSnapshot {
                 // Every commit numbered up to `commit_seq` had returned before the snapshot was taken.
                 self.open = Some(Open {
                     seq: commit_seq,
+                    served: 0,
                     began: now,
                     began_coarse: now_coarse,
                 });
@@ -171,6 +181,44 @@ impl KeptSnapshot {
                 Err(NoSnapshot)
             }
         }
+    }
+
+    /// Whether the open snapshot, if any, may serve a read made now, at `visible_seq`: it contains every commit up to
+    /// it, and is younger than `max_age` (by the coarse clock, `now`, allowing for its tick: never older).
+    fn serves(&self, visible_seq: u64, now: Coarse, max_age: Duration) -> bool {
+        self.open.is_some_and(|open| {
+            open.seq >= visible_seq && now.since(open.began_coarse) + Coarse::tick() < max_age
+        })
+    }
+
+    /// Whether the next read, which the open snapshot (if any) cannot serve, runs as a transaction of its own instead
+    /// of in a snapshot kept for the reads after it — then ends the snapshot open. On the writer's lent connection
+    /// only, whose reads are single statements (the statement helpers'), each consistent by itself; and only where
+    /// a kept snapshot buys nothing: the last one served a single read before a commit ended it, and the read
+    /// before did not run alone with no commit since (two reads in a row keep a snapshot again). A read alone
+    /// saves the `BEGIN`, the statement that takes the snapshot and the `COMMIT` around it: a write, then a read
+    /// of it, then a write … keeps no snapshot that the next write would end after one read. Not while another
+    /// connection contends for the write lock: a snapshot begun first meets a lock held elsewhere before the read
+    /// runs, and the read can still go to the threads.
+    fn runs_alone(&mut self, shared: &Shared) -> bool {
+        if !self.lent || shared.write_lock_contended() {
+            return false;
+        }
+        if self.open.is_some() {
+            self.end(shared);
+        }
+        let commit_seq = shared.commit_seq();
+        if self.last_served > 1 || self.alone_at == Some(commit_seq) {
+            return false;
+        }
+        self.alone_at = Some(commit_seq);
+        shared
+            .metrics
+            .read_transactions
+            .fetch_add(1, Ordering::Relaxed);
+        self.refilling = commit_seq != self.last_seq;
+        self.last_seq = commit_seq;
+        true
     }
 
     /// Runs `f`, one read, in a snapshot that contains every commit up to `visible_seq` ([`KeptSnapshot::current`]),
@@ -211,10 +259,23 @@ impl KeptSnapshot {
                 took: None,
             });
         }
-        let began = match self.current(shared, visible_seq, start, config.read_snapshot_max_age) {
-            Ok(began) => began,
-            Err(NoSnapshot) => return Err(f),
+        let max_age = config.read_snapshot_max_age;
+        let alone = !self.serves(visible_seq, start, max_age) && self.runs_alone(shared);
+        let began = match alone {
+            true => false,
+            false => match self.current(shared, visible_seq, start, max_age) {
+                Ok(began) => began,
+                Err(NoSnapshot) => return Err(f),
+            },
         };
+        if let Some(open) = &mut self.open {
+            // A snapshot begun for the second read in a row with no commit between serves a run of reads that began
+            // with the one before, which ran alone.
+            if began && self.alone_at.take() == Some(open.seq) {
+                open.served += 1;
+            }
+            open.served += 1;
+        }
         let vetoed = self.vetoed();
         // What the read costs starts after the snapshot it may have begun (which serves many reads).
         let (started, start) = match began {
@@ -234,6 +295,10 @@ impl KeptSnapshot {
             None => Some(ended.since(start)).filter(|&took| took > Coarse::tick()),
         };
         let wrote = self.after_read(shared, vetoed);
+        if alone && !self.conn.conn().is_autocommit() {
+            // Its statement began a transaction (a `SAVEPOINT`): nothing may stay open on the writer's connection.
+            self.rollback();
+        }
         if shared.checkpoint_waits() {
             // A snapshot kept now would hold the checkpoint back for as long as this thread keeps reading.
             self.end(shared);
@@ -267,6 +332,10 @@ impl KeptSnapshot {
                 })
             }
         };
+        if alone {
+            // Its transaction is over: counted now, as a snapshot's reads are when it ends.
+            self.flush(shared);
+        }
         if passed.long {
             shared.metrics.long_reads.fetch_add(1, Ordering::Relaxed);
         }
@@ -324,7 +393,7 @@ impl KeptSnapshot {
 
     /// Ends the open snapshot, if any, and adds the counts to the shared metrics.
     pub(crate) fn end(&mut self, shared: &Shared) {
-        if let Some(Open { began, .. }) = self.open.take() {
+        if let Some(Open { began, .. }) = self.take_open() {
             shared
                 .metrics
                 .read_transaction_us
@@ -382,12 +451,21 @@ impl KeptSnapshot {
             }
         }
         if self.open.is_some() && self.conn.conn().is_autocommit() {
-            self.open = None;
+            self.take_open();
         }
         if wrote {
             self.flush(shared);
         }
         wrote
+    }
+
+    /// Forgets the open snapshot, if any (its transaction ended, or about to), and what it served.
+    fn take_open(&mut self) -> Option<Open> {
+        let open = self.open.take();
+        if let Some(open) = open {
+            self.last_served = open.served;
+        }
+        open
     }
 
     /// Ends the snapshot and gives the connection back (the writer's, lent).
@@ -398,7 +476,7 @@ impl KeptSnapshot {
 
     /// Rolls back whatever transaction is open, after a failure.
     fn rollback(&mut self) {
-        self.open = None;
+        self.take_open();
         if !self.conn.conn().is_autocommit()
             && let Err(e) = self.conn.control(Control::Rollback)
         {
@@ -466,6 +544,137 @@ mod tests {
             "a snapshot that may lack the commit under way was reused"
         );
         snapshot.close(&shared);
+    }
+
+    /// The writer's connection, lent, over the database at `path`, with its witness of commits.
+    fn lent(path: &Path, config: &Config, shared: &Arc<Shared>) -> KeptSnapshot {
+        let mut conn = open::open_read_write(path, config, crate::ConnectionRole::Writer).unwrap();
+        let witness = crate::engine::witness::install(conn.conn_mut(), shared).unwrap();
+        conn.set_witness(witness);
+        conn.set_lent(true);
+        KeptSnapshot::lent(conn, shared.commit_seq())
+    }
+
+    /// Runs `f` as a read on `snapshot` at the sequence visible now; returns its result and whether a snapshot is
+    /// kept after it.
+    fn read<T>(
+        snapshot: &mut KeptSnapshot,
+        shared: &Shared,
+        config: &Config,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> (Result<T>, bool) {
+        let read = snapshot
+            .read(shared, shared.visible_seq(), config, None, None, false, f)
+            .unwrap_or_else(|_| panic!("no snapshot could be had"));
+        let kept = snapshot.began().is_some();
+        assert_eq!(
+            kept,
+            !snapshot.conn().conn().is_autocommit(),
+            "a transaction is open exactly while a snapshot is kept"
+        );
+        (read.result, kept)
+    }
+
+    fn count(conn: &Connection) -> rusqlite::Result<i64> {
+        conn.query_row("SELECT count(*) FROM taken", [], |r| r.get(0))
+    }
+
+    #[test]
+    fn on_the_writers_connection_a_read_between_commits_runs_alone_and_reads_in_a_row_keep_a_snapshot()
+     {
+        let (_dir, path, config) = database();
+        let shared = Arc::new(Shared::default());
+        let mut snapshot = lent(&path, &config, &shared);
+        let other = rusqlite::Connection::open(&path).unwrap();
+        let mut rows = 1;
+        let mut commit = || {
+            rows += 1;
+            shared.commit_starts();
+            other
+                .execute("INSERT INTO taken VALUES (?1)", [rows])
+                .unwrap();
+            shared.publish_commit();
+            rows
+        };
+        // Reads in a row from the start: kept.
+        assert!(read(&mut snapshot, &shared, &config, count).1);
+        // A commit after each read: the snapshot that served one read ends, and the next reads run alone, each
+        // seeing the commit before it.
+        for _ in 0..3 {
+            let rows = commit();
+            let (seen, kept) = read(&mut snapshot, &shared, &config, count);
+            assert_eq!((seen.unwrap(), kept), (rows, false));
+        }
+        // Two reads in a row: the second keeps a snapshot, which the reads after it reuse.
+        let rows = commit();
+        assert!(!read(&mut snapshot, &shared, &config, count).1, "alone");
+        let before = shared.metrics.read_transactions.load(Ordering::Relaxed);
+        for _ in 0..3 {
+            let (seen, kept) = read(&mut snapshot, &shared, &config, count);
+            assert_eq!((seen.unwrap(), kept), (rows, true));
+        }
+        assert_eq!(
+            shared.metrics.read_transactions.load(Ordering::Relaxed),
+            before + 1
+        );
+        // A snapshot that served several reads is kept again after a commit.
+        let rows = commit();
+        let (seen, kept) = read(&mut snapshot, &shared, &config, count);
+        assert_eq!((seen.unwrap(), kept), (rows, true));
+        snapshot.into_conn(&shared).close().unwrap();
+    }
+
+    #[test]
+    fn a_read_alone_on_the_writers_connection_commits_nothing_and_leaves_no_transaction_open() {
+        let (_dir, path, config) = database();
+        let shared = Arc::new(Shared::default());
+        let mut snapshot = lent(&path, &config, &shared);
+        let other = rusqlite::Connection::open(&path).unwrap();
+        let commit = || {
+            shared.commit_starts();
+            other.execute("UPDATE taken SET id = id", []).unwrap();
+            shared.publish_commit();
+        };
+        assert_eq!(read(&mut snapshot, &shared, &config, count).0.unwrap(), 1);
+        commit();
+        // Alone from here, after each commit (the assertions in `read` check that no transaction stays open).
+        let writes: [fn(&Connection) -> rusqlite::Result<i64>; 3] = [
+            |c| {
+                c.query_row("INSERT INTO taken VALUES (100) RETURNING id", [], |r| {
+                    r.get(0)
+                })
+            },
+            |c| {
+                c.execute("INSERT INTO taken VALUES (101)", [])
+                    .map(|n| n as i64)
+            },
+            |c| {
+                c.execute("CREATE TEMP TABLE scratch (x)", [])
+                    .map(|n| n as i64)
+            },
+        ];
+        for (i, write) in writes.into_iter().enumerate() {
+            let (result, kept) = read(&mut snapshot, &shared, &config, write);
+            assert!(!kept, "{i} ran alone");
+            assert!(result.is_err(), "{i}: a read that writes fails");
+            commit();
+        }
+        // A savepoint begins a transaction without writing: rolled back after the read.
+        let (result, kept) = read(&mut snapshot, &shared, &config, |c| {
+            c.execute("SAVEPOINT mine", [])
+        });
+        assert!(!kept, "ran alone");
+        assert!(result.is_ok());
+        commit();
+        let (rows, _) = read(&mut snapshot, &shared, &config, count);
+        assert_eq!(rows.unwrap(), 1, "nothing was written");
+        let temp: i64 = snapshot
+            .conn()
+            .conn()
+            .query_row("SELECT count(*) FROM temp.sqlite_master", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(temp, 0, "no temporary table was kept");
+        snapshot.into_conn(&shared).close().unwrap();
     }
 
     #[test]
