@@ -572,6 +572,51 @@ both_backends! {
 
 both_backends! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reads_between_writes_see_each_write_and_write_nothing_themselves(backend) {
+        // One read after each write: on a standalone database's writer connection such a read runs as a transaction
+        // of its own, with no snapshot kept (the next write would end it).
+        let db = with_table(backend, |b| b).await;
+        until_point_inline(&db).await;
+        let on_writer = db.metrics().inline_reads_on_writer;
+        for i in 1..=300_i64 {
+            db.execute("UPDATE t SET v = ?1", (i,)).await.unwrap();
+            match i % 3 {
+                0 => assert_read_only(
+                    db.query_row("UPDATE t SET v = -1 RETURNING v", [], |r| r.get::<_, i64>(0)).await,
+                ),
+                1 => assert_eq!(point(&db).await.unwrap().1, i, "read {i} missed the write before it"),
+                _ => {
+                    // A statement that leaves a transaction open behind it, which nothing may keep.
+                    let _ = db.query_all("SAVEPOINT mine", [], |r| r.get::<_, i64>(0)).await;
+                }
+            }
+        }
+        let (_, v) = point(&db).await.unwrap();
+        assert_eq!(v, 300, "a read wrote");
+        db.execute("UPDATE t SET v = 301", ()).await.unwrap();
+        assert_eq!(point(&db).await.unwrap().1, 301, "the writer writes as before");
+        if backend == Backend::Standalone {
+            assert!(db.metrics().inline_reads_on_writer > on_writer, "no read ran on the writer's connection");
+        }
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_savepoint_a_read_left_open_on_the_reader_threads_holds_no_snapshot(backend) {
+        // On the reader threads (one of them), a read alone in its batch runs without a transaction of its own: a
+        // `SAVEPOINT` would begin one, and every read after it would see its snapshot.
+        let db = with_table(backend, |b| b.inline_reads(false).readers(1)).await;
+        for i in 1..=50_i64 {
+            let _ = db.query_all("SAVEPOINT mine", [], |r| r.get::<_, i64>(0)).await;
+            db.execute("UPDATE t SET v = ?1", (i,)).await.unwrap();
+            assert_eq!(point(&db).await.unwrap().1, i, "read {i} missed the write before it");
+        }
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_read_that_writes_then_panics_on_the_writers_connection_leaves_nothing_written(backend) {
         let db = with_table(backend, |b| b).await;
         // One call site: a row mapper told by a flag whether to panic, after a statement that writes.
