@@ -295,10 +295,6 @@ impl KeptSnapshot {
             None => Some(ended.since(start)).filter(|&took| took > Coarse::tick()),
         };
         let wrote = self.after_read(shared, vetoed);
-        if alone && !self.conn.conn().is_autocommit() {
-            // Its statement began a transaction (a `SAVEPOINT`): nothing may stay open on the writer's connection.
-            self.rollback();
-        }
         if shared.checkpoint_waits() {
             // A snapshot kept now would hold the checkpoint back for as long as this thread keeps reading.
             self.end(shared);
@@ -333,7 +329,11 @@ impl KeptSnapshot {
             }
         };
         if alone {
-            // Its transaction is over: counted now, as a snapshot's reads are when it ends.
+            // Nothing of its transaction may stay open on the writer's connection (a `SAVEPOINT` its statement
+            // began), and the read is counted now, as a snapshot's reads are when it ends.
+            if !self.conn.conn().is_autocommit() {
+                self.rollback();
+            }
             self.flush(shared);
         }
         if passed.long {
@@ -681,12 +681,7 @@ mod tests {
     fn a_snapshot_sqlite_ended_is_not_kept() {
         let (_dir, path, config) = database();
         let shared = Arc::new(Shared::default());
-        let mut conn =
-            open::open_read_write(&path, &config, crate::ConnectionRole::Writer).unwrap();
-        let witness = crate::engine::witness::install(conn.conn_mut(), &shared).unwrap();
-        conn.set_witness(witness);
-        conn.set_lent(true);
-        let mut snapshot = KeptSnapshot::lent(conn, 0);
+        let mut snapshot = lent(&path, &config, &shared);
         let (now, age) = (Coarse::now(), Duration::from_secs(60));
         assert_eq!(snapshot.current(&shared, 0, now, age).ok(), Some(true));
         let vetoed = snapshot.vetoed();
