@@ -678,6 +678,48 @@ mod tests {
     }
 
     #[test]
+    fn a_read_alone_that_runs_long_is_bounded_as_any_read() {
+        static PAST: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        fn past() -> bool {
+            PAST.fetch_add(1, Ordering::SeqCst);
+            true
+        }
+        let (_dir, path, config) = database();
+        let shared = Arc::new(Shared::default());
+        let mut snapshot = lent(&path, &config, &shared);
+        assert!(read(&mut snapshot, &shared, &config, count).1);
+        shared.commit_starts();
+        shared.publish_commit();
+        // Past its bound (a millisecond of its thread's CPU), the read calls `past` — on a caller's thread, the
+        // runtime's worker is handed to another thread — alone as in a kept snapshot.
+        let long = |c: &Connection| {
+            c.query_row(
+                "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 300000) \
+                 SELECT count(*) FROM n",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+        };
+        let read = snapshot
+            .read(
+                &shared,
+                shared.visible_seq(),
+                &config,
+                None,
+                Some(past),
+                false,
+                long,
+            )
+            .unwrap_or_else(|_| panic!("no snapshot could be had"));
+        assert_eq!(snapshot.began(), None, "ran alone");
+        assert_eq!(read.result.unwrap(), 300_000);
+        assert_eq!(PAST.load(Ordering::SeqCst), 1);
+        assert_eq!(shared.metrics.runtime_hand_offs.load(Ordering::Relaxed), 1);
+        assert_eq!(shared.metrics.long_reads.load(Ordering::Relaxed), 1);
+        snapshot.into_conn(&shared).close().unwrap();
+    }
+
+    #[test]
     fn a_snapshot_sqlite_ended_is_not_kept() {
         let (_dir, path, config) = database();
         let shared = Arc::new(Shared::default());
