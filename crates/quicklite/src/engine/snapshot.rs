@@ -82,7 +82,7 @@ pub(crate) struct NoSnapshot;
 
 impl KeptSnapshot {
     /// Opens a read-only connection to `path`. Its busy handler gives up at once: a read on a caller's thread must
-    /// not sleep there waiting for a lock; it goes to the reader threads instead ([`KeptSnapshot::current`]).
+    /// not sleep there waiting for a lock; it goes to the reader threads instead ([`KeptSnapshot::begin`]).
     pub(crate) fn open(path: &Path, config: &Config, shared: &Arc<Shared>) -> Result<KeptSnapshot> {
         let mut conn = open::open_read_only(path, config)?;
         let busy = BusyLimit::new(Duration::ZERO);
@@ -130,17 +130,24 @@ impl KeptSnapshot {
     /// [`Shared::visible_seq`]) and is younger than `max_age` (by the coarse clock, `now`, allowing for its tick: never
     /// older), beginning a new one if not (then returns `true`); `Err` if none could be begun (a lock held
     /// elsewhere), with no snapshot open.
-    pub(crate) fn current(
+    #[cfg(test)]
+    fn current(
         &mut self,
         shared: &Shared,
         visible_seq: u64,
         now: Coarse,
         max_age: Duration,
     ) -> std::result::Result<bool, NoSnapshot> {
+        if self.serves(visible_seq, now, max_age) {
+            return Ok(false);
+        }
+        self.begin(shared).map(|()| true)
+    }
+
+    /// Begins a new snapshot, ending the open one, if any; `Err` if none could be begun (a lock held elsewhere), with
+    /// no snapshot open.
+    fn begin(&mut self, shared: &Shared) -> std::result::Result<(), NoSnapshot> {
         if self.open.is_some() {
-            if self.serves(visible_seq, now, max_age) {
-                return Ok(false);
-            }
             self.end(shared);
         }
         let (now, now_coarse) = (Instant::now(), Coarse::now());
@@ -173,7 +180,7 @@ impl KeptSnapshot {
                 });
                 self.refilling = commit_seq != self.last_seq;
                 self.last_seq = commit_seq;
-                Ok(true)
+                Ok(())
             }
             Err(e) => {
                 tracing::debug!(error = %e, "no snapshot for a read on its caller's thread");
@@ -221,7 +228,8 @@ impl KeptSnapshot {
         true
     }
 
-    /// Runs `f`, one read, in a snapshot that contains every commit up to `visible_seq` ([`KeptSnapshot::current`]),
+    /// Runs `f`, one read, in a snapshot that contains every commit up to `visible_seq` ([`KeptSnapshot::serves`]; or
+    /// alone, its statement its snapshot, [`KeptSnapshot::runs_alone`]),
     /// under `deadline` (interrupted past it) and its bound ([`crate::engine::bound`], `past` called past it), with
     /// the reader threads' guarantees: a panic is caught, a read that tried to write fails with `SQLITE_READONLY`
     /// ([`KeptSnapshot::after_read`]), the read is counted. Gives `f` back, not run, if no snapshot could be begun (a
@@ -259,14 +267,15 @@ impl KeptSnapshot {
                 took: None,
             });
         }
-        let max_age = config.read_snapshot_max_age;
-        let alone = !self.serves(visible_seq, start, max_age) && self.runs_alone(shared);
-        let began = match alone {
-            true => false,
-            false => match self.current(shared, visible_seq, start, max_age) {
-                Ok(began) => began,
-                Err(NoSnapshot) => return Err(f),
-            },
+        // The open snapshot serves the read, or it runs alone, or a snapshot is begun for it.
+        let (alone, began) = if self.serves(visible_seq, start, config.read_snapshot_max_age) {
+            (false, false)
+        } else if self.runs_alone(shared) {
+            (true, false)
+        } else if self.begin(shared).is_ok() {
+            (false, true)
+        } else {
+            return Err(f);
         };
         if let Some(open) = &mut self.open {
             // A snapshot begun for the second read in a row with no commit between serves a run of reads that began
