@@ -180,9 +180,7 @@ pub(crate) fn commit_group(
         Err(e) => {
             metrics.failed_commits.fetch_add(1, Ordering::Relaxed);
             metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
-            if !conn.conn().is_autocommit() {
-                let _ = conn.control(ROLLBACK);
-            }
+            conn.roll_back_open();
             let (extended_code, message) = crate::error::sqlite_parts(&e);
             let batch = group.len() - open_from;
             tracing::error!(%message, batch, "group commit failed");
@@ -270,9 +268,7 @@ pub(crate) fn run_alone(
                     request
                         .job
                         .fail_later(deadline.error(RequestKind::Write, true));
-                    if !conn.conn().is_autocommit() {
-                        let _ = conn.control(ROLLBACK);
-                    }
+                    conn.roll_back_open();
                     metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
                     None
                 } else if conn.conn().is_autocommit() {
@@ -326,13 +322,10 @@ pub(crate) fn run_alone(
                     .job
                     .fail_later(deadline.error(RequestKind::Write, true));
             }
-            let outcome = if conn.conn().is_autocommit() {
-                None
-            } else {
-                let _ = conn.control(ROLLBACK);
+            let outcome = conn.roll_back_open().then(|| {
                 metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
-                Some(Error::TransactionLeftOpen)
-            };
+                Error::TransactionLeftOpen
+            });
             // It may have committed anything; readers must not serve older snapshots to later reads.
             conn.settle_all();
             (ran, outcome)
@@ -471,10 +464,7 @@ fn settle_statement(
     started: Instant,
 ) -> (Option<Error>, bool) {
     let metrics = &shared.metrics;
-    if !conn.conn().is_autocommit() {
-        if let Err(e) = conn.control(ROLLBACK) {
-            tracing::error!(error = %e, "could not roll back the transaction a statement left open");
-        }
+    if conn.roll_back_open() {
         metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
         shared.changes.undo_to(mark);
         return (Some(Error::TransactionLeftOpen), false);

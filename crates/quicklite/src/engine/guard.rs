@@ -363,6 +363,18 @@ impl GuardedConnection {
         })
     }
 
+    /// Rolls back the transaction open on the connection, if one is (a statement or a closure left it open, or a
+    /// step failed before it ended); returns whether one was. A rollback that fails is logged.
+    pub(crate) fn roll_back_open(&self) -> bool {
+        if self.conn.is_autocommit() {
+            return false;
+        }
+        if let Err(e) = self.control(Control::Rollback) {
+            tracing::warn!(error = %e, "could not roll back a transaction left open");
+        }
+        true
+    }
+
     /// Lends the connection to `f`, a batch of reads ([`GuardedConnection::set_lent`]); what `f` changed of the
     /// connection's hooks is put back afterwards.
     pub(crate) fn lend_read_only<T>(&mut self, f: impl FnOnce(&GuardedConnection) -> T) -> T {

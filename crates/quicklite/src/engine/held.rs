@@ -16,7 +16,7 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use crate::engine::Shared;
-use crate::engine::group::{self, BEGIN, ROLLBACK};
+use crate::engine::group::{self, BEGIN};
 use crate::engine::guard::{Control, GuardedConnection};
 use crate::request::held::{Held, Message, STEP_DROPPED};
 use crate::request::{Ran, WriteJob, WriteRequest};
@@ -63,9 +63,8 @@ fn serve(
 ) -> Option<Error> {
     let outcome = serve_steps(conn, shared, held, began);
     held.end();
-    if !conn.conn().is_autocommit() {
+    if conn.roll_back_open() {
         // Not committed: rolled back, whatever ended it.
-        let _ = conn.control(ROLLBACK);
         shared.metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
     }
     shared

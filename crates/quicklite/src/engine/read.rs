@@ -194,13 +194,9 @@ impl BatchedReads {
             let metrics = &self.shared.metrics;
             metrics.read_transactions.fetch_add(1, Ordering::Relaxed);
             self.serve(conn, first, Instant::now());
-            if !conn.conn().is_autocommit()
-                && let Err(e) = conn.control(Control::Rollback)
-            {
-                // Its statement began a transaction and left it open (a `SAVEPOINT`): the next read would run in
-                // its snapshot, and on a registry's writer connection the next write in it.
-                tracing::warn!(error = %e, "reader could not roll back a transaction a read left open");
-            }
+            // Its statement may have begun a transaction and left it open (a `SAVEPOINT`): the next read would
+            // run in its snapshot, and on a registry's writer connection the next write in it.
+            conn.roll_back_open();
             self.shared.metrics.read_batch.record(1);
             self.hand_over();
             return;

@@ -340,9 +340,7 @@ impl KeptSnapshot {
         if alone {
             // Nothing of its transaction may stay open on the writer's connection (a `SAVEPOINT` its statement
             // began), and the read is counted now, as a snapshot's reads are when it ends.
-            if !self.conn.conn().is_autocommit() {
-                self.rollback();
-            }
+            self.conn.roll_back_open();
             self.flush(shared);
         }
         if passed.long {
@@ -486,11 +484,7 @@ impl KeptSnapshot {
     /// Rolls back whatever transaction is open, after a failure.
     fn rollback(&mut self) {
         self.take_open();
-        if !self.conn.conn().is_autocommit()
-            && let Err(e) = self.conn.control(Control::Rollback)
-        {
-            tracing::warn!(error = %e, "could not roll back a kept snapshot");
-        }
+        self.conn.roll_back_open();
     }
 
     /// Ends the snapshot and closes the connection.

@@ -18,7 +18,7 @@ use crate::engine::busy::BusyLimit;
 use crate::engine::checkpoint::{Checkpoints, PassiveCheckpoints};
 use crate::engine::duty::Duty;
 use crate::engine::external::ExternalCommits;
-use crate::engine::group::{self, BEGIN, COMMIT, Outcomes, ROLLBACK};
+use crate::engine::group::{self, BEGIN, COMMIT, Outcomes};
 use crate::engine::guard::GuardedConnection;
 use crate::engine::policy::Mode;
 use crate::engine::seat::{TAKE_BACK_WAIT, TakenBack, WriterSeat};
@@ -176,8 +176,7 @@ fn migrate(conn: &mut GuardedConnection, migration: &Migration) -> Result<()> {
             message: format!("{} failed: {what} ({at})", migration.name),
         }
     };
-    if !conn.conn().is_autocommit() {
-        let _ = conn.control(ROLLBACK);
+    if conn.roll_back_open() {
         return Err(failed(match outcome {
             Err(e) => e.to_string(),
             Ok(()) => "it left a transaction open, which was rolled back".into(),
@@ -514,9 +513,7 @@ impl Writer {
                 }
                 Err(e) => tracing::warn!(error = %e, "could not prune the change feed"),
             }
-            if !conn.conn().is_autocommit() {
-                let _ = conn.control(ROLLBACK);
-            }
+            conn.roll_back_open();
             conn.settle();
         });
     }
@@ -739,9 +736,7 @@ impl Writer {
         }
         // A checkpoint thread ends (its checkpoint, if one runs) and closes its connection first.
         self.checkpoints.stop_handing_off();
-        if !self.conn.conn().is_autocommit() {
-            let _ = self.conn.control(ROLLBACK);
-        }
+        self.conn.roll_back_open();
         if close == Close::ToReopen {
             // Likely to reopen soon: leave a short WAL for the next open instead of the checkpoint (and fsyncs)
             // SQLite runs when the last connection closes. The next open reads the whole WAL to rebuild its index,
