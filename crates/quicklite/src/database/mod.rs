@@ -422,6 +422,7 @@ impl Database {
                     // Its turn taken after it ran, as a write handed to the writer takes it while it waits: a task
                     // writing in a loop goes behind the others ready to run, and a write given back (queued) pays
                     // no yield for nothing.
+                    let _awaiting = inline.wrote();
                     self.take_turn(inline).await;
                     return answered(rx);
                 }

@@ -5,7 +5,9 @@
 //! service whose requests come in bursts, a few thousand or tens of thousands of writes a second — and there the
 //! writes gain more from running on their callers' threads, without the hand-off, than from the commits they
 //! would share. So the writer keeps its connection for group commit only while it is busy for at least a
-//! [`BUSY_SHARE`]th of its time ([`Writer::grouping`](crate::engine::write::Writer::grouping)).
+//! [`BUSY_SHARE`]th of its time ([`Writer::grouping`](crate::engine::write::Writer::grouping)). The same measure
+//! tells how much of the time writes on callers' threads hold the writer's lent connection
+//! ([`WriterSeat`](crate::engine::seat::WriterSeat)).
 
 use std::time::{Duration, Instant};
 
@@ -22,15 +24,23 @@ pub(crate) struct Duty {
     window_began: Instant,
     in_turns: Duration,
     busy: bool,
+    /// Busy while in turns at least one part in this many of the time.
+    share: u32,
 }
 
 impl Duty {
     /// A writer that has not served a turn yet: not busy.
     pub(crate) fn new(now: Instant) -> Duty {
+        Duty::busy_from(now, BUSY_SHARE)
+    }
+
+    /// Turns from `now` on, busy once they take at least one part in `share` of a window.
+    pub(crate) fn busy_from(now: Instant, share: u32) -> Duty {
         Duty {
             window_began: now,
             in_turns: Duration::ZERO,
             busy: false,
+            share,
         }
     }
 
@@ -40,13 +50,13 @@ impl Duty {
         self.in_turns += ended.saturating_duration_since(began);
         let window = ended.saturating_duration_since(self.window_began);
         if window >= WINDOW {
-            self.busy = self.in_turns * BUSY_SHARE >= window;
+            self.busy = self.in_turns * self.share >= window;
             self.window_began = ended;
             self.in_turns = Duration::ZERO;
         }
     }
 
-    /// Whether the writer spent at least a [`BUSY_SHARE`]th of the last whole window in turns.
+    /// Whether the writer spent at least its share ([`BUSY_SHARE`] unless told) of the last whole window in turns.
     pub(crate) fn busy(&self) -> bool {
         self.busy
     }

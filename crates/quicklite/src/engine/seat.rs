@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::{Backoff, CachePadded};
 
 use crate::engine::Shared;
+use crate::engine::duty::Duty;
 use crate::engine::guard::GuardedConnection;
 use crate::engine::snapshot::KeptSnapshot;
 use crate::util::Coarse;
@@ -29,6 +30,10 @@ use crate::util::Coarse;
 /// How long the writer waits for the read running on its lent connection before it writes on its second
 /// connection instead: reads come to the lent connection only from call sites that ran within a fraction of this.
 pub(crate) const TAKE_BACK_WAIT: Duration = Duration::from_millis(1);
+
+/// Writes on the lent connection keep it busy while they hold it at least one part in this many of the time
+/// ([`WriterSeat::writes_busy`]).
+const WRITES_BUSY_SHARE: u32 = 2;
 
 /// What [`WriterSeat::take_back`] found.
 pub(crate) enum TakenBack {
@@ -53,6 +58,8 @@ pub(crate) struct WriterSeat {
     /// Set while a write runs on the lent connection: the writer taking it back waits for it (it holds the write
     /// lock, which a second connection would wait for too).
     writing: AtomicBool,
+    /// Whether writes held the lent connection at least half the time over the last whole window ([`Lent::writes`]).
+    writes_busy: AtomicBool,
 }
 
 impl std::fmt::Debug for WriterSeat {
@@ -63,10 +70,12 @@ impl std::fmt::Debug for WriterSeat {
     }
 }
 
-/// The writer's connection, lent, and when a read last ended on it (by the coarse clock).
+/// The writer's connection, lent, when a read last ended on it (by the coarse clock), and how busy writes have kept
+/// it since it was lent.
 pub(crate) struct Lent {
     pub(crate) snapshot: KeptSnapshot,
     pub(crate) last_used: Coarse,
+    writes: Duty,
 }
 
 /// The lent connection, taken by one read.
@@ -98,6 +107,7 @@ impl WriterSeat {
             held: CachePadded::new(AtomicBool::new(true)),
             writes_below: AtomicU64::new(0),
             writing: AtomicBool::new(false),
+            writes_busy: AtomicBool::new(false),
         }
     }
 
@@ -134,7 +144,9 @@ impl WriterSeat {
         *seat = Some(Lent {
             snapshot: KeptSnapshot::lent(conn, commit_seq),
             last_used: Coarse::now(),
+            writes: Duty::busy_from(Instant::now(), WRITES_BUSY_SHARE),
         });
+        self.writes_busy.store(false, Ordering::Relaxed);
         self.held.store(false, Ordering::Release);
         None
     }
@@ -211,7 +223,8 @@ impl WriterSeat {
     }
 
     /// Runs `f`, a write, on the lent connection `lent` borrowed from this seat, said to be a write for the while
-    /// ([`WriterSeat::take_back`] waits for it).
+    /// ([`WriterSeat::take_back`] waits for it), and counted in the time writes hold it
+    /// ([`WriterSeat::writes_busy`]).
     pub(crate) fn write<T>(&self, lent: &mut Borrowed<'_>, f: impl FnOnce(&mut Lent) -> T) -> T {
         struct Writing<'a>(&'a AtomicBool);
         impl Drop for Writing<'_> {
@@ -219,9 +232,22 @@ impl WriterSeat {
                 self.0.store(false, Ordering::Release);
             }
         }
-        self.writing.store(true, Ordering::Release);
-        let _writing = Writing(&self.writing);
-        f(lent)
+        let began = Instant::now();
+        let out = {
+            self.writing.store(true, Ordering::Release);
+            let _writing = Writing(&self.writing);
+            f(lent)
+        };
+        lent.writes.turn(began, Instant::now());
+        self.writes_busy
+            .store(lent.writes.busy(), Ordering::Relaxed);
+        out
+    }
+
+    /// Whether writes on callers' threads held the lent connection at least half the time over the last whole
+    /// window of [`duty::WINDOW`](crate::engine::duty::WINDOW): they come as fast as they commit one by one.
+    pub(crate) fn writes_busy(&self) -> bool {
+        self.writes_busy.load(Ordering::Relaxed)
     }
 
     /// Whether a snapshot may be kept on the lent connection now (one in use may).

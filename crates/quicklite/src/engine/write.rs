@@ -47,9 +47,10 @@ struct FeedPruning {
     next_at: Instant,
 }
 
-/// Writes in one turn from which writes are taken to come together ([`Writer::grouping`]): two or three at once
-/// happen by chance at a few thousand writes a second, where writes on their callers' threads cost the least.
-const GROUPED_AT: usize = 4;
+/// Writes in one turn from which writes are taken to come together ([`Writer::grouping`]; on callers' threads,
+/// [`Inline::suits_write`](crate::sched::inline::Inline::suits_write)): two or three at once happen by chance at a
+/// few thousand writes a second, where writes on their callers' threads cost the least.
+pub(crate) const GROUPED_AT: usize = 4;
 
 /// How a writer's connection is closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

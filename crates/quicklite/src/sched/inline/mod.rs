@@ -80,6 +80,8 @@ pub(crate) struct Inline {
     budget: Option<Arc<Permits>>,
     /// Where the writer lends its connection while it waits for work, if it does (a standalone database's).
     writer_seat: Option<Arc<WriterSeat>>,
+    /// Tasks whose write ran here and that wait for their turn ([`Inline::wrote`]).
+    wrote_awaiting_turn: AtomicUsize,
     /// Set once the database closes: no read runs here afterwards.
     closed: AtomicBool,
     /// Whether the janitor tends this set.
@@ -172,6 +174,7 @@ impl Inline {
             seats,
             budget,
             writer_seat,
+            wrote_awaiting_turn: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             tended: AtomicBool::new(false),
         })
@@ -232,6 +235,7 @@ impl Inline {
                 let Lent {
                     snapshot,
                     last_used,
+                    ..
                 } = &mut *lent;
                 let out = self.read_on(snapshot, last_used, attempt, deadline, visible_seq, f);
                 if writer_seat.wanted_back() {

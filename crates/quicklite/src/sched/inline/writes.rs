@@ -13,19 +13,22 @@
 //! would find a checkpoint due ([`WriterSeat::takes_writes`](crate::engine::seat::WriterSeat::takes_writes): the writer runs it after the write, in its turn), one
 //! past its deadline (the writer answers it), one that would start the WAL over (every frame checkpointed: SQLite
 //! syncs a new WAL's header even under `synchronous=NORMAL`), and every write while another connection contends for
-//! the write lock. A closure that finds the lock held goes to the writer unrun; a statement cannot (its parameters
+//! the write lock, and every write while the writes run here keep the connection busy and their tasks wait for their
+//! turns: many tasks on few workers each finding the writer idle, whose writes group commit would serve. A closure
+//! that finds the lock held goes to the writer unrun; a statement cannot (its parameters
 //! are bound as it meets the lock), so it waits for the lock here as it would on the writer — up to its deadline or
 //! `write_lock_wait` — once the runtime's worker has gone to another thread. A write's commit is witnessed on the
 //! writer's connection whoever runs it: read-your-writes and change notices hold, and the writer learns of the
 //! commits at its next turn.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crate::cost::Site;
 use crate::engine::group;
 use crate::engine::seat::Lent;
+use crate::engine::write::GROUPED_AT;
 use crate::request::{Ran, WriteRequest};
 use crate::util::Coarse;
 
@@ -37,11 +40,20 @@ impl Inline {
     /// application allows it ([`Config::inline_writes`](crate::config::Config::inline_writes), and
     /// [`Config::inline_write_closures`](crate::config::Config::inline_write_closures) for a closure), the runtime
     /// goes on without this thread should the write turn long, no other connection contends for the write lock,
-    /// and the site has run short lately.
+    /// writes do not come together, and the site has run short lately.
+    ///
+    /// Writes come together, here, when those run here keep the connection busy at least half the time
+    /// ([`WriterSeat::writes_busy`](crate::engine::seat::WriterSeat::writes_busy)) and the tasks of the last few
+    /// still wait for their turns ([`Inline::wrote`]): many tasks writing on few workers (one, in a service on one
+    /// CPU) each find the writer idle — the others wait for their worker, not for the writer — and would each
+    /// commit alone, one after the other, where the writer commits them together. (A task writing in a loop keeps
+    /// the connection busy too, but alone: it has no one to share a commit with.)
     pub(crate) fn suits_write(&self, site: Site, closure: bool) -> Option<Attempt> {
         let writer_seat = self.writer_seat.as_ref()?;
         if !self.config.inline_writes
             || (closure && !self.config.inline_write_closures)
+            || (self.wrote_awaiting_turn.load(Ordering::Relaxed) + 1 >= GROUPED_AT
+                && writer_seat.writes_busy())
             || !writer_seat.lent()
             || !writer_seat.takes_writes(self.shared.metrics.wal_frames.load(Ordering::Relaxed))
             || self.closed.load(Ordering::Relaxed)
@@ -119,5 +131,21 @@ impl Inline {
         }
         self.tend();
         None
+    }
+
+    /// Counts a task whose write ran here among those waiting for their turn, until the guard drops (the turn
+    /// taken, or the caller gone).
+    pub(crate) fn wrote(&self) -> AwaitingTurn<'_> {
+        self.wrote_awaiting_turn.fetch_add(1, Ordering::Relaxed);
+        AwaitingTurn(&self.wrote_awaiting_turn)
+    }
+}
+
+/// A task whose write ran on its caller's thread, counted while it waits for its turn ([`Inline::wrote`]).
+pub(crate) struct AwaitingTurn<'a>(&'a AtomicUsize);
+
+impl Drop for AwaitingTurn<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
