@@ -222,26 +222,31 @@ impl WriterSeat {
         lent.is_some().then(|| Borrowed(lent))
     }
 
-    /// Runs `f`, a write, on the lent connection `lent` borrowed from this seat, said to be a write for the while
-    /// ([`WriterSeat::take_back`] waits for it), and counted in the time writes hold it
-    /// ([`WriterSeat::writes_busy`]).
-    pub(crate) fn write<T>(&self, lent: &mut Borrowed<'_>, f: impl FnOnce(&mut Lent) -> T) -> T {
+    /// Runs `f`, a write begun at `began`, on the lent connection `lent` borrowed from this seat, said to be a write
+    /// for the while ([`WriterSeat::take_back`] waits for it), and counted in the time writes hold it
+    /// ([`WriterSeat::writes_busy`]); returns what `f` returned and when it ended.
+    pub(crate) fn write<T>(
+        &self,
+        lent: &mut Borrowed<'_>,
+        began: Instant,
+        f: impl FnOnce(&mut Lent) -> T,
+    ) -> (T, Instant) {
         struct Writing<'a>(&'a AtomicBool);
         impl Drop for Writing<'_> {
             fn drop(&mut self) {
                 self.0.store(false, Ordering::Release);
             }
         }
-        let began = Instant::now();
         let out = {
             self.writing.store(true, Ordering::Release);
             let _writing = Writing(&self.writing);
             f(lent)
         };
-        lent.writes.turn(began, Instant::now());
+        let ended = Instant::now();
+        lent.writes.turn(began, ended);
         self.writes_busy
             .store(lent.writes.busy(), Ordering::Relaxed);
-        out
+        (out, ended)
     }
 
     /// Whether writes on callers' threads held the lent connection at least half the time over the last whole

@@ -96,7 +96,7 @@ impl Inline {
         }
         let started = Instant::now();
         let past: fn() -> bool = hand_off::hand_off;
-        let ran = writer_seat.write(&mut lent, |lent: &mut Lent| {
+        let (ran, ended) = writer_seat.write(&mut lent, started, |lent: &mut Lent| {
             let ran = lent.snapshot.write(&self.shared, |conn| {
                 group::run_inline(
                     conn,
@@ -114,7 +114,7 @@ impl Inline {
             Ok(ran) => ran,
             Err(_not_run) => return Some(request),
         };
-        let took = started.elapsed();
+        let took = ended - started;
         metrics.writes.fetch_add(1, Ordering::Relaxed);
         metrics.inline_writes.fetch_add(1, Ordering::Relaxed);
         if request.job.answer(outcome) {
