@@ -439,6 +439,21 @@ both_backends! {
             Backend::Standalone => assert!(inline > 0, "{m:?}"),
             Backend::Registry => assert_eq!(inline, 0),
         }
+        // A caller that left while its write, run on its thread, waited for its turn is no longer counted among the
+        // tasks waiting: a task writing in a loop alone, its writes keeping the connection busy (each about a
+        // millisecond), still writes there; counted still, the callers gone would send its writes to the writer.
+        const SLOW_INSERT: &str = "INSERT INTO t (id, v) SELECT ?1, ?2 WHERE (WITH RECURSIVE c(x) AS \
+            (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000) SELECT count(*) FROM c) > 0";
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let before = db.metrics();
+        for k in 0..200 {
+            let row = id + 100 + k;
+            db.execute(SLOW_INSERT, (row, format!("v{row}"))).await.unwrap();
+        }
+        let inline = db.metrics().inline_writes - before.inline_writes;
+        if backend == Backend::Standalone {
+            assert!(inline >= 150, "{inline} of 200 writes of one task ran on its thread");
+        }
     }
 }
 
