@@ -295,6 +295,100 @@ both_backends! {
     }
 }
 
+/// The writer's setting `name`, as its connection reports it.
+async fn writer_setting(db: &quicklite::Database, name: &'static str) -> rusqlite::types::Value {
+    db.with_write_connection(move |c| c.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0)))
+        .await
+        .unwrap()
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_cannot_change_what_the_writers_promises_rest_on(backend) {
+        let db = common::open(backend, |b| b).await;
+        db.execute_batch("CREATE TABLE t (x)").await.unwrap();
+        // Some of these SQLite applies as the statement is prepared (`busy_timeout`, `wal_autocheckpoint`), some
+        // only in autocommit mode (`synchronous`), and `query_only` would leave every later write failing.
+        for (sql, name) in [
+            ("PRAGMA synchronous = FULL", "synchronous"),
+            ("PRAGMA synchronous = OFF", "synchronous"),
+            ("PRAGMA busy_timeout = 60000", "busy_timeout"),
+            ("PRAGMA wal_autocheckpoint = 10", "wal_autocheckpoint"),
+            ("PRAGMA query_only = ON", "query_only"),
+            ("PRAGMA locking_mode = EXCLUSIVE", "locking_mode"),
+            ("PRAGMA journal_mode = DELETE", "journal_mode"),
+            ("pragma main.Synchronous=0", "synchronous"),
+        ] {
+            let before = writer_setting(&db, name).await;
+            // One statement (in autocommit mode, on the writer or its caller's thread), a closure in a group, a
+            // transaction of its own.
+            let outcomes = [
+                db.execute(sql, ()).await.map(drop),
+                db.write(move |c| c.execute_batch(sql)).await,
+                db.transaction(move |c| c.execute_batch(sql)).await,
+            ];
+            for outcome in outcomes {
+                let e = outcome.expect_err(sql);
+                assert_eq!(
+                    e.sqlite_code(),
+                    Some(rusqlite::ErrorCode::AuthorizationForStatementDenied),
+                    "{sql}: {e}"
+                );
+                assert!(e.to_string().contains(name), "{sql}: {e}");
+            }
+            assert_eq!(writer_setting(&db, name).await, before, "{sql}");
+            db.execute("INSERT INTO t VALUES (1)", ()).await.expect(sql);
+        }
+        // Nor checkpoint: the writer runs its checkpoints.
+        for sql in ["PRAGMA wal_checkpoint", "PRAGMA wal_checkpoint(TRUNCATE)"] {
+            let e = db
+                .write(move |c| c.query_row(sql, [], |r| r.get::<_, i64>(0)))
+                .await
+                .expect_err(sql);
+            assert_eq!(e.sqlite_code(), Some(rusqlite::ErrorCode::AuthorizationForStatementDenied), "{e}");
+        }
+        // What reports them, the database's own header values, and the other settings of a connection stay a
+        // write's to use.
+        db.write(|c| {
+            c.query_row("PRAGMA synchronous", [], |r| r.get::<_, i64>(0))?;
+            c.execute_batch("PRAGMA user_version = 3; PRAGMA defer_foreign_keys = ON; PRAGMA journal_mode = WAL")
+        })
+        .await
+        .unwrap();
+        assert_eq!(writer_setting(&db, "user_version").await, rusqlite::types::Value::Integer(3));
+        assert_eq!(common::count(&db, "t").await, 8);
+        db.close().await;
+    }
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_that_replaces_the_busy_handler_leaves_the_next_writes_waiting_for_the_lock(backend) {
+        let db = common::open(backend, |b| b.write_lock_wait(Duration::from_secs(10))).await;
+        db.execute_batch("CREATE TABLE t (x)").await.unwrap();
+        // Through rusqlite's API the authorizer sees nothing: a busy handler that gives up at once.
+        db.write(|c| c.busy_timeout(Duration::ZERO)).await.unwrap();
+        let other = rusqlite::Connection::open(db.path()).unwrap();
+        other
+            .execute_batch("BEGIN IMMEDIATE; INSERT INTO t VALUES ('theirs')")
+            .unwrap();
+        let commit_later = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            other.execute_batch("COMMIT").unwrap();
+        });
+        // Both kinds of write wait for the lock, up to `write_lock_wait`, as before.
+        let (statement, closure) = tokio::join!(
+            db.execute("INSERT INTO t VALUES ('ours')", ()),
+            db.write(|c| c.execute("INSERT INTO t VALUES ('ours too')", [])),
+        );
+        commit_later.join().unwrap();
+        statement.unwrap();
+        closure.unwrap();
+        assert_eq!(common::count(&db, "t").await, 3);
+        db.close().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_tenant_names_never_reach_outside_the_registry() {
     let outer = tempfile::tempdir().unwrap();

@@ -504,6 +504,31 @@ async fn no_write_runs_on_its_callers_thread_where_its_commit_would_sync_or_chec
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_leave_their_callers_threads_while_the_writer_syncs_its_commits() {
+    let db = with_table(Backend::Standalone, |b| b).await;
+    let mut id = until_inline(&db, 0).await;
+    // Set on the writer's connection itself, where nothing refuses it: every commit syncs now.
+    db.with_write_connection(|c| c.execute_batch("PRAGMA synchronous = FULL"))
+        .await
+        .unwrap();
+    let before = db.metrics().inline_writes;
+    for _ in 0..200 {
+        db.execute(INSERT, (id, format!("v{id}"))).await.unwrap();
+        id += 1;
+    }
+    assert_eq!(
+        db.metrics().inline_writes,
+        before,
+        "a commit that syncs ran on its caller's thread"
+    );
+    db.with_write_connection(|c| c.execute_batch("PRAGMA synchronous = NORMAL"))
+        .await
+        .unwrap();
+    let id = until_inline(&db, id).await;
+    assert_eq!(common::count(&db, "t").await, id);
+}
+
 #[test]
 fn no_write_runs_on_a_single_threaded_runtimes_thread() {
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -399,10 +399,10 @@ impl Checkpoints {
             if mode.waits_for_readers() {
                 shared.while_checkpoint_waits(|| {
                     self.busy
-                        .for_checkpoint(self.reader_wait, || run(conn.conn(), mode))
+                        .for_checkpoint(self.reader_wait, || conn.run_own(|c| run(c, mode)))
                 })
             } else {
-                run(conn.conn(), mode)
+                conn.run_own(|c| run(c, mode))
             }
         };
         let Some(policy) = self.policy.as_mut() else {

@@ -112,6 +112,35 @@ fn pragma_changes(name: &str, value: Option<&str>) -> bool {
     }
 }
 
+/// The writer's settings that quicklite's promises rest on: the WAL its readers' snapshots need, the durability
+/// that decides whether a commit may run on a caller's thread, the locks other connections share, the busy handler
+/// that waits `write_lock_wait` for a lock, the checkpoints it manages, and its writing at all.
+const WRITER_SETTINGS: [&str; 7] = [
+    "journal_mode",
+    "synchronous",
+    "locking_mode",
+    "busy_timeout",
+    "wal_autocheckpoint",
+    "query_only",
+    "wal_checkpoint",
+];
+
+/// Whether `PRAGMA name` (with `value`, if any), run by a write, would change one of the [`WRITER_SETTINGS`] or
+/// checkpoint. SQLite applies some of them (`busy_timeout`, `wal_autocheckpoint`) as the statement is prepared, so
+/// only the authorizer can refuse them in time. `journal_mode = WAL` changes nothing a write can change: SQLite
+/// refuses to enter WAL inside a transaction, and a statement that returns its row is refused before it runs.
+fn changes_writer(name: &str, value: Option<&str>) -> bool {
+    if !WRITER_SETTINGS.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+        return false;
+    }
+    match value {
+        Some(value) => {
+            !(name.eq_ignore_ascii_case("journal_mode") && value.eq_ignore_ascii_case("wal"))
+        }
+        None => name.eq_ignore_ascii_case("wal_checkpoint"),
+    }
+}
+
 /// Refuses transaction control (`BEGIN`, `COMMIT`, `ROLLBACK`, and our own savepoint) to user closures.
 ///
 /// The handle owns transaction boundaries: a closure that ran `COMMIT` in the middle of a group would commit its
@@ -124,12 +153,18 @@ fn pragma_changes(name: &str, value: Option<&str>) -> bool {
 /// ignored (it can neither turn off the `query_only` a lent connection runs under nor leave it on for the writes
 /// that follow), and a PRAGMA that would change the connection (`busy_timeout`, `wal_autocheckpoint`, `cache_size`,
 /// a checkpoint …), `ATTACH` and `DETACH` are refused (`SQLITE_AUTH`).
+///
+/// Once the writer's connection is set up ([`GuardedConnection::fix_writer_settings`]), a write is refused a PRAGMA
+/// that would change one of the [`WRITER_SETTINGS`], and a checkpoint: they are set when the database opens, and the
+/// engine runs its checkpoints itself.
 #[derive(Clone, Default)]
 pub(crate) struct TxGuard {
     /// True while the handle itself runs (or re-prepares) a transaction-control statement.
     open: Arc<AtomicBool>,
     /// True while the connection is lent to reads.
     lent: Arc<AtomicBool>,
+    /// True once the writer's connection is set up: its settings are no write's to change.
+    fixed: Arc<AtomicBool>,
 }
 
 impl TxGuard {
@@ -142,7 +177,8 @@ impl TxGuard {
     }
 
     fn install(&self, conn: &mut Connection, sentinel: &Arc<()>) -> rusqlite::Result<()> {
-        let (open, lent, sentinel) = (self.open.clone(), self.lent.clone(), sentinel.clone());
+        let (open, lent, fixed) = (self.open.clone(), self.lent.clone(), self.fixed.clone());
+        let sentinel = sentinel.clone();
         conn.authorizer(Some(move |ctx: AuthContext<'_>| {
             let _ = &sentinel;
             if open.load(Ordering::Relaxed) {
@@ -166,6 +202,12 @@ impl TxGuard {
                     pragma_name,
                     pragma_value,
                 } if lent && pragma_changes(pragma_name, pragma_value) => Authorization::Deny,
+                AuthAction::Pragma {
+                    pragma_name,
+                    pragma_value,
+                } if fixed.load(Ordering::Relaxed) && changes_writer(pragma_name, pragma_value) => {
+                    Authorization::Deny
+                }
                 AuthAction::Attach { .. } | AuthAction::Detach { .. } if lent => {
                     Authorization::Deny
                 }
@@ -314,6 +356,17 @@ impl GuardedConnection {
         }
     }
 
+    /// Refuses writes, from now on, a PRAGMA that would change what the writer's promises rest on ([`TxGuard`]):
+    /// the writer's connection is set up.
+    pub(crate) fn fix_writer_settings(&self) {
+        self.guard.fixed.store(true, Ordering::Relaxed);
+    }
+
+    /// Runs `f`, the handle's own statements on the connection (a checkpoint), with the guard open.
+    pub(crate) fn run_own<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
+        self.guard.allow_tx_control(|| f(&self.conn))
+    }
+
     /// Makes this a writer's connection, whose commits a witness sees ([`crate::engine::witness`]).
     pub(crate) fn set_witness(&mut self, witness: Witness) {
         self.witness = Some(witness);
@@ -428,7 +481,7 @@ impl GuardedConnection {
         }
         if replaced {
             tracing::warn!(
-                "a read replaced a hook of the writer's connection through rusqlite's API; it was put back"
+                "a closure replaced a hook of the writer's connection through rusqlite's API; it was put back"
             );
         }
         replaced

@@ -149,6 +149,8 @@ fn open_connection(
     open::watch_wal(&mut conn, config, shared)?;
     let witness = witness::install(conn.conn_mut(), shared)?;
     conn.set_witness(witness);
+    // The migration, which may set them, runs with the guard open.
+    conn.fix_writer_settings();
     Ok(conn)
 }
 
@@ -568,10 +570,23 @@ impl Writer {
         // writes, some turns still find one write only.
         self.grouping |= group.len() >= GROUPED_AT;
         self.last_turn = group.len();
+        let closures = group
+            .iter()
+            .any(|write| write.kind != WriteKind::GroupedStatement);
+        let unmanaged = alone && group[0].kind == WriteKind::Unmanaged;
         match group.as_mut_slice() {
             // A single statement with nothing queued to share its commit runs as a transaction by itself.
             [lone] if alone || lone.kind == WriteKind::GroupedStatement => self.serve_alone(lone),
             _ => self.serve_group(&mut group),
+        }
+        if closures {
+            // A closure may have replaced one of the connection's hooks through rusqlite's API (the busy handler
+            // that waits for locks, with `busy_timeout`): put back before the next write.
+            self.conn.rearm();
+        }
+        if unmanaged {
+            // It could set anything (`synchronous`, the WAL's automatic checkpoint): where a commit may run now.
+            self.inline_writes = writes_may_run_inline(self.conn.conn(), &self.config);
         }
         self.checkpoints.count_frames(&self.conn, &self.shared);
         self.answer(&mut group);
