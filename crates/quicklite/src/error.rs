@@ -543,8 +543,9 @@ const TRANSACTION_CONTROL_REFUSED: &str = "not authorized: BEGIN, COMMIT, ROLLBA
      that runs them itself. A read on the writer's connection (right after a commit) is also refused a PRAGMA that \
      sets something, a checkpoint, ATTACH and DETACH, which would change the writer's connection; and a write is \
      refused a PRAGMA that sets journal_mode, synchronous, locking_mode, busy_timeout, wal_autocheckpoint or \
-     query_only, and a checkpoint: the writer's promises rest on them, so they are set when the database opens \
-     (Builder::profile, Builder::pragma) and checkpoints are the writer's";
+     query_only, a checkpoint, ATTACH and DETACH: the writer's promises rest on its settings, so they are set when \
+     the database opens (Builder::profile, Builder::pragma), checkpoints are the writer's, and a database is \
+     attached by the set-up hook (Builder::on_connection), on every connection";
 
 /// The message of a read that ran a statement that writes, where SQLite did not refuse it by itself.
 const READ_WROTE: &str =

@@ -361,6 +361,59 @@ both_backends! {
     }
 }
 
+/// What `execute(sql)` returns when another write is queued with it (the writer held meanwhile, so that both are
+/// taken together), and what the other write returns.
+async fn executed_with_another_queued(
+    db: &quicklite::Database,
+    sql: &'static str,
+) -> (quicklite::Result<usize>, quicklite::Result<usize>) {
+    let (release, blocker) = common::hold_writer(db).await;
+    let first = tokio::spawn({
+        let db = db.clone();
+        async move { db.execute(sql, ()).await }
+    });
+    common::until_write_queue_holds(db, 1).await;
+    let second = tokio::spawn({
+        let db = db.clone();
+        async move { db.execute("INSERT INTO t VALUES ('beside')", ()).await }
+    });
+    common::until_write_queue_holds(db, 2).await;
+    release.send(()).unwrap();
+    blocker.await.unwrap();
+    (first.await.unwrap(), second.await.unwrap())
+}
+
+both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_statement_sqlite_runs_only_outside_a_transaction_does_the_same_alone_or_with_others_queued(backend) {
+        let db = common::open(backend, |b| b).await;
+        db.execute_batch("CREATE TABLE t (x)").await.unwrap();
+        // `VACUUM` runs, alone, either way.
+        db.execute("VACUUM", ()).await.unwrap();
+        let (vacuum, beside) = executed_with_another_queued(&db, "/* compact */ vacuum").await;
+        vacuum.unwrap();
+        beside.unwrap();
+        // `ATTACH` and `DETACH` are refused either way: a database attached to the writer alone would be missing
+        // from the reads (the set-up hook attaches on every connection).
+        let attach: &'static str = Box::leak(
+            format!("ATTACH '{}' AS other", db.path().with_file_name("other.db").display()).into_boxed_str(),
+        );
+        for sql in [attach, "DETACH main"] {
+            let alone = db.execute(sql, ()).await;
+            let (grouped, beside) = executed_with_another_queued(&db, sql).await;
+            beside.unwrap();
+            for outcome in [alone, grouped] {
+                let e = outcome.expect_err(sql);
+                assert_eq!(e.sqlite_code(), Some(rusqlite::ErrorCode::AuthorizationForStatementDenied), "{sql}: {e}");
+                assert!(e.to_string().contains("Builder::on_connection"), "{e}");
+            }
+        }
+        assert!(!db.path().with_file_name("other.db").exists(), "nothing was attached");
+        assert_eq!(common::count(&db, "t").await, 3);
+        db.close().await;
+    }
+}
+
 both_backends! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_write_that_replaces_the_busy_handler_leaves_the_next_writes_waiting_for_the_lock(backend) {

@@ -17,6 +17,8 @@ impl Database {
     /// atomic by itself (if it fails, SQLite undoes its changes — except what `INSERT OR FAIL` / `UPDATE OR FAIL`
     /// keep by definition), and the savepoint would cost a copy of every page it touches. A statement that returns
     /// rows is refused before it runs ([`Error::ReturnsRows`]): use [`Database::execute_returning`] for `RETURNING`.
+    /// `VACUUM`, which SQLite runs only outside a transaction, runs alone, as [`Database::with_write_connection`]
+    /// runs its closure.
     ///
     /// Parameters cross to the writer's thread, so they must be `Send + 'static`: tuples and arrays of owned
     /// values are; `rusqlite::params![…]`, a slice of borrowed `&dyn ToSql`, is not (E0277, "`dyn ToSql` cannot
@@ -27,10 +29,15 @@ impl Database {
     {
         let sql = owned(sql);
         let site = Site::of::<P>(Some(&sql));
+        // `VACUUM` cannot run inside a transaction: it runs alone, in autocommit mode, whether or not other writes
+        // are queued to share a group's.
+        let kind = if first_keyword(&sql).eq_ignore_ascii_case("VACUUM") {
+            WriteKind::Unmanaged
+        } else {
+            WriteKind::GroupedStatement
+        };
         let outcome = self
-            .submit_write_at(WriteKind::GroupedStatement, site, false, move |c| {
-                execute_one(c, &sql, params)
-            })
+            .submit_write_at(kind, site, false, move |c| execute_one(c, &sql, params))
             .await;
         refused_if_rows(outcome)
     }
@@ -160,6 +167,14 @@ pub(super) fn execute_one<P: Params>(
 /// open would outlive it, and a later `ROLLBACK TO` would undo the writes between them. SQLite's authorizer refuses
 /// them only when a statement is prepared, and one a closure put in the statement cache is not prepared again.
 fn controls_savepoints(sql: &str) -> bool {
+    let word = first_keyword(sql);
+    ["SAVEPOINT", "RELEASE", "ROLLBACK"]
+        .iter()
+        .any(|keyword| word.eq_ignore_ascii_case(keyword))
+}
+
+/// The first word of `sql` after whitespace and comments (empty if it begins with no letter).
+fn first_keyword(sql: &str) -> &str {
     let mut rest = sql;
     loop {
         rest = rest.trim_start();
@@ -171,12 +186,9 @@ fn controls_savepoints(sql: &str) -> bool {
             break;
         }
     }
-    let word = &rest[..rest
+    &rest[..rest
         .find(|c: char| !c.is_ascii_alphabetic())
-        .unwrap_or(rest.len())];
-    ["SAVEPOINT", "RELEASE", "ROLLBACK"]
-        .iter()
-        .any(|keyword| word.eq_ignore_ascii_case(keyword))
+        .unwrap_or(rest.len())]
 }
 
 /// Every row `sql` returns with `params` (prepared once and cached), each mapped with `f`.

@@ -156,7 +156,9 @@ fn changes_writer(name: &str, value: Option<&str>) -> bool {
 ///
 /// Once the writer's connection is set up ([`GuardedConnection::fix_writer_settings`]), a write is refused a PRAGMA
 /// that would change one of the [`WRITER_SETTINGS`], and a checkpoint: they are set when the database opens, and the
-/// engine runs its checkpoints itself.
+/// engine runs its checkpoints itself. So are `ATTACH` and `DETACH`: a database attached to the writer alone would be
+/// missing from every read, and SQLite refuses both inside a transaction, so that a write's outcome would depend on
+/// whether other writes shared its group; the set-up hook attaches on every connection.
 #[derive(Clone, Default)]
 pub(crate) struct TxGuard {
     /// True while the handle itself runs (or re-prepares) a transaction-control statement.
@@ -208,7 +210,9 @@ impl TxGuard {
                 } if fixed.load(Ordering::Relaxed) && changes_writer(pragma_name, pragma_value) => {
                     Authorization::Deny
                 }
-                AuthAction::Attach { .. } | AuthAction::Detach { .. } if lent => {
+                AuthAction::Attach { .. } | AuthAction::Detach { .. }
+                    if lent || fixed.load(Ordering::Relaxed) =>
+                {
                     Authorization::Deny
                 }
                 _ => Authorization::Allow,
