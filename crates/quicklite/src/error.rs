@@ -541,11 +541,13 @@ const TRANSACTION_CONTROL_REFUSED: &str = "not authorized: BEGIN, COMMIT, ROLLBA
      refused inside a read or write closure, whose transaction quicklite manages (a write's is shared with other \
      writes), and so is any savepoint as an execute statement by itself; use Database::transaction for a transaction of its own, or Database::with_write_connection for code \
      that runs them itself. A read on the writer's connection (right after a commit) is also refused a PRAGMA that \
-     sets something, a checkpoint, ATTACH and DETACH, which would change the writer's connection; and a write is \
-     refused a PRAGMA that sets journal_mode, synchronous, locking_mode, busy_timeout, wal_autocheckpoint or \
-     query_only, a checkpoint, ATTACH and DETACH: the writer's promises rest on its settings, so they are set when \
-     the database opens (Builder::profile, Builder::pragma), checkpoints are the writer's, and a database is \
-     attached by the set-up hook (Builder::on_connection), on every connection";
+     sets something, a checkpoint, ATTACH and DETACH, which would change the writer's connection; and so is a write \
+     (but for PRAGMA user_version, application_id, defer_foreign_keys, optimize and incremental_vacuum): the \
+     writer's promises rest on its settings (journal_mode, synchronous, locking_mode, busy_timeout, \
+     wal_autocheckpoint, query_only, foreign_keys, cache_size, ...), and its writes may go on on another connection \
+     opened with the builder's, so set them when the database opens (Builder::profile, Builder::pragma); \
+     checkpoints are the writer's; a database is attached by the set-up hook (Builder::on_connection), on every \
+     connection";
 
 /// The message of a read that ran a statement that writes, where SQLite did not refuse it by itself.
 const READ_WROTE: &str =

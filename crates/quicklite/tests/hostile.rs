@@ -304,11 +304,12 @@ async fn writer_setting(db: &quicklite::Database, name: &'static str) -> rusqlit
 
 both_backends! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_write_cannot_change_what_the_writers_promises_rest_on(backend) {
+    async fn a_write_cannot_change_the_writers_connection(backend) {
         let db = common::open(backend, |b| b).await;
         db.execute_batch("CREATE TABLE t (x)").await.unwrap();
         // Some of these SQLite applies as the statement is prepared (`busy_timeout`, `wal_autocheckpoint`), some
-        // only in autocommit mode (`synchronous`), and `query_only` would leave every later write failing.
+        // only in autocommit mode (`synchronous`, `foreign_keys`), and `query_only` would leave every later write
+        // failing; and a second connection of the writer, or a registry's database reopened, would not have them.
         for (sql, name) in [
             ("PRAGMA synchronous = FULL", "synchronous"),
             ("PRAGMA synchronous = OFF", "synchronous"),
@@ -318,6 +319,8 @@ both_backends! {
             ("PRAGMA locking_mode = EXCLUSIVE", "locking_mode"),
             ("PRAGMA journal_mode = DELETE", "journal_mode"),
             ("pragma main.Synchronous=0", "synchronous"),
+            ("PRAGMA foreign_keys = OFF", "foreign_keys"),
+            ("PRAGMA cache_size = 10", "cache_size"),
         ] {
             let before = writer_setting(&db, name).await;
             // One statement (in autocommit mode, on the writer or its caller's thread), a closure in a group, a
@@ -347,8 +350,7 @@ both_backends! {
                 .expect_err(sql);
             assert_eq!(e.sqlite_code(), Some(rusqlite::ErrorCode::AuthorizationForStatementDenied), "{e}");
         }
-        // What reports them, the database's own header values, and the other settings of a connection stay a
-        // write's to use.
+        // What reports them, and what sets the database's own header values or the transaction's, stay a write's.
         db.write(|c| {
             c.query_row("PRAGMA synchronous", [], |r| r.get::<_, i64>(0))?;
             c.execute_batch("PRAGMA user_version = 3; PRAGMA defer_foreign_keys = ON; PRAGMA journal_mode = WAL")
@@ -356,7 +358,7 @@ both_backends! {
         .await
         .unwrap();
         assert_eq!(writer_setting(&db, "user_version").await, rusqlite::types::Value::Integer(3));
-        assert_eq!(common::count(&db, "t").await, 8);
+        assert_eq!(common::count(&db, "t").await, 10);
         db.close().await;
     }
 }

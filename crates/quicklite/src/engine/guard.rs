@@ -112,33 +112,30 @@ fn pragma_changes(name: &str, value: Option<&str>) -> bool {
     }
 }
 
-/// The writer's settings that quicklite's promises rest on: the WAL its readers' snapshots need, the durability
-/// that decides whether a commit may run on a caller's thread, the locks other connections share, the busy handler
-/// that waits `write_lock_wait` for a lock, the checkpoints it manages, and its writing at all.
-const WRITER_SETTINGS: [&str; 7] = [
-    "journal_mode",
-    "synchronous",
-    "locking_mode",
-    "busy_timeout",
-    "wal_autocheckpoint",
-    "query_only",
-    "wal_checkpoint",
+/// PRAGMAs that set something of the database itself (its header, its free pages, its statistics) or of the write's
+/// own transaction, not of the connection: a write's to use ([`changes_writer`]).
+const WRITES: [&str; 6] = [
+    "user_version",
+    "application_id",
+    "defer_foreign_keys",
+    "optimize",
+    "incremental_vacuum",
+    "shrink_memory",
 ];
 
-/// Whether `PRAGMA name` (with `value`, if any), run by a write, would change one of the [`WRITER_SETTINGS`] or
-/// checkpoint. SQLite applies some of them (`busy_timeout`, `wal_autocheckpoint`) as the statement is prepared, so
-/// only the authorizer can refuse them in time. `journal_mode = WAL` changes nothing a write can change: SQLite
+/// Whether `PRAGMA name` (with `value`, if any), run by a write, would change the writer's connection — its journal,
+/// its syncing, its locks, its busy handler, its checkpoints, its cache, its foreign keys … — or checkpoint.
+///
+/// The writer's promises rest on its settings, and its writes may go on on another connection opened with the
+/// builder's (a second one while a long read holds the first; a registry's database reopened), where a setting a
+/// write made would be lost. SQLite applies some PRAGMAs as the statement is prepared (`busy_timeout`,
+/// `wal_autocheckpoint`) and some only in autocommit mode (`synchronous`, `foreign_keys`), so only the authorizer
+/// refuses them in time and alike, grouped or not. `journal_mode = WAL` changes nothing a write can change: SQLite
 /// refuses to enter WAL inside a transaction, and a statement that returns its row is refused before it runs.
 fn changes_writer(name: &str, value: Option<&str>) -> bool {
-    if !WRITER_SETTINGS.iter().any(|n| n.eq_ignore_ascii_case(name)) {
-        return false;
-    }
-    match value {
-        Some(value) => {
-            !(name.eq_ignore_ascii_case("journal_mode") && value.eq_ignore_ascii_case("wal"))
-        }
-        None => name.eq_ignore_ascii_case("wal_checkpoint"),
-    }
+    let wal = name.eq_ignore_ascii_case("journal_mode")
+        && value.is_some_and(|value| value.eq_ignore_ascii_case("wal"));
+    pragma_changes(name, value) && !WRITES.iter().any(|n| n.eq_ignore_ascii_case(name)) && !wal
 }
 
 /// Refuses transaction control (`BEGIN`, `COMMIT`, `ROLLBACK`, and our own savepoint) to user closures.
@@ -155,8 +152,8 @@ fn changes_writer(name: &str, value: Option<&str>) -> bool {
 /// a checkpoint …), `ATTACH` and `DETACH` are refused (`SQLITE_AUTH`).
 ///
 /// Once the writer's connection is set up ([`GuardedConnection::fix_writer_settings`]), a write is refused a PRAGMA
-/// that would change one of the [`WRITER_SETTINGS`], and a checkpoint: they are set when the database opens, and the
-/// engine runs its checkpoints itself. So are `ATTACH` and `DETACH`: a database attached to the writer alone would be
+/// that would change the connection, and a checkpoint ([`changes_writer`]): settings are set when the database opens,
+/// and the engine runs its checkpoints itself. So are `ATTACH` and `DETACH`: a database attached to the writer alone would be
 /// missing from every read, and SQLite refuses both inside a transaction, so that a write's outcome would depend on
 /// whether other writes shared its group; the set-up hook attaches on every connection.
 #[derive(Clone, Default)]
