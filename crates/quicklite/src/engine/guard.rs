@@ -153,9 +153,9 @@ fn changes_writer(name: &str, value: Option<&str>) -> bool {
 ///
 /// Once the writer's connection is set up ([`GuardedConnection::fix_writer_settings`]), a write is refused a PRAGMA
 /// that would change the connection, and a checkpoint ([`changes_writer`]): settings are set when the database opens,
-/// and the engine runs its checkpoints itself. So are `ATTACH` and `DETACH`: a database attached to the writer alone would be
-/// missing from every read, and SQLite refuses both inside a transaction, so that a write's outcome would depend on
-/// whether other writes shared its group; the set-up hook attaches on every connection.
+/// and the engine runs its checkpoints itself. So are `ATTACH` and `DETACH`: a database attached to the writer alone
+/// would be missing from every read, and SQLite refuses both inside a transaction, so that a write's outcome would
+/// depend on whether other writes shared its group; the set-up hook attaches on every connection.
 #[derive(Clone, Default)]
 pub(crate) struct TxGuard {
     /// True while the handle itself runs (or re-prepares) a transaction-control statement.
@@ -357,8 +357,8 @@ impl GuardedConnection {
         }
     }
 
-    /// Refuses writes, from now on, a PRAGMA that would change what the writer's promises rest on ([`TxGuard`]):
-    /// the writer's connection is set up.
+    /// Refuses writes, from now on, a PRAGMA that would change the connection, a checkpoint, `ATTACH` and `DETACH`
+    /// ([`TxGuard`]): the writer's connection is set up.
     pub(crate) fn fix_writer_settings(&self) {
         self.guard.fixed.store(true, Ordering::Relaxed);
     }
