@@ -867,3 +867,60 @@ async fn a_read_served_on_a_registrys_writer_connection_writes_and_commits_nothi
     );
     registry.close().await.unwrap();
 }
+
+/// The first column of a row, as an `i64`: one function, so that every read with it is one call site.
+fn first(row: &rusqlite::Row<'_>) -> rusqlite::Result<i64> {
+    row.get(0)
+}
+
+both_backends! {
+    // One worker: a read that held it would stall the runtime, its timers included.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_function_that_says_it_will_block_hands_the_runtime_worker_away_first(backend) {
+        use quicklite::rusqlite::functions::FunctionFlags;
+        // `wait_ms(n)` sleeps n ms, as a function waiting for the network would; SQLite's progress handler, which
+        // enforces the bound, is not called while it does.
+        let db = common::open(backend, |b| {
+            b.inline_read_max(Duration::from_millis(10)).on_connection(|conn, _| {
+                conn.create_scalar_function("wait_ms", 1, FunctionFlags::SQLITE_UTF8, |ctx| {
+                    let ms = ctx.get::<i64>(0)?;
+                    if ms > 0 {
+                        quicklite::about_to_block();
+                        std::thread::sleep(Duration::from_millis(ms as u64));
+                    }
+                    Ok(ms)
+                })
+            })
+        })
+        .await;
+        let read = |ms: i64| db.query_row("SELECT wait_ms(?1)", (ms,), first);
+        let start = Instant::now();
+        let mut in_a_row = 0;
+        while in_a_row < 2 {
+            let before = db.metrics().inline_reads;
+            read(0).await.unwrap();
+            in_a_row = if db.metrics().inline_reads > before { in_a_row + 1 } else { 0 };
+            assert!(start.elapsed() < Duration::from_secs(10), "no read ran on its caller's thread in 10 s");
+        }
+        let stop = Arc::new(AtomicU64::new(0));
+        let late = common::ticker(stop.clone());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        // Two reads of the short site block for 200 ms each (without the call: the ticker 400 ms late).
+        let reads: Vec<_> = (0..2)
+            .map(|_| {
+                let db = db.db.clone();
+                tokio::spawn(async move { db.query_row("SELECT wait_ms(?1)", (200,), first).await })
+            })
+            .collect();
+        for read in reads {
+            assert_eq!(read.await.unwrap().unwrap(), 200);
+        }
+        stop.store(1, Ordering::SeqCst);
+        let late = late.await.unwrap();
+        assert!(late < Duration::from_millis(100), "the runtime's timer ran {late:?} late");
+        // Outside a read on a caller's thread it does nothing.
+        quicklite::about_to_block();
+        assert_eq!(db.read(|c| c.query_row("SELECT wait_ms(1)", [], first)).await.unwrap(), 1);
+        db.close().await;
+    }
+}

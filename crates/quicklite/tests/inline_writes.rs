@@ -241,19 +241,6 @@ both_backends! {
     }
 }
 
-/// Counts, on the runtime, how late a 1 ms timer fires at most (in microseconds) until `stop` is set.
-fn ticker(stop: Arc<AtomicU64>) -> tokio::task::JoinHandle<Duration> {
-    tokio::spawn(async move {
-        let mut late = Duration::ZERO;
-        while stop.load(Ordering::SeqCst) == 0 {
-            let at = Instant::now();
-            tokio::time::sleep(Duration::from_millis(1)).await;
-            late = late.max(at.elapsed().saturating_sub(Duration::from_millis(1)));
-        }
-        late
-    })
-}
-
 both_backends! {
     // One worker: a write that held it while it waited would stall the runtime, its timers included.
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
@@ -272,7 +259,7 @@ both_backends! {
             })
         };
         let stop = Arc::new(AtomicU64::new(0));
-        let late = ticker(stop.clone());
+        let late = common::ticker(stop.clone());
         // From a task of the runtime's one worker: the statement met the lock on its caller's thread (its parameters
         // bound: it cannot go to the writer unrun) or on the writer, and waited for it either way — not refused
         // with `SQLITE_BUSY`.
@@ -301,7 +288,7 @@ both_backends! {
         let other = Connection::open(db.path()).unwrap();
         other.execute_batch("BEGIN IMMEDIATE; INSERT INTO t (id, v) VALUES (-1, 'other')").unwrap();
         let stop = Arc::new(AtomicU64::new(0));
-        let late = ticker(stop.clone());
+        let late = common::ticker(stop.clone());
         let started = Instant::now();
         let e = tokio::spawn({
             let db = db.db.clone();

@@ -626,3 +626,18 @@ impl Database {
         closed
     }
 }
+
+/// Says that the code running on this thread is about to block — a function of the application's, registered in
+/// [`Builder::on_connection`](crate::Builder::on_connection), that waits for the network, a lock or a timer, or a
+/// closure that does. Where it runs inside a read or write that quicklite runs on its caller's thread, the async
+/// runtime's worker goes to another thread first, as it does for a statement that runs past the bound, and the
+/// runtime's other tasks and timers go on while it blocks; the call site is then known to run long, and its next
+/// reads or writes go to the database's own threads. Anywhere else (the database's threads, code outside quicklite)
+/// it does nothing.
+///
+/// SQLite lets quicklite look at a statement's time only between its own instructions: a function that blocks
+/// inside a statement is not seen until it returns, and without this call it would hold the runtime's worker as
+/// long as it blocks.
+pub fn about_to_block() {
+    crate::engine::bound::before_waiting();
+}

@@ -167,9 +167,10 @@ pub(crate) fn within<T>(bound: Bound, f: impl FnOnce() -> T) -> (T, Passed) {
     (out, passed)
 }
 
-/// For a busy handler about to wait for a lock another connection holds: a wait of unknown length is no short run,
-/// so the run on this thread does at once what its scheduler asked of it past its bound (a write on its caller's
-/// thread hands the runtime's worker away before it sleeps), if it has not yet.
+/// For a busy handler about to wait for a lock another connection holds, or the application's code about to block
+/// ([`crate::about_to_block`]): a wait of unknown length is no short run, so the run on this thread does at once what
+/// its scheduler asked of it past its bound (a read or write on its caller's thread hands the runtime's worker away
+/// before it waits), if it has not yet.
 pub(crate) fn before_waiting() {
     let past = RUN.with(|run| {
         let run = run.borrow();

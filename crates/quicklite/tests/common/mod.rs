@@ -116,6 +116,21 @@ where
     results
 }
 
+/// How late, at worst, a 1 ms timer of the runtime fires until `stop` is set.
+pub fn ticker(
+    stop: std::sync::Arc<std::sync::atomic::AtomicU64>,
+) -> tokio::task::JoinHandle<Duration> {
+    tokio::spawn(async move {
+        let mut late = Duration::ZERO;
+        while stop.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            let at = std::time::Instant::now();
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            late = late.max(at.elapsed().saturating_sub(Duration::from_millis(1)));
+        }
+        late
+    })
+}
+
 /// Counts its own turns on the runtime until aborted: it wakes itself at each, and goes behind the tasks ready on
 /// its worker. On a runtime of one worker it runs only while another task there returns to the runtime.
 #[allow(dead_code)] // Not every test binary uses it.
