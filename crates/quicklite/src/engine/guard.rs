@@ -363,7 +363,8 @@ impl GuardedConnection {
         self.guard.fixed.store(true, Ordering::Relaxed);
     }
 
-    /// Runs `f`, the handle's own statements on the connection (a checkpoint), with the guard open.
+    /// Runs `f`, the handle's own statements on the connection (its transaction control, a checkpoint), with the
+    /// guard open.
     pub(crate) fn run_own<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
         self.guard.allow_tx_control(|| f(&self.conn))
     }
@@ -411,8 +412,8 @@ impl GuardedConnection {
     /// Runs one of the handle's own transaction-control statements (kept prepared in the statement cache, under a
     /// key no other SQL has: [`Control::key`]).
     pub(crate) fn control(&self, control: Control) -> rusqlite::Result<()> {
-        self.guard.allow_tx_control(|| {
-            self.conn.prepare_cached(control.key())?.execute([])?;
+        self.run_own(|conn| {
+            conn.prepare_cached(control.key())?.execute([])?;
             Ok(())
         })
     }
