@@ -5,7 +5,8 @@
 //! service whose requests come in bursts, a few thousand or tens of thousands of writes a second — and there the
 //! writes gain more from running on their callers' threads, without the hand-off, than from the commits they
 //! would share. So the writer keeps its connection for group commit only while it is busy for at least a
-//! [`BUSY_SHARE`]th of its time ([`Writer::grouping`](crate::engine::write::Writer::grouping)). The same measure
+//! [`BUSY_SHARE`]th of its time ([`Writer::grouping`](crate::engine::write::Writer::grouping)) — its writes that
+//! ran on its lent connection, on their callers' threads, counted as its own time ([`Duty::also`]). The same measure
 //! tells how much of the time writes on callers' threads hold the writer's lent connection
 //! ([`WriterSeat`](crate::engine::seat::WriterSeat)).
 
@@ -54,6 +55,13 @@ impl Duty {
             self.window_began = ended;
             self.in_turns = Duration::ZERO;
         }
+    }
+
+    /// Counts `held`, time the writer's work was done elsewhere — writes on its lent connection, on their callers'
+    /// threads ([`WriterSeat::written`](crate::engine::seat::WriterSeat::written)) — as time in turns: a writer
+    /// idle because its writes ran there was not idle.
+    pub(crate) fn also(&mut self, held: Duration) {
+        self.in_turns += held;
     }
 
     /// Whether the writer spent at least its share ([`BUSY_SHARE`] unless told) of the last whole window in turns.
@@ -110,6 +118,18 @@ mod tests {
         let later = at + Duration::from_secs(1);
         duty.turn(later, later + 300 * US);
         assert!(!duty.busy(), "300 µs in turns over a second");
+    }
+
+    #[test]
+    fn time_the_writers_work_ran_elsewhere_counts_as_in_turns() {
+        let t0 = Instant::now();
+        let (mut alone, mut helped) = (Duty::new(t0), Duty::new(t0));
+        helped.also(Duration::from_millis(1));
+        for duty in [&mut alone, &mut helped] {
+            turns(duty, t0, 20 * US, 100 * US, 21);
+        }
+        assert!(!alone.busy(), "a fifth of the window in turns");
+        assert!(helped.busy(), "and half of it elsewhere");
     }
 
     #[test]

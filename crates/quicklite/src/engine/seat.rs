@@ -60,6 +60,8 @@ pub(crate) struct WriterSeat {
     writing: AtomicBool,
     /// Whether writes held the lent connection at least half the time over the last whole window ([`Lent::writes`]).
     writes_busy: AtomicBool,
+    /// How long writes have held the lent connection, in all, in nanoseconds ([`WriterSeat::written`]).
+    written: AtomicU64,
 }
 
 impl std::fmt::Debug for WriterSeat {
@@ -108,6 +110,7 @@ impl WriterSeat {
             writes_below: AtomicU64::new(0),
             writing: AtomicBool::new(false),
             writes_busy: AtomicBool::new(false),
+            written: AtomicU64::new(0),
         }
     }
 
@@ -243,10 +246,21 @@ impl WriterSeat {
             f(lent)
         };
         let ended = Instant::now();
+        let took = ended.saturating_duration_since(began);
+        self.written.fetch_add(
+            took.as_nanos().try_into().unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
         lent.writes.turn(began, ended);
         self.writes_busy
             .store(lent.writes.busy(), Ordering::Relaxed);
         (out, ended)
+    }
+
+    /// How long writes on callers' threads have held the lent connection, in all, since the seat was made: the
+    /// writer counts it as its own time in turns ([`Duty::also`]).
+    pub(crate) fn written(&self) -> Duration {
+        Duration::from_nanos(self.written.load(Ordering::Relaxed))
     }
 
     /// Whether writes on callers' threads held the lent connection at least half the time over the last whole

@@ -77,8 +77,11 @@ pub(crate) struct Writer {
     grouping: bool,
     /// Writes served in the last turn.
     last_turn: usize,
-    /// How much of its time the writer spent in turns lately ([`Writer::grouping`]).
+    /// How much of its time the writer spent in turns lately ([`Writer::grouping`]), the writes' on its lent
+    /// connection counted as its own.
     duty: Duty,
+    /// The writes' time on the lent connection ([`WriterSeat::written`]) counted in `duty` so far.
+    written_counted: Duration,
     /// The commit sequence when the turn being served began: its writes committed if it moved.
     turn_began_at: u64,
     /// A second read-write connection, for while a read keeps the first past a take-back ([`Writer::take_back`]);
@@ -275,6 +278,7 @@ impl Writer {
             grouping: false,
             last_turn: 0,
             duty: Duty::new(Instant::now()),
+            written_counted: Duration::ZERO,
             turn_began_at: 0,
             spare: None,
             path: path.to_path_buf(),
@@ -405,6 +409,11 @@ impl Writer {
         };
         self.conn.0 = conn;
         self.busy.set(self.config.busy_timeout);
+        // Writes that ran on its callers' threads meanwhile were the writer's work: under a load that keeps them
+        // coming as fast as they commit, the writer is busy, and group commit serves them best.
+        let written = seat.written();
+        self.duty.also(written.saturating_sub(self.written_counted));
+        self.written_counted = written;
         let commit_seq = self.shared.commit_seq();
         if commit_seq == self.lent_at_seq || self.conn.0.is_none() {
             return false;
@@ -881,5 +890,41 @@ fn record_waits(metrics: &Metrics, requests: &[WriteRequest]) {
         metrics
             .write_queue_wait_us
             .record_duration(now - r.enqueued);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::seat::Lent;
+
+    #[test]
+    fn writes_on_the_lent_connection_count_as_the_writers_time_in_turns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let config =
+            Config::from_settings(crate::Database::builder(&path).into_settings()).unwrap();
+        let shared = Arc::new(Shared::default());
+        let (_tx, rx) = crate::queue::bounded(16);
+        let mut writer = Writer::open(&path, &config, &shared, rx, true)
+            .unwrap()
+            .writer;
+        let seat = Arc::new(WriterSeat::new());
+        writer.lend_when_idle(seat.clone());
+        writer.lend_to_reads();
+        // Writes on callers' threads held the lent connection for 3 ms of the writer's wait (a write's start told,
+        // not slept: the seat counts from it).
+        let mut lent = seat.borrow().expect("lent, and free");
+        let began = Instant::now() - Duration::from_millis(3);
+        seat.write(&mut lent, began, |_: &mut Lent| ());
+        drop(lent);
+        writer.take_back();
+        // A short turn then closes the window: the writer was busy, with writes it did not run itself. Before, the
+        // window counted the turn alone, and group commit let go of writes that came as fast as they committed one
+        // by one: they went back to their callers' threads, each committing alone, until the writer took them again.
+        let at = Instant::now() + crate::engine::duty::WINDOW;
+        writer.duty.turn(at, at + Duration::from_micros(10));
+        assert!(writer.duty.busy(), "{:?}", writer.duty);
+        writer.shut_down(Close::ForGood);
     }
 }
