@@ -604,6 +604,14 @@ both_backends! {
         // grouped.
         assert!(inline * 8 < 6_400, "{inline} of 6,400 writes ran on their callers' threads");
         assert!(commits * 4 < 6_400, "{commits} commits for 6,400 writes: group commit served them");
+        // The writer kept its connection while the writes came together; once it has waited idle it lends it again,
+        // and the next write, alone, runs on its caller's thread.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (id, before) = (common::count(&db, "t").await, db.metrics().inline_writes);
+        db.execute(INSERT, (id, format!("v{id}"))).await.unwrap();
+        if backend == Backend::Standalone {
+            assert_eq!(db.metrics().inline_writes, before + 1, "{:?}", db.metrics());
+        }
     }
 }
 

@@ -310,13 +310,20 @@ impl Writer {
         self.seat = Some(seat);
     }
 
-    /// Leaves the connection at the seat for reads on callers' threads, if the writer lends it; the writer takes it
-    /// back ([`Writer::take_back`]) before it uses it again. A connection a read kept past a take-back is collected
+    /// Leaves the connection at the seat for reads on callers' threads, if the writer lends it and writes have not
+    /// come together lately (while they do, it keeps it until it has waited idle: [`Writer::idle`]); the writer
+    /// takes it back ([`Writer::take_back`]) before it uses it again. A connection a read kept past a take-back is collected
     /// first, once that read is over; while it runs, the writer lends nothing.
     pub(crate) fn lend_to_reads(&mut self) {
         let Some(seat) = &self.seat else {
             return;
         };
+        if self.grouping {
+            // Writes come together: the next turn is likely within the writer's wait, and lending the connection
+            // and taking it back around every turn costs the one thread that serves every write more than the
+            // reads in between gain (docs/design.md).
+            return;
+        }
         if let Some(kept) = seat.collect(&self.shared) {
             self.spare = Some(kept);
         }
@@ -325,7 +332,7 @@ impl Writer {
         };
         self.busy.set(Duration::ZERO);
         self.lent_at_seq = self.shared.commit_seq();
-        seat.writes_below(if self.inline_writes && !self.grouping {
+        seat.writes_below(if self.inline_writes {
             self.checkpoints.writes_below()
         } else {
             0
@@ -344,18 +351,12 @@ impl Writer {
         self.grouping && self.last_turn >= GROUPED_AT
     }
 
-    /// Says the writer has waited for work without any coming: writes may run on its lent connection again,
-    /// however many came together lately.
+    /// Says the writer has waited for work without any coming: it lends its connection again, to writes as well as
+    /// reads, however many writes came together lately ([`Writer::lend_to_reads`]).
     pub(crate) fn idle(&mut self) {
-        if !self.grouping {
-            return;
-        }
         self.grouping = false;
-        if self.conn.0.is_none()
-            && self.inline_writes
-            && let Some(seat) = &self.seat
-        {
-            seat.writes_below(self.checkpoints.writes_below());
+        if self.conn.0.is_some() {
+            self.lend_to_reads();
         }
     }
 
