@@ -312,8 +312,8 @@ impl Writer {
 
     /// Leaves the connection at the seat for reads on callers' threads, if the writer lends it and writes have not
     /// come together lately (while they do, it keeps it until it has waited idle: [`Writer::idle`]); the writer
-    /// takes it back ([`Writer::take_back`]) before it uses it again. A connection a read kept past a take-back is collected
-    /// first, once that read is over; while it runs, the writer lends nothing.
+    /// takes it back ([`Writer::take_back`]) before it uses it again. A connection a read kept past a take-back is
+    /// collected first, once that read is over; while it runs, the writer lends nothing.
     pub(crate) fn lend_to_reads(&mut self) {
         let Some(seat) = &self.seat else {
             return;
