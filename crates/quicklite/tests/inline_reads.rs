@@ -5,7 +5,7 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
@@ -877,31 +877,7 @@ both_backends! {
     // One worker: a read that held it would stall the runtime, its timers included.
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_function_that_says_it_will_block_hands_the_runtime_worker_away_first(backend) {
-        use quicklite::rusqlite::functions::FunctionFlags;
-        // `wait_ms(n)` sleeps n ms, as a function waiting for the network would; SQLite's progress handler, which
-        // enforces the bound, is not called while it does.
-        let db = common::open(backend, |b| {
-            b.inline_read_max(Duration::from_millis(10)).on_connection(|conn, _| {
-                conn.create_scalar_function("wait_ms", 1, FunctionFlags::SQLITE_UTF8, |ctx| {
-                    let ms = ctx.get::<i64>(0)?;
-                    if ms > 0 {
-                        quicklite::about_to_block();
-                        std::thread::sleep(Duration::from_millis(ms as u64));
-                    }
-                    Ok(ms)
-                })
-            })
-        })
-        .await;
-        let read = |ms: i64| db.query_row("SELECT wait_ms(?1)", (ms,), first);
-        let start = Instant::now();
-        let mut in_a_row = 0;
-        while in_a_row < 2 {
-            let before = db.metrics().inline_reads;
-            read(0).await.unwrap();
-            in_a_row = if db.metrics().inline_reads > before { in_a_row + 1 } else { 0 };
-            assert!(start.elapsed() < Duration::from_secs(10), "no read ran on its caller's thread in 10 s");
-        }
+        let db = with_blocking_function_run_inline(backend).await;
         let stop = Arc::new(AtomicU64::new(0));
         let late = common::ticker(stop.clone());
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -918,5 +894,112 @@ both_backends! {
         quicklite::about_to_block();
         assert_eq!(db.read(|c| c.query_row("SELECT wait_ms(1)", [], first)).await.unwrap(), 1);
         db.close().await;
+    }
+}
+
+both_backends! {
+    // One worker: a read that held it would stall the runtime, its timers included.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_function_about_to_block_while_every_cpu_is_busy_still_hands_the_worker_away(backend) {
+        let db = with_blocking_function_run_inline(backend).await;
+        // Threads that keep every CPU busy (from a while before the reads on): a thread the runtime starts to take
+        // its worker waits milliseconds for one, and a read that gave up waiting for it would block holding the
+        // worker.
+        let busy = Arc::new(AtomicBool::new(true));
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let spinners: Vec<_> = (0..cpus * 2 + 1)
+            .map(|_| {
+                let busy = busy.clone();
+                std::thread::spawn(move || while busy.load(Ordering::Relaxed) {})
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Each round on a runtime of its own, one worker: the threads that take the worker from the reads are ones
+        // the runtime has to start, not ones it kept from an earlier round.
+        let mut lateness = Vec::new();
+        for round in 0..4 {
+            // A call site of its own, run short: once a read of it ran long, its reads go to the reader threads.
+            let sql = format!("SELECT wait_ms(?1) AS round_{round}");
+            run_short_inline(&db, &sql).await;
+            let db = db.db.clone();
+            let late = tokio::task::spawn_blocking(move || {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async move {
+                    let stop = Arc::new(AtomicU64::new(0));
+                    let late = common::ticker(stop.clone());
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    // Two at once: the second runs on the thread that took the worker from the first.
+                    let reads: Vec<_> = (0..2)
+                        .map(|_| {
+                            let (db, sql) = (db.clone(), sql.clone());
+                            tokio::spawn(async move { db.query_row(&sql, (150,), first).await })
+                        })
+                        .collect();
+                    for read in reads {
+                        assert_eq!(read.await.unwrap().unwrap(), 150);
+                    }
+                    stop.store(1, Ordering::SeqCst);
+                    late.await.unwrap()
+                })
+            })
+            .await
+            .unwrap();
+            lateness.push(late);
+        }
+        busy.store(false, Ordering::Relaxed);
+        for spinner in spinners {
+            spinner.join().unwrap();
+        }
+        assert!(
+            lateness.iter().all(|late| *late < Duration::from_millis(75)),
+            "the runtime's timer ran late by {lateness:?} (a read blocked holding its worker)"
+        );
+        db.close().await;
+    }
+}
+
+/// A database whose connections have `wait_ms(n)`, a function that sleeps n ms as a function waiting for the network
+/// would (SQLite's progress handler, which enforces the bound, is not called while it does), saying so first
+/// ([`quicklite::about_to_block`]); its call site `SELECT wait_ms(?1)` has run short on callers' threads.
+async fn with_blocking_function_run_inline(backend: Backend) -> common::TestDb {
+    use quicklite::rusqlite::functions::FunctionFlags;
+    let db = common::open(backend, |b| {
+        b.inline_read_max(Duration::from_millis(10))
+            .on_connection(|conn, _| {
+                conn.create_scalar_function("wait_ms", 1, FunctionFlags::SQLITE_UTF8, |ctx| {
+                    let ms = ctx.get::<i64>(0)?;
+                    if ms > 0 {
+                        quicklite::about_to_block();
+                        std::thread::sleep(Duration::from_millis(ms as u64));
+                    }
+                    Ok(ms)
+                })
+            })
+    })
+    .await;
+    run_short_inline(&db, "SELECT wait_ms(?1)").await;
+    db
+}
+
+/// Reads `sql` (of one parameter, `wait_ms`'s) with `wait_ms(0)` until two in a row ran on the caller's thread.
+async fn run_short_inline(db: &Database, sql: &str) {
+    let start = Instant::now();
+    let mut in_a_row = 0;
+    while in_a_row < 2 {
+        let before = db.metrics().inline_reads;
+        db.query_row(sql, (0,), first).await.unwrap();
+        in_a_row = if db.metrics().inline_reads > before {
+            in_a_row + 1
+        } else {
+            0
+        };
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no read ran on its caller's thread in 10 s"
+        );
     }
 }

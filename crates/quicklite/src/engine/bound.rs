@@ -198,8 +198,8 @@ fn called_past(done: bool, again_at: Option<Instant>) {
 }
 
 /// For SQLite's progress handler: if the run on this thread is past its bound, does what its scheduler asked, then
-/// waits for a turn among the long reads — until `stop` says the read is to stop (its deadline passed, its caller
-/// left), which the progress handler then does.
+/// (once that is done) waits for a turn among the long reads — until `stop` says the read is to stop (its deadline
+/// passed, its caller left), which the progress handler then does.
 pub(crate) fn check(stop: impl Fn() -> bool) {
     let now = Instant::now();
     let past = RUN.with(|run| {
@@ -246,6 +246,11 @@ pub(crate) fn check(stop: impl Fn() -> bool) {
                 .max(Duration::from_micros(1))
         });
         called_past(done, again_at);
+        if !done {
+            // Its scheduler's thread is still held (the runtime's worker was not taken): waiting for a turn would
+            // hold it longer.
+            return;
+        }
     }
     if !takes_turn || RUN.with(|run| run.borrow().as_ref().is_some_and(|run| run.turn.is_some())) {
         return;
@@ -381,6 +386,28 @@ mod tests {
             !passed.long,
             "a read that slept past its bound by the clock is no long read"
         );
+    }
+
+    #[test]
+    fn a_long_read_whose_scheduler_could_not_do_what_it_asked_waits_for_no_turn() {
+        static TRIES: AtomicUsize = AtomicUsize::new(0);
+        fn not_done() -> bool {
+            TRIES.fetch_add(1, Ordering::SeqCst);
+            false
+        }
+        let turns = LongReads::turns();
+        // Every turn taken elsewhere: a read that waited for one would wait until told to stop.
+        let taken: Vec<_> = std::iter::from_fn(|| turns.take_owned()).collect();
+        let ((), passed) = within(
+            Bound::new(Some(Instant::now() - LONG_AFTER), Some(not_done)),
+            || {
+                spin_on_cpu(LONG_AFTER * 2);
+                check(|| panic!("a read still holding its scheduler's thread waited for a turn"));
+            },
+        );
+        assert!(passed.past && !passed.long, "{passed:?}");
+        assert_eq!(TRIES.load(Ordering::SeqCst), 1);
+        drop(taken);
     }
 
     #[test]

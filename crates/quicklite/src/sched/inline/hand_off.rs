@@ -19,9 +19,12 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::{Handle, RuntimeFlavor};
 
-/// How long the read waits for another thread to take the core (the system schedules it on this thread's CPU,
-/// which waits); past it the read goes on, and tries again once it has run as long again.
-const TAKEN_WITHIN: Duration = Duration::from_millis(5);
+/// How long the read waits for another thread to take the core. The thread has to be started (or woken) and given a
+/// CPU: tens of microseconds on an idle machine, milliseconds when every CPU is busy — a read that gave up sooner
+/// would run on holding the worker, and the runtime's tasks with it. A thread that has not come by then is not
+/// coming soon (the runtime's blocking pool is at its limit): the read goes on, and tries again once it has run as
+/// long again.
+const TAKEN_WITHIN: Duration = Duration::from_millis(100);
 
 /// Whether a read may run on this thread: the async runtime here is tokio's multi-threaded one, whose other
 /// threads go on while this one reads — a worker hands its core away should the read turn long ([`hand_off`]), and
