@@ -1003,3 +1003,49 @@ async fn run_short_inline(db: &Database, sql: &str) {
         );
     }
 }
+
+/// How many polls a read of `SELECT 1` took, and whether it ran on its caller's thread.
+async fn polls_of_a_read(db: &Database) -> (u32, bool) {
+    let before = db.metrics().inline_reads;
+    let (polls, read) = common::polls(db.query_row("SELECT 1", [], first)).await;
+    read.unwrap();
+    (polls, db.metrics().inline_reads > before)
+}
+
+both_backends! {
+    // One worker: every task's requests run on one thread.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_tasks_first_read_after_anothers_runs_at_once_and_a_second_in_a_row_takes_its_turn(backend) {
+        let db = common::open(backend, |b| b).await;
+        let start = Instant::now();
+        while !polls_of_a_read(&db).await.1 {
+            assert!(start.elapsed() < Duration::from_secs(10), "no read ran on its caller's thread in 10 s");
+        }
+        let (mut firsts, mut seconds) = (0, 0);
+        for _ in 0..20 {
+            // Another task's read the last request run on the worker's thread.
+            let db = db.db.clone();
+            tokio::spawn({
+                let db = db.clone();
+                async move { polls_of_a_read(&db).await }
+            })
+            .await
+            .unwrap();
+            let (first, second) =
+                tokio::spawn(async move { (polls_of_a_read(&db).await, polls_of_a_read(&db).await) })
+                    .await
+                    .unwrap();
+            if first.1 {
+                firsts += 1;
+                // It was polled behind the other task: a yield would only wake the runtime to poll it again.
+                assert_eq!(first.0, 1, "a task's first read, after another task's, waited for a turn");
+            }
+            if second.1 {
+                seconds += 1;
+                // In the poll that ran its first: it goes behind the others ready to run before it runs.
+                assert!(second.0 >= 2, "a task's second read in a row ran without a turn");
+            }
+        }
+        assert!(firsts >= 15 && seconds >= 15, "{firsts} and {seconds} of 20 ran on the caller's thread");
+    }
+}

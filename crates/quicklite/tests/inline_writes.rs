@@ -407,9 +407,10 @@ both_backends! {
         let id = until_inline(&db, 0).await;
         let before = db.metrics();
         for k in 0..50 {
-            // Polled once, then dropped: on its caller's thread it runs within that poll (then yields, its answer
-            // ready); queued, it may have been taken by the writer before its caller gave up (then it runs to its
-            // end), else it is not run and counted abandoned.
+            // Polled once, then dropped: on its caller's thread it runs within that poll, its answer ready (a task
+            // that ran the last request on its thread takes its turn first: given up then, the write is not run and
+            // counted abandoned); queued, it may have been taken by the writer before its caller gave up (then it
+            // runs to its end), else it is not run and counted abandoned.
             let write = db.execute(INSERT, (id + k, format!("v{}", id + k)));
             if let Some(answer) = write.now_or_never() {
                 answer.unwrap();
@@ -801,5 +802,69 @@ both_backends! {
             assert!(db.metrics().inline_writes > 10, "{:?}", db.metrics());
         }
         assert_eq!(common::count(&db, "t").await, id);
+    }
+}
+
+/// How many polls an insert of row `id` took, and whether it ran on its caller's thread.
+async fn polls_of_a_write(db: &Database, id: i64) -> (u32, bool) {
+    let before = db.metrics().inline_writes;
+    let (polls, write) = common::polls(db.execute(INSERT, (id, format!("v{id}")))).await;
+    write.unwrap();
+    (polls, db.metrics().inline_writes > before)
+}
+
+both_backends! {
+    // One worker: every task's requests run on one thread.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_tasks_first_write_after_anothers_runs_at_once_and_a_second_in_a_row_takes_its_turn(backend) {
+        let db = with_table(backend, |b| b).await;
+        let mut id = until_inline(&db, 0).await;
+        let (mut firsts, mut seconds) = (0, 0);
+        for _ in 0..20 {
+            // Another task's write the last request run on the worker's thread.
+            let db = db.db.clone();
+            tokio::spawn({
+                let db = db.clone();
+                async move { polls_of_a_write(&db, id).await }
+            })
+            .await
+            .unwrap();
+            let (first, second) = tokio::spawn(async move {
+                (polls_of_a_write(&db, id + 1).await, polls_of_a_write(&db, id + 2).await)
+            })
+            .await
+            .unwrap();
+            id += 3;
+            if first.1 {
+                firsts += 1;
+                // It was polled behind the other task: a yield would only wake the runtime to poll it again.
+                assert_eq!(first.0, 1, "a task's first write, after another task's, waited for a turn");
+            }
+            if second.1 {
+                seconds += 1;
+                // In the poll that ran its first: it goes behind the others ready to run before it runs.
+                assert!(second.0 >= 2, "a task's second write in a row ran without a turn");
+            }
+        }
+        if backend == Backend::Standalone {
+            assert!(firsts >= 15 && seconds >= 15, "{firsts} and {seconds} of 20 ran on the caller's thread");
+        }
+        assert_eq!(common::count(&db, "t").await, id);
+        // A write whose caller gives up while it waits for its turn is not run, and counted so.
+        let before = db.metrics().abandoned_writes;
+        let given_up = tokio::spawn({
+            let db = db.db.clone();
+            async move {
+                let ran_here = polls_of_a_write(&db, id).await.1;
+                let second = db.execute(INSERT, (id + 1, format!("v{}", id + 1))).now_or_never();
+                (ran_here, second.is_some())
+            }
+        });
+        let (ran_here, answered) = given_up.await.unwrap();
+        if backend == Backend::Standalone && ran_here {
+            assert!(!answered, "a second write in a row ran without a turn");
+            assert_eq!(db.metrics().abandoned_writes, before + 1);
+            assert_eq!(common::count(&db, "t").await, id + 1, "the write given up in its turn ran");
+        }
     }
 }

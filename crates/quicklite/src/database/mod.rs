@@ -223,10 +223,15 @@ impl Database {
         Box::pin(self.queue_read(deadline, true, false, site, move |conn| f(conn, &sql))).await
     }
 
-    /// Takes this task's turn on the runtime around a request run on its thread, behind whom `inline` says while
-    /// this database's writes are queued or not ([`Inline::turn`]).
+    /// Takes this task's turn on the runtime before a request runs on its thread, behind whom `inline` says while
+    /// this database's writes are queued or not ([`Inline::turn`]): behind its worker's tasks if it owes one
+    /// ([`inline::owes_turn`]), behind the runtime's always (the tasks the writer's answers wake wait there).
     async fn take_turn(&self, inline: &Inline) {
-        inline::take_turn(inline.turn(self.inner.write_tx.len() > 0)).await;
+        let turn = inline.turn(self.inner.write_tx.len() > 0);
+        if turn == inline::Turn::Runtime || inline::owes_turn() {
+            inline::take_turn(turn).await;
+        }
+        inline::runs_here();
     }
 
     /// The connections for reads on the caller's thread, if a read of `site` (a read `closure`, or a statement
@@ -411,24 +416,53 @@ impl Database {
         rx: oneshot::Receiver<Answer<T>>,
     ) -> Result<T> {
         let mut req = self.write_request(kind, deadline, made_at, job)?;
+        let closure = made_at.is_some_and(|(_, c)| c);
         // Writes queued already go to the writer together with this one: group commit serves them best.
+        let here = |inline: &Inline, site| {
+            (self.inner.write_tx.len() == 0)
+                .then(|| inline.suits_write(site, closure))
+                .flatten()
+        };
         if let Some((site, _)) = req.site
-            && self.inner.write_tx.len() == 0
             && let Some(inline) = &self.inner.inline
-            && let Some(attempt) = inline.suits_write(site, made_at.is_some_and(|(_, c)| c))
+            && let Some(mut attempt) = here(inline, site)
         {
+            // While writes here keep the connection busy, each task takes its turn after its write, counted among
+            // those whose writes run here ([`Inline::wrote`]): many tasks writing on few workers, whose writes group
+            // commit serves best, show so. Otherwise a task takes it before, if it owes one.
+            let busy = inline.writes_busy();
+            if !busy && inline::owes_turn() {
+                // A caller that gives up meanwhile leaves its write unrun, counted as the writer counts a queued one.
+                let skipped = Skipped(&self.inner.shared.metrics.abandoned_writes);
+                self.take_turn(inline).await;
+                std::mem::forget(skipped);
+                // What it found may have changed meanwhile.
+                attempt = match here(inline, site) {
+                    Some(attempt) => attempt,
+                    None => return self.queue_and_receive(req, rx).await,
+                };
+            }
+            inline::runs_here();
             match inline.write(attempt, req) {
                 None => {
-                    // Its turn taken after it ran, as a write handed to the writer takes it while it waits: a task
-                    // writing in a loop goes behind the others ready to run, and a write given back (queued) pays
-                    // no yield for nothing.
-                    let _awaiting = inline.wrote();
-                    self.take_turn(inline).await;
+                    if busy {
+                        let _awaiting = inline.wrote();
+                        self.take_turn(inline).await;
+                    }
                     return answered(rx);
                 }
                 Some(not_run) => req = not_run,
             }
         }
+        self.queue_and_receive(req, rx).await
+    }
+
+    /// Queues `req` for the writer and waits for its answer on `rx`.
+    async fn queue_and_receive<T: Send + 'static>(
+        &self,
+        req: WriteRequest,
+        rx: oneshot::Receiver<Answer<T>>,
+    ) -> Result<T> {
         if let Some(req) = self.queue_now(req)? {
             Box::pin(self.queue_request(req)).await?;
         }
@@ -640,4 +674,13 @@ impl Database {
 /// long as it blocks.
 pub fn about_to_block() {
     crate::engine::bound::before_waiting();
+}
+
+/// Counts a write not run because its caller stopped waiting, if dropped.
+struct Skipped<'a>(&'a std::sync::atomic::AtomicU64);
+
+impl Drop for Skipped<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }

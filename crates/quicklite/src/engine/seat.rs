@@ -225,6 +225,30 @@ impl WriterSeat {
         lent.is_some().then(|| Borrowed(lent))
     }
 
+    /// The connection, for a write: as [`WriterSeat::borrow`], but if a write runs on it now, waits up to `wait` for
+    /// that write to end (a short one: only writes of call sites that ran short come here), unless the writer takes
+    /// it back meanwhile.
+    pub(crate) fn borrow_for_write(&self, wait: Duration) -> Option<Borrowed<'_>> {
+        if let Some(lent) = self.borrow() {
+            return Some(lent);
+        }
+        if wait.is_zero() || !self.writing.load(Ordering::Relaxed) {
+            return None;
+        }
+        let give_up = Instant::now() + wait;
+        let backoff = Backoff::new();
+        loop {
+            backoff.snooze();
+            if let Some(lent) = self.borrow() {
+                return Some(lent);
+            }
+            // A write that ended may not have let the connection go yet: the wait goes on to its end.
+            if self.held.load(Ordering::Relaxed) || Instant::now() >= give_up {
+                return None;
+            }
+        }
+    }
+
     /// Runs `f`, a write begun at `began`, on the lent connection `lent` borrowed from this seat, said to be a write
     /// for the while ([`WriterSeat::take_back`] waits for it), and counted in the time writes hold it
     /// ([`WriterSeat::writes_busy`]); returns what `f` returned and when it ended.

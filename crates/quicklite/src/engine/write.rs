@@ -71,12 +71,15 @@ pub(crate) struct Writer {
     inline_writes: bool,
     /// The commit sequence when the connection was last lent: commits past it were made on callers' threads.
     lent_at_seq: u64,
-    /// Whether a turn served writes of several callers together since the writer last waited idle, and the writer
-    /// has been busy since ([`Duty`]): writes come together lately, and group commit serves them best, so the
-    /// connection is lent to reads only, until the writer has waited idle or a window found it mostly idle.
+    /// Whether a turn served writes of several callers together since the writer last waited idle, the writer has
+    /// been busy since ([`Duty`]), and its turns have served two writes or more on average: writes come together
+    /// lately, and group commit serves them best, so the connection is lent to reads only, until the writer has
+    /// waited idle, a window found it mostly idle, or its turns serve writes one by one.
     grouping: bool,
     /// Writes served in the last turn.
     last_turn: usize,
+    /// Writes served a turn, on average over the last several turns, in sixteenths.
+    turn_writes: usize,
     /// How much of its time the writer spent in turns lately ([`Writer::grouping`]), the writes' on its lent
     /// connection counted as its own.
     duty: Duty,
@@ -277,6 +280,7 @@ impl Writer {
             lent_at_seq: 0,
             grouping: false,
             last_turn: 0,
+            turn_writes: 0,
             duty: Duty::new(Instant::now()),
             written_counted: Duration::ZERO,
             turn_began_at: 0,
@@ -311,7 +315,8 @@ impl Writer {
     }
 
     /// Leaves the connection at the seat for reads on callers' threads, if the writer lends it and writes have not
-    /// come together lately (while they do, it keeps it until it has waited idle: [`Writer::idle`]); the writer
+    /// come together lately (while they do, it keeps it until it has waited idle, [`Writer::idle`], or its turns
+    /// no longer show them together, [`Writer::turn_served`]); the writer
     /// takes it back ([`Writer::take_back`]) before it uses it again. A connection a read kept past a take-back is
     /// collected first, once that read is over; while it runs, the writer lends nothing.
     pub(crate) fn lend_to_reads(&mut self) {
@@ -576,10 +581,7 @@ impl Writer {
                 &mut group,
             );
         }
-        // Until the writer waits idle ([`Writer::idle`]) or is found mostly idle (below): under a load that groups
-        // writes, some turns still find one write only.
-        self.grouping |= group.len() >= GROUPED_AT;
-        self.last_turn = group.len();
+        let writes = group.len();
         let closures = group
             .iter()
             .any(|write| write.kind != WriteKind::GroupedStatement);
@@ -603,9 +605,22 @@ impl Writer {
         self.group = group;
         self.checkpoints.after_commit(&self.conn, &self.shared);
         self.look_outside_if_due();
-        self.duty.turn(started, Instant::now());
-        if !self.duty.busy() {
-            // Turns of several writes by chance, at a load that leaves the writer mostly idle.
+        self.turn_served(writes, started, Instant::now());
+    }
+
+    /// Notes a turn that served `writes` writes from `started` to `ended`: whether writes come together now
+    /// ([`Writer::grouping`]).
+    fn turn_served(&mut self, writes: usize, started: Instant, ended: Instant) {
+        // Until the writer waits idle ([`Writer::idle`]) or is found mostly idle, or serving writes one by one
+        // (below): under a load that groups writes, some turns still find one write only.
+        self.grouping |= writes >= GROUPED_AT;
+        self.last_turn = writes;
+        self.turn_writes = (self.turn_writes * 7 + writes * 16) / 8;
+        self.duty.turn(started, ended);
+        if !self.duty.busy() || self.turn_writes < 2 * 16 {
+            // Turns of several writes by chance, at a load that leaves the writer mostly idle — or busy with writes
+            // that come one by one: a steady load of them, mostly run on their callers' threads, keeps it busy a
+            // quarter of the time and more, and a connection kept between its turns would send them all to it.
             self.grouping = false;
         }
     }
@@ -899,10 +914,9 @@ mod tests {
     use super::*;
     use crate::engine::seat::Lent;
 
-    #[test]
-    fn writes_on_the_lent_connection_count_as_the_writers_time_in_turns() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("db");
+    /// A writer on a new database in `dir`, lending its connection at the seat it returns.
+    fn lending_writer(dir: &std::path::Path) -> (Writer, Arc<WriterSeat>) {
+        let path = dir.join("db");
         let config =
             Config::from_settings(crate::Database::builder(&path).into_settings()).unwrap();
         let shared = Arc::new(Shared::default());
@@ -912,6 +926,13 @@ mod tests {
             .writer;
         let seat = Arc::new(WriterSeat::new());
         writer.lend_when_idle(seat.clone());
+        (writer, seat)
+    }
+
+    #[test]
+    fn writes_on_the_lent_connection_count_as_the_writers_time_in_turns() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut writer, seat) = lending_writer(dir.path());
         writer.lend_to_reads();
         // Writes on callers' threads held the lent connection for 3 ms of the writer's wait (a write's start told,
         // not slept: the seat counts from it).
@@ -926,6 +947,100 @@ mod tests {
         let at = Instant::now() + crate::engine::duty::WINDOW;
         writer.duty.turn(at, at + Duration::from_micros(10));
         assert!(writer.duty.busy(), "{:?}", writer.duty);
+        writer.shut_down(Close::ForGood);
+    }
+
+    #[test]
+    fn the_writer_keeps_its_connection_between_turns_only_while_its_turns_serve_writes_together() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut writer, seat) = lending_writer(dir.path());
+        // Busy all the time, with turns of many writes: writes come together, and the connection stays between
+        // turns.
+        let mut at = Instant::now();
+        let turn = Duration::from_micros(100);
+        for _ in 0..100 {
+            writer.turn_served(30, at, at + turn);
+            at += turn;
+        }
+        assert!(writer.grouping(), "turns of 30 writes, back to back");
+        writer.lend_to_reads();
+        assert!(
+            !seat.lent(),
+            "lent between two turns of writes that come together"
+        );
+        // Still busy, but with turns of one write now and then one of several: writes come one by one, as a steady
+        // load of them makes while most run on their callers' threads; a connection kept between turns would send
+        // them all to the writer.
+        for i in 0..100 {
+            writer.turn_served(if i % 10 == 0 { GROUPED_AT } else { 1 }, at, at + turn);
+            at += turn;
+        }
+        assert!(writer.duty.busy(), "{:?}", writer.duty);
+        assert!(
+            !writer.grouping && !writer.grouping(),
+            "turns of one write, busy"
+        );
+        writer.lend_to_reads();
+        assert!(seat.lent(), "kept between turns of writes one by one");
+        writer.take_back();
+        writer.shut_down(Close::ForGood);
+    }
+
+    #[test]
+    fn a_write_waits_briefly_for_another_callers_write_on_the_lent_connection_and_never_for_a_read()
+    {
+        use std::sync::mpsc;
+        let dir = tempfile::tempdir().unwrap();
+        let (mut writer, seat) = lending_writer(dir.path());
+        writer.lend_to_reads();
+        // Another caller's write holds the lent connection until told.
+        let holds = |seat: Arc<WriterSeat>, write: bool| {
+            let (started_tx, started_rx) = mpsc::channel();
+            let (end_tx, end_rx) = mpsc::channel::<()>();
+            let thread = std::thread::spawn(move || {
+                let mut lent = seat.borrow().expect("lent, and free");
+                if write {
+                    seat.write(&mut lent, Instant::now(), |_: &mut Lent| {
+                        started_tx.send(()).unwrap();
+                        end_rx.recv().unwrap();
+                    });
+                } else {
+                    started_tx.send(()).unwrap();
+                    end_rx.recv().unwrap();
+                }
+            });
+            started_rx.recv().unwrap();
+            (end_tx, thread)
+        };
+        let (end, thread) = holds(seat.clone(), true);
+        // Past its wait, it gives up: the write goes to the writer.
+        let asked = Instant::now();
+        assert!(seat.borrow_for_write(Duration::from_millis(2)).is_none());
+        assert!(asked.elapsed() >= Duration::from_millis(2));
+        // Within it, it takes the connection once the other write ends.
+        let ending = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            end.send(()).unwrap();
+        });
+        let asked = Instant::now();
+        let lent = seat.borrow_for_write(Duration::from_secs(10));
+        assert!(lent.is_some(), "the other write ended within the wait");
+        assert!(
+            asked.elapsed() >= Duration::from_millis(15),
+            "{:?}",
+            asked.elapsed()
+        );
+        drop(lent);
+        ending.join().unwrap();
+        thread.join().unwrap();
+        // A read on it may run long: no write waits for one.
+        let (end, thread) = holds(seat.clone(), false);
+        let asked = Instant::now();
+        assert!(seat.borrow_for_write(Duration::from_secs(10)).is_none());
+        assert!(asked.elapsed() < Duration::from_secs(5));
+        end.send(()).unwrap();
+        thread.join().unwrap();
+        writer.take_back();
         writer.shut_down(Close::ForGood);
     }
 }

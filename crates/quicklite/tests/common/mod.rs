@@ -131,6 +131,18 @@ pub fn ticker(
     })
 }
 
+/// Awaits `future`, counting the polls it took.
+pub async fn polls<F: std::future::Future>(future: F) -> (u32, F::Output) {
+    let mut future = std::pin::pin!(future);
+    let mut polls = 0;
+    let output = std::future::poll_fn(|cx| {
+        polls += 1;
+        future.as_mut().poll(cx)
+    })
+    .await;
+    (polls, output)
+}
+
 /// Counts its own turns on the runtime until aborted: it wakes itself at each, and goes behind the tasks ready on
 /// its worker. On a runtime of one worker it runs only while another task there returns to the runtime.
 #[allow(dead_code)] // Not every test binary uses it.

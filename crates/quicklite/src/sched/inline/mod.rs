@@ -19,10 +19,11 @@
 //! read runs on it, so no thread ever waits for another here. Where that connection's page cache is cold — the
 //! database was written since its last snapshot began, and SQLite threw the cache away — a standalone database's
 //! statement read takes the writer's connection instead if the writer is waiting for work ([`WriterSeat`]): the
-//! one connection whose cache commits leave warm. Before it runs, a read takes a turn on the runtime
-//! ([`take_turn`], [`Inline::turn`]): a task reading in a loop then takes its turn with the others like a task
-//! awaiting a reader thread's answer, and while writes wait for the writer, the tasks its answers wake and the
-//! runtime's timers never wait behind a run of reads (docs/design.md has the measurements behind the choice). An
+//! one connection whose cache commits leave warm. Before it runs, a read (or write) takes a turn on the runtime if
+//! its task ran the last request on this thread ([`owes_turn`], [`take_turn`], [`Inline::turn`]): a task reading in
+//! a loop then takes its turn with the others like a task awaiting a reader thread's answer, and while writes wait
+//! for the writer every read takes one, so that the tasks its answers wake and the runtime's timers never wait
+//! behind a run of reads (docs/design.md has the measurements behind the choice). An
 //! idle connection's snapshot is ended by the [`janitor`] within [`janitor::PERIOD`], so that it holds no
 //! checkpoint back; a connection unused for [`janitor::CLOSE_AFTER`] is closed.
 //!
@@ -107,6 +108,28 @@ pub(crate) enum Turn {
     /// Behind every task of the runtime, its timers and its I/O (tokio's `yield_now`: the worker runs the task
     /// again only once it finds nothing else to run, anywhere).
     Runtime,
+}
+
+thread_local! {
+    /// The task that last ran a request on this thread (or was about to: [`runs_here`]).
+    static LAST_HERE: Cell<Option<tokio::task::Id>> = const { Cell::new(None) };
+}
+
+/// Whether this task owes the runtime a turn before it runs a request on this thread: the last one that ran here
+/// was its own, with none of another task's since — it may still be in the poll that ran it, and a task running
+/// request after request there would hold the worker. A task that finds another's request the last one here was
+/// polled after that task's, behind it: it has had its turn, and runs its first request at once, as a blocking
+/// call would (a yield asks the runtime to wake a sleeping worker to look for the task: a request a new task makes,
+/// as a service's handler does, paid that wake-up and a second poll for nothing). Outside a task (the thread of
+/// `Runtime::block_on`, which serves no other task), never.
+pub(crate) fn owes_turn() -> bool {
+    let this = tokio::task::try_id();
+    this.is_some() && LAST_HERE.get() == this
+}
+
+/// Notes that this task runs a request on this thread now, after its turn if it owed one ([`owes_turn`]).
+pub(crate) fn runs_here() {
+    LAST_HERE.set(tokio::task::try_id());
 }
 
 /// Waits for this task's turn to run inline (`turn` says behind whom).

@@ -6,10 +6,13 @@
 //! back — costs more than the write. So while the writer waits it lends its connection ([`WriterSeat`](crate::engine::seat::WriterSeat)) to writes
 //! as well as reads; a write of a call site that ran short lately ([`Config::inline_write_max`](crate::config::Config::inline_write_max)) takes it, runs in a
 //! transaction of its own — a closure between `BEGIN IMMEDIATE` and `COMMIT`, a statement in autocommit mode, as on
-//! the writer ([`group::run_inline`]) — and is answered at once. Everything else goes to the writer's
+//! the writer ([`group::run_inline`]) — and is answered at once. A write that finds another caller's write
+//! running there waits for it, briefly ([`WRITE_ENDS_WITHIN`]): under a steady load of writes one by one, many
+//! come while another runs, and each that went to the writer had it woken, answering and spinning for a next write,
+//! holding the connection meanwhile from the writes behind it (docs/design.md). Everything else goes to the writer's
 //! queue, as before: a write that finds writes queued (group commit serves it best with them), a write while the
-//! connection is in use (another caller's write or read, or the writer's own
-//! turn — the writer takes over as soon as a second write comes), the first writes of a call site, a write that
+//! connection is in use past that wait (another caller's write that runs on, a read, or the writer's own
+//! turn — the writer takes over as soon as writes queue), the first writes of a call site, a write that
 //! would find a checkpoint due ([`WriterSeat::takes_writes`](crate::engine::seat::WriterSeat::takes_writes): the writer runs it after the write, in its turn), one
 //! past its deadline (the writer answers it), one that would start the WAL over (every frame checkpointed: SQLite
 //! syncs a new WAL's header even under `synchronous=NORMAL`), and every write while another connection contends for
@@ -23,7 +26,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::cost::Site;
 use crate::engine::group;
@@ -33,6 +36,11 @@ use crate::request::{Ran, WriteRequest};
 use crate::util::Coarse;
 
 use super::{Attempt, Inline, hand_off};
+
+/// How long a write that finds another caller's write on the lent connection waits for it to end, rather than go
+/// to the writer thread: about what the writer's wake-up and the answer's way back cost (a write of a call site
+/// that ran short takes a fraction of it).
+const WRITE_ENDS_WITHIN: Duration = Duration::from_micros(50);
 
 impl Inline {
     /// Whether a write of `site` (a write `closure`, or a statement helper's) should run on its caller's thread
@@ -70,7 +78,8 @@ impl Inline {
     }
 
     /// Runs `request` here, on the writer's connection, and answers it (its answer waits on its receiver), if the
-    /// connection is lent and free, no checkpoint is due, the request is not past its deadline, the write would not
+    /// connection is lent and free (or another caller's write on it ends within [`WRITE_ENDS_WITHIN`], while writes
+    /// do not keep it busy), no checkpoint is due, the request is not past its deadline, the write would not
     /// start the WAL over, and — for a closure — the write lock can be had at once (then returns `None`); otherwise
     /// gives it back, not run, for the writer's queue. A statement waits for the lock here ([`group::run_inline`]).
     pub(crate) fn write(
@@ -87,7 +96,14 @@ impl Inline {
         {
             return Some(request);
         }
-        let Some(mut lent) = writer_seat.borrow() else {
+        // While writes keep it busy, they come together: the writer serves them best, and a wait here would only
+        // hold a worker.
+        let wait = if writer_seat.writes_busy() {
+            Duration::ZERO
+        } else {
+            WRITE_ENDS_WITHIN
+        };
+        let Some(mut lent) = writer_seat.borrow_for_write(wait) else {
             return Some(request);
         };
         let metrics = &self.shared.metrics;
@@ -131,6 +147,13 @@ impl Inline {
         }
         self.tend();
         None
+    }
+
+    /// Whether writes on the lent connection keep it busy ([`WriterSeat::writes_busy`](crate::engine::seat::WriterSeat::writes_busy)).
+    pub(crate) fn writes_busy(&self) -> bool {
+        self.writer_seat
+            .as_ref()
+            .is_some_and(|seat| seat.writes_busy())
     }
 
     /// Counts a task whose write ran here among those waiting for their turn, until the guard drops (the turn
