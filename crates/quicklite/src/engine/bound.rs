@@ -289,6 +289,24 @@ mod tests {
         true
     }
 
+    /// Every long reads' turn, held until dropped: taken one test at a time, each waited for while a read of another
+    /// test holds it (a test that found a turn held elsewhere would see it given back mid-run).
+    fn every_turn() -> (std::sync::MutexGuard<'static, ()>, Vec<Permit>) {
+        static ONE_TEST: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let one = ONE_TEST
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let turns = LongReads::turns();
+        let mut taken = Vec::new();
+        while taken.len() < turns.max() {
+            match turns.take_owned() {
+                Some(turn) => taken.push(turn),
+                None => std::thread::sleep(TURN_LOOK_EVERY),
+            }
+        }
+        (one, taken)
+    }
+
     /// Spins until this thread has run for `d` on its CPU (by the wall clock where the system does not tell).
     fn spin_on_cpu(d: Duration) {
         let (cpu, wall) = (thread_cpu_time(), Instant::now());
@@ -305,8 +323,7 @@ mod tests {
         let bound = Bound::new(Some(Instant::now() - LONG_AFTER), Some(counted));
         let ((), passed) = within(bound, || {
             // A run past its bound by the thread's CPU time too.
-            let spin = Instant::now();
-            while spin.elapsed() < LONG_AFTER * 2 {}
+            spin_on_cpu(LONG_AFTER * 2);
             check(|| false);
             check(|| false);
             assert!(turns.taken() >= 1, "the run holds a turn");
@@ -395,9 +412,8 @@ mod tests {
             TRIES.fetch_add(1, Ordering::SeqCst);
             false
         }
-        let turns = LongReads::turns();
         // Every turn taken elsewhere: a read that waited for one would wait until told to stop.
-        let taken: Vec<_> = std::iter::from_fn(|| turns.take_owned()).collect();
+        let taken = every_turn();
         let ((), passed) = within(
             Bound::new(Some(Instant::now() - LONG_AFTER), Some(not_done)),
             || {
@@ -412,13 +428,11 @@ mod tests {
 
     #[test]
     fn a_long_read_waits_for_a_turn_and_stops_waiting_when_told() {
-        let turns = LongReads::turns();
         // Every turn taken elsewhere.
-        let taken: Vec<_> = std::iter::from_fn(|| turns.take_owned()).collect();
+        let taken = every_turn();
         let stops = AtomicUsize::new(0);
         within(Bound::new(Some(Instant::now()), None), || {
-            let spin = Instant::now();
-            while spin.elapsed() < LONG_AFTER * 2 {}
+            spin_on_cpu(LONG_AFTER * 2);
             check(|| stops.fetch_add(1, Ordering::SeqCst) >= 3);
         });
         assert_eq!(
