@@ -4,9 +4,10 @@
 //! turn share its commit. Turns of several writes also come by chance where the writer is idle most of the time — a
 //! service whose requests come in bursts, a few thousand or tens of thousands of writes a second — and there the
 //! writes gain more from running on their callers' threads, without the hand-off, than from the commits they
-//! would share. So the writer keeps its connection for group commit only while it is busy for at least a
-//! [`BUSY_SHARE`]th of its time ([`Writer::grouping`](crate::engine::write::Writer::grouping)) — its writes that
-//! ran on its lent connection, on their callers' threads, counted as its own time ([`Duty::also`]). The same measure
+//! would share. So the writer keeps its connection for group commit only until it is idle: busy less than a
+//! [`BUSY_SHARE`]th of its time over a few windows in a row ([`Duty::idle`],
+//! [`Writer::grouping`](crate::engine::write::Writer::grouping)) — its writes that ran on its lent connection, on
+//! their callers' threads, counted as its own time ([`Duty::also`]). The same measure, one window at a time,
 //! tells how much of the time writes on callers' threads hold the writer's lent connection
 //! ([`WriterSeat`](crate::engine::seat::WriterSeat)).
 
@@ -19,18 +20,27 @@ pub(crate) const WINDOW: Duration = Duration::from_millis(2);
 /// The writer is busy while it spends at least one part in this many of its time in turns.
 pub(crate) const BUSY_SHARE: u32 = 4;
 
-/// The writer's time in turns over the window under way, and whether the last whole window was busy.
+/// How long whole windows in a row must find the writer not busy before it is idle ([`Duty::idle`]): one window
+/// alone may have caught the writer, or the callers whose next writes it waits for, waiting for a CPU (many tasks
+/// writing on few CPUs), and ending group commit's hold then sends a burst of writes to their callers' threads, to
+/// commit one by one (docs/design.md).
+pub(crate) const IDLE_AFTER: Duration = Duration::from_millis(4);
+
+/// The writer's time in turns over the window under way, whether the last whole window was busy, and for how long
+/// the last whole windows were not.
 #[derive(Debug)]
 pub(crate) struct Duty {
     window_began: Instant,
     in_turns: Duration,
     busy: bool,
+    /// The length of the whole windows in a row, up to the last, that were not busy.
+    not_busy_for: Duration,
     /// Busy while in turns at least one part in this many of the time.
     share: u32,
 }
 
 impl Duty {
-    /// A writer that has not served a turn yet: not busy.
+    /// A writer that has not served a turn yet: not busy, and idle.
     pub(crate) fn new(now: Instant) -> Duty {
         Duty::busy_from(now, BUSY_SHARE)
     }
@@ -41,6 +51,7 @@ impl Duty {
             window_began: now,
             in_turns: Duration::ZERO,
             busy: false,
+            not_busy_for: IDLE_AFTER,
             share,
         }
     }
@@ -52,6 +63,10 @@ impl Duty {
         let window = ended.saturating_duration_since(self.window_began);
         if window >= WINDOW {
             self.busy = self.in_turns * self.share >= window;
+            self.not_busy_for = match self.busy {
+                true => Duration::ZERO,
+                false => self.not_busy_for.saturating_add(window),
+            };
             self.window_began = ended;
             self.in_turns = Duration::ZERO;
         }
@@ -67,6 +82,11 @@ impl Duty {
     /// Whether the writer spent at least its share ([`BUSY_SHARE`] unless told) of the last whole window in turns.
     pub(crate) fn busy(&self) -> bool {
         self.busy
+    }
+
+    /// Whether the last whole windows found the writer not busy for [`IDLE_AFTER`] or longer in a row.
+    pub(crate) fn idle(&self) -> bool {
+        self.not_busy_for >= IDLE_AFTER
     }
 }
 
@@ -118,6 +138,7 @@ mod tests {
         let later = at + Duration::from_secs(1);
         duty.turn(later, later + 300 * US);
         assert!(!duty.busy(), "300 µs in turns over a second");
+        assert!(duty.idle(), "a second's window alone");
     }
 
     #[test]
@@ -130,6 +151,28 @@ mod tests {
         }
         assert!(!alone.busy(), "a fifth of the window in turns");
         assert!(helped.busy(), "and half of it elsewhere");
+    }
+
+    #[test]
+    fn a_writer_is_idle_only_once_windows_in_a_row_found_it_not_busy_for_long_enough() {
+        let t0 = Instant::now();
+        let mut duty = Duty::new(t0);
+        assert!(duty.idle(), "a new writer is idle");
+        // Back to back for one whole window: busy, and the next window begins as the last turn ends.
+        let at = turns(&mut duty, t0, 100 * US, 100 * US, 20);
+        assert!(duty.busy() && !duty.idle());
+        // The next turn 3 ms later (the writer, or the callers whose writes it waits for, waited for a CPU): a
+        // window not busy, and not idle.
+        let at = at + 3_000 * US;
+        duty.turn(at - 100 * US, at);
+        assert!(!duty.busy() && !duty.idle(), "{duty:?}");
+        // Busy again for a whole window; then a turn a millisecond for 2 ms, and for 2 ms more: idle only after both.
+        let at = turns(&mut duty, at, 100 * US, 100 * US, 20);
+        assert!(duty.busy() && !duty.idle());
+        let at = turns(&mut duty, at + 900 * US, 100 * US, 1_000 * US, 2);
+        assert!(!duty.busy() && !duty.idle(), "one window of two: {duty:?}");
+        turns(&mut duty, at + 900 * US, 100 * US, 1_000 * US, 2);
+        assert!(!duty.busy() && duty.idle(), "two windows: {duty:?}");
     }
 
     #[test]

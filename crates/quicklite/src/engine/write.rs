@@ -72,9 +72,10 @@ pub(crate) struct Writer {
     /// The commit sequence when the connection was last lent: commits past it were made on callers' threads.
     lent_at_seq: u64,
     /// Whether a turn served writes of several callers together since the writer last waited idle, the writer has
-    /// been busy since ([`Duty`]), and its turns have served two writes or more on average: writes come together
-    /// lately, and group commit serves them best, so the connection is lent to reads only, until the writer has
-    /// waited idle, a window found it mostly idle, or its turns serve writes one by one.
+    /// not been found idle since ([`Duty::idle`]), and its turns have served two writes or more on average: writes
+    /// come together lately, and group commit serves them best, so the connection is lent to reads only, until the
+    /// writer has waited idle, its turns were found to take a small share of its time over a few windows in a row,
+    /// or its turns serve writes one by one.
     grouping: bool,
     /// Writes served in the last turn.
     last_turn: usize,
@@ -350,8 +351,8 @@ impl Writer {
     }
 
     /// Whether a turn served several callers' writes together since the writer last waited idle ([`Writer::idle`])
-    /// and the writer has been busy since ([`Duty`]), and the last turn served several too: writes still come
-    /// together.
+    /// and the writer has not been found idle since ([`Duty::idle`]), and the last turn served several too: writes
+    /// still come together.
     pub(crate) fn grouping(&self) -> bool {
         self.grouping && self.last_turn >= GROUPED_AT
     }
@@ -611,13 +612,13 @@ impl Writer {
     /// Notes a turn that served `writes` writes from `started` to `ended`: whether writes come together now
     /// ([`Writer::grouping`]).
     fn turn_served(&mut self, writes: usize, started: Instant, ended: Instant) {
-        // Until the writer waits idle ([`Writer::idle`]) or is found mostly idle, or serving writes one by one
-        // (below): under a load that groups writes, some turns still find one write only.
+        // Until the writer waits idle ([`Writer::idle`]) or is found idle over a few windows ([`Duty::idle`]), or
+        // serving writes one by one (below): under a load that groups writes, some turns still find one write only.
         self.grouping |= writes >= GROUPED_AT;
         self.last_turn = writes;
         self.turn_writes = (self.turn_writes * 7 + writes * 16) / 8;
         self.duty.turn(started, ended);
-        if !self.duty.busy() || self.turn_writes < 2 * 16 {
+        if self.duty.idle() || self.turn_writes < 2 * 16 {
             // Turns of several writes by chance, at a load that leaves the writer mostly idle — or busy with writes
             // that come one by one: a steady load of them, mostly run on their callers' threads, keeps it busy a
             // quarter of the time and more, and a connection kept between its turns would send them all to it.
@@ -963,6 +964,13 @@ mod tests {
             at += turn;
         }
         assert!(writer.grouping(), "turns of 30 writes, back to back");
+        // A window of 3 ms with one turn in it: the writer, or the callers whose next writes it waits for, waited for
+        // a CPU. Not idle: the connection stays.
+        at += Duration::from_millis(3);
+        writer.turn_served(30, at, at + turn);
+        at += turn;
+        assert!(!writer.duty.busy(), "{:?}", writer.duty);
+        assert!(writer.grouping(), "one window with little in turns");
         writer.lend_to_reads();
         assert!(
             !seat.lent(),
