@@ -1021,7 +1021,7 @@ both_backends! {
         while !polls_of_a_read(&db).await.1 {
             assert!(start.elapsed() < Duration::from_secs(10), "no read ran on its caller's thread in 10 s");
         }
-        let (mut firsts, mut seconds) = (0, 0);
+        let (mut firsts, mut at_once, mut seconds) = (0, 0, 0);
         for _ in 0..20 {
             // Another task's read the last request run on the worker's thread.
             let db = db.db.clone();
@@ -1037,8 +1037,10 @@ both_backends! {
                     .unwrap();
             if first.1 {
                 firsts += 1;
-                // It was polled behind the other task: a yield would only wake the runtime to poll it again.
-                assert_eq!(first.0, 1, "a task's first read, after another task's, waited for a turn");
+                // It was polled behind the other task: a yield would only wake the runtime to poll it again. (A
+                // read that finds the writer at work of its own — truncating an idle database's WAL, now and then —
+                // takes its turn behind the runtime's tasks, where the writer's answers wake theirs.)
+                at_once += usize::from(first.0 == 1);
             }
             if second.1 {
                 seconds += 1;
@@ -1047,5 +1049,6 @@ both_backends! {
             }
         }
         assert!(firsts >= 15 && seconds >= 15, "{firsts} and {seconds} of 20 ran on the caller's thread");
+        assert!(at_once >= 15, "{at_once} of {firsts} first reads after another task's ran without a turn");
     }
 }
